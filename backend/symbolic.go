@@ -1,0 +1,233 @@
+package backend
+
+import (
+	"fmt"
+
+	"statesim/check"
+	"statesim/model"
+	"statesim/sched"
+	"statesim/sim"
+	"statesim/statecache"
+)
+
+// Stats are the symbolic backend's counters for reports and plots.
+type Stats struct {
+	// Misclassified counts rows of new requests (no computed tokens) that
+	// the reorder put in the decode region or the split on the decode
+	// path. In an attention-only model they are harmless and reported for
+	// information only.
+	Misclassified int64
+	// MambaDecodeRows / MambaPrefillRows count rows per kernel path.
+	MambaDecodeRows, MambaPrefillRows int64
+	// StateBytesMoved is the state traffic of the Mamba kernels (read +
+	// write), for the step-time model.
+	StateBytesMoved int64
+	// HighestSlot is the highest state slot index any kernel addressed.
+	HighestSlot int32
+	// CorruptedRequests counts requests whose state became corrupt.
+	CorruptedRequests int64
+}
+
+// Symbolic performs cache accesses without arithmetic.
+type Symbolic struct {
+	Prov    *statecache.Provenances
+	Pool    *statecache.BlockPool
+	Index   statecache.StateIndex
+	Rec     *check.Recorder
+	Stats   Stats
+	layout  model.Layout
+	bs      int
+	stateRW int64 // bytes one Mamba layer moves to read+write a state
+	nMamba  int   // Mamba layers
+	step    int64
+}
+
+// NewSymbolic builds the symbolic backend over a pool and its layout.
+func NewSymbolic(shape *model.Shape, layout model.Layout, pool *statecache.BlockPool, bits uint, rec *check.Recorder) *Symbolic {
+	return &Symbolic{
+		Prov: statecache.NewProvenances(pool.NumBlocks()),
+		Pool: pool,
+		Index: statecache.StateIndex{
+			Stride: layout.StateStrideElems,
+			Bits:   bits,
+			Elems:  shape.SSMStateElems(),
+			Offset: stateOffsetElems(shape),
+		},
+		Rec:     rec,
+		layout:  layout,
+		bs:      layout.BlockSize,
+		stateRW: 2 * shape.MambaPageBytes(),
+		nMamba:  shape.NumMambaLayers(),
+	}
+}
+
+// stateOffsetElems is where the SSM state starts in a page: after the conv
+// state, in SSM-state elements.
+func stateOffsetElems(s *model.Shape) int64 {
+	b := int64(model.DTypeBytes(s.SSMStateDType))
+	if b == 0 {
+		return 0
+	}
+	return (s.ConvStateBytes() + b - 1) / b
+}
+
+func (s *Symbolic) Name() string { return "symbolic" }
+
+// Execute performs every row's accesses for one step.
+func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
+	s.step = out.Step
+	for i := range out.Rows {
+		row := &out.Rows[i]
+		r := row.Req
+		if row.NumComputed == 0 && (row.Region == sched.RegionDecode || row.Path == sched.PathDecode) {
+			s.Stats.Misclassified++
+		}
+		if err := s.attention(row, now); err != nil {
+			return err
+		}
+		if len(r.Blocks.Mamba) > 0 {
+			s.mamba(row, now)
+		}
+	}
+	return nil
+}
+
+func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
+	r := row.Req
+	c, q := row.NumComputed, row.NumScheduled
+	end := c + q
+	for g, blocks := range r.Blocks.Attn {
+		last := (end - 1) / s.bs
+		if last >= len(blocks) {
+			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, last, g, len(blocks))
+		}
+		// Write K/V for positions [c, end), then read [0, end).
+		for bi := c / s.bs; bi <= last; bi++ {
+			s.Prov.WriteKV(blocks[bi], r.ID, min(s.bs, end-bi*s.bs), s.step)
+		}
+		for bi := 0; bi <= last; bi++ {
+			need := min(s.bs, end-bi*s.bs)
+			if !s.Prov.KVValid(blocks[bi], r.ID, need) {
+				p := s.Prov.Get(blocks[bi])
+				s.corrupt(r)
+				if s.Rec.Wants(check.StaleSlotRead) {
+					s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead, Step: s.step, TimeNS: int64(now),
+						RequestID: int64(r.ID), Slot: int64(blocks[bi]), PrevOwner: int64(p.Writer),
+						Detail: fmt.Sprintf("attention group %d reads KV block %d holding %s of request %d", g, blocks[bi], p.Content, p.Writer)})
+				} else {
+					s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Symbolic) corrupt(r *sched.Request) {
+	if r.CorruptStep < 0 {
+		r.CorruptStep = s.step
+		s.Stats.CorruptedRequests++
+	}
+}
+
+// mamba performs one row's state accesses in every Mamba group; a
+// violation is reported once per row, naming the first group's slot.
+func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
+	r := row.Req
+	c, q := row.NumComputed, row.NumScheduled
+	decode := row.Path == sched.PathDecode
+	if decode {
+		s.Stats.MambaDecodeRows++
+	} else {
+		s.Stats.MambaPrefillRows++
+	}
+	s.Stats.StateBytesMoved += s.stateRW * int64(s.nMamba)
+	if decode && c == 0 {
+		slot := r.Blocks.Mamba[0]
+		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
+			p := s.Prov.Get(slot)
+			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; slot %d holds %s", q, slot, describe(p))
+		})
+	}
+	var staleN, wrongN int
+	var staleSlot, wrongSlot int32 = -1, -1
+	var staleProv, clobberedProv statecache.Provenance
+	var wrongFirst, wrongLast int32
+	for _, slot := range r.Blocks.Mamba {
+		if slot > s.Stats.HighestSlot {
+			s.Stats.HighestSlot = slot
+		}
+		target, last, wrapped := slot, slot, false
+		if !decode {
+			// The prefill kernel addresses the state through the index
+			// arithmetic under test; decode kernels use 64-bit indices.
+			target, last, wrapped = s.Index.Span(slot)
+		}
+		tainted := false
+		if decode || row.HasInitialState {
+			p := s.Prov.Get(target)
+			valid := !wrapped && s.Prov.StateValid(slot, r.ID, c)
+			if !valid {
+				tainted = true
+				if staleN == 0 {
+					staleSlot, staleProv = target, p
+				}
+				staleN++
+			} else if p.Tainted {
+				tainted = true
+			}
+		}
+		if wrapped {
+			if wrongN == 0 {
+				wrongSlot, wrongFirst, wrongLast, clobberedProv = slot, target, last, s.Prov.Get(target)
+			}
+			wrongN++
+			for b := target; b <= last; b++ {
+				s.Prov.Clobber(b, slot, r.ID, c+q, s.step)
+			}
+			// The intended slot keeps its old bytes: stale from now on.
+			continue
+		}
+		s.Prov.WriteState(slot, r.ID, c+q, s.step, tainted)
+	}
+	ng := len(r.Blocks.Mamba)
+	if staleN > 0 {
+		s.corrupt(r)
+		s.add(check.StaleSlotRead, r, now, staleSlot, staleProv.Writer, func() string {
+			path := "decode"
+			if !decode {
+				path = "prefill (has_initial_state)"
+			}
+			return fmt.Sprintf("%s path with %d computed tokens reads slot %d holding %s (%d of %d Mamba groups)",
+				path, c, staleSlot, describe(staleProv), staleN, ng)
+		})
+	}
+	if wrongN > 0 {
+		s.corrupt(r)
+		s.add(check.WrongAddressWrite, r, now, wrongSlot, clobberedProv.Writer, func() string {
+			return fmt.Sprintf("prefill state write for slot %d wrapped (%d-bit index, %d × %d ≥ 2^%d) into blocks %d..%d, clobbering %s; slot %d left stale (%d of %d Mamba groups)",
+				wrongSlot, s.Index.Bits, wrongSlot, s.Index.Stride, s.Index.Bits, wrongFirst, wrongLast, describe(clobberedProv), wrongSlot, wrongN, ng)
+		})
+	}
+}
+
+func (s *Symbolic) add(inv check.Invariant, r *sched.Request, now sim.Time, slot int32, prev statecache.RequestID, detail func() string) {
+	v := check.Violation{Invariant: inv, Step: s.step, TimeNS: int64(now), RequestID: int64(r.ID), Slot: int64(slot), PrevOwner: int64(prev)}
+	if s.Rec.Wants(inv) {
+		v.Detail = detail()
+	}
+	s.Rec.Add(v)
+}
+
+func describe(p statecache.Provenance) string {
+	switch {
+	case p.Content == statecache.Zero:
+		return "zeros (never written)"
+	case p.Clobber:
+		return fmt.Sprintf("bytes clobbered by request %d's wrapped write for slot %d at step %d", p.Writer, p.Intended, p.Step)
+	case p.Content == statecache.KV:
+		return fmt.Sprintf("KV of request %d (step %d)", p.Writer, p.Step)
+	}
+	return fmt.Sprintf("state of request %d after %d tokens (step %d)", p.Writer, p.Tokens, p.Step)
+}

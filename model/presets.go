@@ -1,0 +1,62 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Presets are named shapes a scenario can start from. Jamba mini follows the
+// public Jamba-v0.1 config; the 3B shape is an estimate that matches the
+// overflow threshold reported for Jamba Reasoning 3B (its config is not
+// public); the controls reuse the 3B widths with one layer kind only.
+var presets = map[string]Shape{
+	"jamba-mini": {
+		Name: "jamba-mini", NumLayers: 32, AttnLayerPeriod: 8, AttnLayerOffset: 4,
+		HiddenSize: 4096, MambaExpand: 2, MambaDState: 16, MambaDConv: 4,
+		NumAttentionHeads: 32, NumKVHeads: 8, HeadDim: 128, VocabSize: 65536,
+		DType: "bfloat16", SSMStateDType: "float32", WeightsGiB: 96.9,
+	},
+	"jamba-reasoning-3b": {
+		Name: "jamba-reasoning-3b", NumLayers: 32, AttnLayerPeriod: 8, AttnLayerOffset: 4,
+		HiddenSize: 2560, MambaExpand: 2, MambaDState: 16, MambaDConv: 4,
+		NumAttentionHeads: 20, NumKVHeads: 4, HeadDim: 128, VocabSize: 65536,
+		DType: "bfloat16", SSMStateDType: "float32", WeightsGiB: 5.6,
+	},
+	"attention-only-3b": {
+		Name: "attention-only-3b", NumLayers: 32, AttnLayerPeriod: 1, AttnLayerOffset: 0,
+		HiddenSize: 2560, NumAttentionHeads: 20, NumKVHeads: 4, HeadDim: 128, VocabSize: 65536,
+		DType: "bfloat16", SSMStateDType: "float32", WeightsGiB: 5.6,
+	},
+	"mamba-only-3b": {
+		Name: "mamba-only-3b", NumLayers: 32, AttnLayerPeriod: 0,
+		HiddenSize: 2560, MambaExpand: 2, MambaDState: 16, MambaDConv: 4, VocabSize: 65536,
+		DType: "bfloat16", SSMStateDType: "float32", WeightsGiB: 5.6,
+	},
+	// tiny-hybrid is small enough for the numeric backend to run real
+	// arithmetic on thousands of requests.
+	"tiny-hybrid": {
+		Name: "tiny-hybrid", NumLayers: 4, AttnLayerPeriod: 4, AttnLayerOffset: 2,
+		HiddenSize: 32, MambaExpand: 2, MambaDState: 8, MambaDConv: 4,
+		NumAttentionHeads: 4, NumKVHeads: 2, HeadDim: 8, VocabSize: 256,
+		DType: "float32", SSMStateDType: "float32", WeightsGiB: 0,
+	},
+	"tiny-attention": {
+		Name: "tiny-attention", NumLayers: 4, AttnLayerPeriod: 1, AttnLayerOffset: 0,
+		HiddenSize: 32, NumAttentionHeads: 4, NumKVHeads: 2, HeadDim: 8, VocabSize: 256,
+		DType: "float32", SSMStateDType: "float32", WeightsGiB: 0,
+	},
+}
+
+// PresetNames lists the presets in sorted order.
+func PresetNames() []string {
+	return []string{"attention-only-3b", "jamba-mini", "jamba-reasoning-3b", "mamba-only-3b", "tiny-attention", "tiny-hybrid"}
+}
+
+// Preset returns a copy of a named shape.
+func Preset(name string) (Shape, error) {
+	s, ok := presets[name]
+	if !ok {
+		return Shape{}, fmt.Errorf("unknown model preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return s, nil
+}

@@ -1,0 +1,61 @@
+package sched
+
+import (
+	"statesim/sim"
+	"statesim/statecache"
+)
+
+// RequestID is statecache's request identity.
+type RequestID = statecache.RequestID
+
+// Status is a request's place in the engine, as vLLM's RequestStatus.
+type Status uint8
+
+const (
+	Waiting Status = iota
+	Running
+	Preempted // back in the waiting queue after a recompute preemption
+	Finished
+)
+
+func (s Status) String() string {
+	return [...]string{"waiting", "running", "preempted", "finished"}[s]
+}
+
+// Request is one generation request.
+type Request struct {
+	ID          RequestID
+	ArrivalTime sim.Time
+	Priority    int // lower is served first under the priority policy
+	// Group is the workload's grouping (batch, training step) or -1.
+	Group int
+
+	NumPromptTokens int
+	MaxTokens       int // output tokens to generate (ignore_eos)
+
+	NumOutputTokens   int
+	NumComputedTokens int
+	Status            Status
+	NumPreemptions    int
+
+	Blocks statecache.BlockTable
+
+	// Seed determines the request's prompt token ids for numeric
+	// backends, and its sampling stream.
+	Seed uint64
+
+	// CorruptStep is the first step at which the request's state was
+	// computed from bytes not its own (set by the cache-access check), or
+	// -1. Every later token of the request inherits the corruption.
+	CorruptStep int64
+
+	FirstTokenTime sim.Time // -1 until the first output token
+	LastTokenTime  sim.Time
+	FinishTime     sim.Time
+}
+
+// NumTokens is prompt plus generated tokens: what must be computed.
+func (r *Request) NumTokens() int { return r.NumPromptTokens + r.NumOutputTokens }
+
+// IsPrefilling reports whether the prompt is not yet fully computed.
+func (r *Request) IsPrefilling() bool { return r.NumComputedTokens < r.NumPromptTokens }

@@ -1,0 +1,419 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+
+	"statesim/sim"
+	"statesim/statecache"
+)
+
+// SchedulingPolicy is vLLM's scheduling_policy.
+type SchedulingPolicy uint8
+
+const (
+	FCFS SchedulingPolicy = iota
+	PriorityPolicy
+)
+
+// Config holds the engine knobs the scheduler reads, under vLLM's names.
+type Config struct {
+	MaxNumBatchedTokens       int
+	MaxNumSeqs                int
+	MaxModelLen               int
+	EnableChunkedPrefill      bool
+	LongPrefillTokenThreshold int // 0 = off
+	Policy                    SchedulingPolicy
+}
+
+// Row is one request in a step's batch.
+type Row struct {
+	Req             *Request
+	NumScheduled    int // query length this step
+	NumComputed     int // num_computed_tokens before the step (what the model runner sees)
+	Region          Region
+	Path            Path
+	HasInitialState bool
+}
+
+// Output is one step's scheduling result.
+type Output struct {
+	Step               int64
+	Rows               []Row
+	NumScheduledTokens int
+	NumDecodes         int // rows[:NumDecodes] take the Mamba decode path
+	Preempted          []*Request
+}
+
+// State is what a policy schedules over: the queues and the cache.
+type State struct {
+	Cfg     Config
+	KV      *statecache.KVCacheManager
+	Waiting []*Request // head first; see PushWaiting
+	Running []*Request
+	Now     sim.Time
+}
+
+// Policy decides one step. It appends rows (in running-then-new order,
+// with NumComputed set to the pre-step value) to out, allocates blocks for
+// them through st.Allocate, and preempts through st.Preempt. It must not
+// advance num_computed_tokens: the Scheduler does that for every policy.
+type Policy interface {
+	Name() string
+	Schedule(st *State, out *Output) error
+}
+
+// Allocate makes r's blocks cover numTokens tokens; false means the pool
+// is short and the caller should preempt.
+func (st *State) Allocate(r *Request, numTokens int) (bool, error) {
+	return st.KV.Allocate(r.ID, &r.Blocks, numTokens)
+}
+
+// Preempt applies recompute preemption to a running request: its blocks
+// are freed, num_computed_tokens is reset, and it goes back to the head of
+// the waiting queue (or into priority order).
+func (st *State) Preempt(r *Request, out *Output) error {
+	idx := -1
+	for i, x := range st.Running {
+		if x == r {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return fmt.Errorf("preempt: request %d is not running", r.ID)
+	}
+	st.Running = append(st.Running[:idx], st.Running[idx+1:]...)
+	if err := st.KV.Free(r.ID, &r.Blocks); err != nil {
+		return err
+	}
+	r.Status = Preempted
+	r.NumComputedTokens = 0
+	r.NumPreemptions++
+	st.pushWaitingFront(r)
+	out.Preempted = append(out.Preempted, r)
+	return nil
+}
+
+// PreemptVictim picks the request to preempt: the last running one under
+// FCFS, the one with the largest (priority, arrival_time) under priority.
+func (st *State) PreemptVictim() *Request {
+	if len(st.Running) == 0 {
+		return nil
+	}
+	if st.Cfg.Policy == FCFS {
+		return st.Running[len(st.Running)-1]
+	}
+	v := st.Running[0]
+	for _, r := range st.Running[1:] {
+		// max() keeps the first of equal keys, as Python's does.
+		if r.Priority > v.Priority || (r.Priority == v.Priority && r.ArrivalTime > v.ArrivalTime) {
+			v = r
+		}
+	}
+	return v
+}
+
+// AddRequest appends a new arrival to the waiting queue.
+func (st *State) AddRequest(r *Request) {
+	r.Status = Waiting
+	if st.Cfg.Policy == FCFS {
+		st.Waiting = append(st.Waiting, r)
+		return
+	}
+	st.insertByPriority(r)
+}
+
+func (st *State) pushWaitingFront(r *Request) {
+	if st.Cfg.Policy == FCFS {
+		st.Waiting = append(st.Waiting, nil)
+		copy(st.Waiting[1:], st.Waiting)
+		st.Waiting[0] = r
+		return
+	}
+	st.insertByPriority(r)
+}
+
+func prioLess(a, b *Request) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if a.ArrivalTime != b.ArrivalTime {
+		return a.ArrivalTime < b.ArrivalTime
+	}
+	return a.ID < b.ID
+}
+
+func (st *State) insertByPriority(r *Request) {
+	i := sort.Search(len(st.Waiting), func(i int) bool { return prioLess(r, st.Waiting[i]) })
+	st.Waiting = append(st.Waiting, nil)
+	copy(st.Waiting[i+1:], st.Waiting[i:])
+	st.Waiting[i] = r
+}
+
+// PopWaiting removes the head of the waiting queue.
+func (st *State) PopWaiting() *Request {
+	r := st.Waiting[0]
+	st.Waiting[0] = nil
+	st.Waiting = st.Waiting[1:]
+	return r
+}
+
+// V1 is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
+// running requests first while budget remains, then waiting requests if
+// nothing was preempted, with no minimum chunk.
+type V1 struct{}
+
+func (V1) Name() string { return "v1" }
+
+func (V1) Schedule(st *State, out *Output) error {
+	cfg := &st.Cfg
+	budget := cfg.MaxNumBatchedTokens
+	for i := 0; i < len(st.Running) && budget > 0; {
+		r := st.Running[i]
+		n := r.NumTokens() - r.NumComputedTokens
+		if t := cfg.LongPrefillTokenThreshold; t > 0 && n > t {
+			n = t
+		}
+		n = min(n, budget, cfg.MaxModelLen-1-r.NumComputedTokens)
+		if n <= 0 {
+			i++
+			continue
+		}
+		scheduled := true
+		for {
+			ok, err := st.Allocate(r, r.NumComputedTokens+n)
+			if err != nil {
+				return err
+			}
+			if ok {
+				break
+			}
+			victim := st.PreemptVictim()
+			vi := indexOf(st.Running, victim)
+			if cfg.Policy == PriorityPolicy && vi < i {
+				// Un-schedule a request this step already took.
+				for k := range out.Rows {
+					if out.Rows[k].Req == victim {
+						budget += out.Rows[k].NumScheduled
+						out.NumScheduledTokens -= out.Rows[k].NumScheduled
+						out.Rows = append(out.Rows[:k], out.Rows[k+1:]...)
+						break
+					}
+				}
+				i--
+			}
+			if err := st.Preempt(victim, out); err != nil {
+				return err
+			}
+			if victim == r {
+				scheduled = false
+				break
+			}
+		}
+		if !scheduled {
+			break
+		}
+		out.Rows = append(out.Rows, Row{Req: r, NumScheduled: n, NumComputed: r.NumComputedTokens})
+		out.NumScheduledTokens += n
+		budget -= n
+		i++
+	}
+	if len(out.Preempted) > 0 {
+		return nil
+	}
+	for len(st.Waiting) > 0 && budget > 0 {
+		if len(st.Running) >= cfg.MaxNumSeqs {
+			break
+		}
+		r := st.Waiting[0]
+		n := r.NumTokens() - r.NumComputedTokens
+		if t := cfg.LongPrefillTokenThreshold; t > 0 && n > t {
+			n = t
+		}
+		if !cfg.EnableChunkedPrefill && n > budget {
+			break
+		}
+		n = min(n, budget)
+		ok, err := st.Allocate(r, r.NumComputedTokens+n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		st.PopWaiting()
+		st.Running = append(st.Running, r)
+		r.Status = Running
+		out.Rows = append(out.Rows, Row{Req: r, NumScheduled: n, NumComputed: r.NumComputedTokens})
+		out.NumScheduledTokens += n
+		budget -= n
+	}
+	return nil
+}
+
+func indexOf(rs []*Request, r *Request) int {
+	for i, x := range rs {
+		if x == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// V0Policy is a control modelled on vLLM's V0 engine: a step is either all
+// prefills (whole prompts, new requests only) or all decodes, never mixed.
+type V0Policy struct{}
+
+func (V0Policy) Name() string { return "v0" }
+
+func (V0Policy) Schedule(st *State, out *Output) error {
+	cfg := &st.Cfg
+	budget := cfg.MaxNumBatchedTokens
+	for len(st.Waiting) > 0 && len(st.Running) < cfg.MaxNumSeqs {
+		r := st.Waiting[0]
+		n := r.NumTokens() - r.NumComputedTokens
+		if n > budget {
+			break
+		}
+		ok, err := st.Allocate(r, r.NumComputedTokens+n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		st.PopWaiting()
+		st.Running = append(st.Running, r)
+		r.Status = Running
+		out.Rows = append(out.Rows, Row{Req: r, NumScheduled: n, NumComputed: r.NumComputedTokens})
+		out.NumScheduledTokens += n
+		budget -= n
+	}
+	if len(out.Rows) > 0 {
+		return nil
+	}
+	for i := 0; i < len(st.Running) && budget > 0; {
+		r := st.Running[i]
+		n := min(r.NumTokens()-r.NumComputedTokens, budget)
+		if n <= 0 {
+			i++
+			continue
+		}
+		scheduled := true
+		for {
+			ok, err := st.Allocate(r, r.NumComputedTokens+n)
+			if err != nil {
+				return err
+			}
+			if ok {
+				break
+			}
+			victim := st.PreemptVictim()
+			if err := st.Preempt(victim, out); err != nil {
+				return err
+			}
+			if victim == r {
+				scheduled = false
+				break
+			}
+		}
+		if !scheduled {
+			break
+		}
+		out.Rows = append(out.Rows, Row{Req: r, NumScheduled: n, NumComputed: r.NumComputedTokens})
+		out.NumScheduledTokens += n
+		budget -= n
+		i++
+	}
+	return nil
+}
+
+// Scheduler runs a Policy and the version's classification, and applies
+// step results. It owns num_computed_tokens accounting.
+type Scheduler struct {
+	State
+	Policy       Policy
+	Version      Version
+	ForcePrefill bool
+	step         int64
+	out          Output
+	tmp          []Row
+	finished     []*Request
+}
+
+// New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
+func New(cfg Config, kv *statecache.KVCacheManager, v Version, p Policy) *Scheduler {
+	if p == nil {
+		p = V1{}
+		if v == V0 {
+			p = V0Policy{}
+		}
+	}
+	return &Scheduler{State: State{Cfg: cfg, KV: kv}, Policy: p, Version: v}
+}
+
+// HasUnfinished reports whether any request is waiting or running.
+func (s *Scheduler) HasUnfinished() bool { return len(s.Waiting)+len(s.Running) > 0 }
+
+// Schedule runs one step's policy, advances num_computed_tokens by the
+// scheduled counts (the model runner sees the pre-step values in Rows),
+// and classifies the batch. The returned Output is reused by the next call.
+func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
+	s.Now = now
+	out := &s.out
+	out.Rows, out.Preempted = out.Rows[:0], out.Preempted[:0]
+	out.NumScheduledTokens, out.NumDecodes = 0, 0
+	out.Step = s.step
+	s.step++
+	if err := s.Policy.Schedule(&s.State, out); err != nil {
+		return nil, fmt.Errorf("policy %s, step %d: %w", s.Policy.Name(), out.Step, err)
+	}
+	for i := range out.Rows {
+		out.Rows[i].Req.NumComputedTokens += out.Rows[i].NumScheduled
+	}
+	if cap(s.tmp) < len(out.Rows) {
+		s.tmp = make([]Row, 0, 2*len(out.Rows))
+	}
+	out.NumDecodes = Classify(s.Version, out.Rows, s.tmp, s.ForcePrefill)
+	return out, nil
+}
+
+// Update applies a finished step at time now: every row that computed all
+// of its known tokens samples one token; requests that reach MaxTokens (or
+// max_model_len) finish and free their blocks. The returned slice is reused
+// by the next call.
+func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
+	s.finished = s.finished[:0]
+	for i := range out.Rows {
+		r := out.Rows[i].Req
+		if r.Status != Running || r.NumComputedTokens < r.NumTokens() {
+			continue
+		}
+		r.NumOutputTokens++
+		if r.FirstTokenTime < 0 {
+			r.FirstTokenTime = now
+		}
+		r.LastTokenTime = now
+		if r.NumOutputTokens >= r.MaxTokens || r.NumTokens() >= s.Cfg.MaxModelLen {
+			r.Status = Finished
+			r.FinishTime = now
+			if err := s.KV.Free(r.ID, &r.Blocks); err != nil {
+				return nil, err
+			}
+			s.finished = append(s.finished, r)
+		}
+	}
+	if len(s.finished) > 0 {
+		k := 0
+		for _, r := range s.Running {
+			if r.Status != Finished {
+				s.Running[k] = r
+				k++
+			}
+		}
+		clear(s.Running[k:])
+		s.Running = s.Running[:k]
+	}
+	return s.finished, nil
+}

@@ -1,0 +1,10 @@
+// Package statecache models vLLM V1's one block pool shared by attention KV
+// blocks and Mamba state slots: the free-queue order (block 0 reserved, pop
+// from the head, freed blocks return reversed to the tail, never zeroed after
+// start-up), per-request block tables across KV cache groups, the memory
+// model that sizes the pool, the index arithmetic the Mamba kernels use to
+// address a slot (including a 32-bit wrap), and the provenance of every
+// block: who wrote it last, what, and how many tokens it has absorbed.
+//
+// It is a pure state machine: no clock, no randomness, no I/O.
+package statecache
