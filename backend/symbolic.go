@@ -26,7 +26,25 @@ type Stats struct {
 	HighestSlot int32
 	// CorruptedRequests counts requests whose state became corrupt.
 	CorruptedRequests int64
+	// Imposters counts rows that were bug A with a stale read.
+	Imposters int64
 }
+
+// Imposter is bug A caught in the act: a request with no computed tokens
+// on the Mamba decode path that read a slot holding another request's bytes.
+type Imposter struct {
+	RequestID    int64  `json:"request_id"`
+	Step         int64  `json:"step"`
+	NumScheduled int    `json:"num_scheduled"`
+	Slot         int64  `json:"slot"`
+	PrevOwner    int64  `json:"prev_owner"`
+	PrevContent  string `json:"prev_content"`
+	PrevTokens   int    `json:"prev_tokens"`
+	PrevStep     int64  `json:"prev_step"`
+}
+
+// maxImposters bounds the list; the count in Stats is exact.
+const maxImposters = 100
 
 // Symbolic performs cache accesses without arithmetic.
 type Symbolic struct {
@@ -35,6 +53,8 @@ type Symbolic struct {
 	Index   statecache.StateIndex
 	Rec     *check.Recorder
 	Stats   Stats
+	// Imposters are the first imposter rows, in order.
+	Imposters []Imposter
 	layout  model.Layout
 	bs      int
 	stateRW int64 // bytes one Mamba layer moves to read+write a state
@@ -193,6 +213,14 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 	}
 	ng := len(r.Blocks.Mamba)
 	if staleN > 0 {
+		if decode && c == 0 {
+			s.Stats.Imposters++
+			if len(s.Imposters) < maxImposters {
+				s.Imposters = append(s.Imposters, Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
+					Slot: int64(staleSlot), PrevOwner: int64(staleProv.Writer), PrevContent: staleProv.Content.String(),
+					PrevTokens: int(staleProv.Tokens), PrevStep: staleProv.Step})
+			}
+		}
 		s.corrupt(r)
 		s.add(check.StaleSlotRead, r, now, staleSlot, staleProv.Writer, func() string {
 			path := "decode"

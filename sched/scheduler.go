@@ -353,6 +353,10 @@ func New(cfg Config, kv *statecache.KVCacheManager, v Version, p Policy) *Schedu
 	return &Scheduler{State: State{Cfg: cfg, KV: kv}, Policy: p, Version: v}
 }
 
+// Out is the last step's output (its Step is the next step's number
+// minus one; before the first step it is empty).
+func (s *Scheduler) Out() *Output { return &s.out }
+
 // HasUnfinished reports whether any request is waiting or running.
 func (s *Scheduler) HasUnfinished() bool { return len(s.Waiting)+len(s.Running) > 0 }
 

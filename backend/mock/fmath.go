@@ -1,0 +1,94 @@
+package mock
+
+import "math"
+
+// Float helpers with a fixed operation order. Every product that feeds a
+// sum is converted to float32 explicitly: Go may otherwise fuse a*b+c into
+// one FMA on some architectures (arm64), and a run must replay bit for bit
+// on any machine. exp is computed here, not by math.Exp, which has
+// per-architecture assembly.
+
+const (
+	ln2Hi  = 6.93147180369123816490e-01
+	ln2Lo  = 1.90821492927058770002e-10
+	log2e  = 1.44269504088896338700e+00
+	expMax = 88.72283905206835  // ln(MaxFloat32)
+	expMin = -103.97207708      // below this exp underflows float32 to 0
+)
+
+// exp64 is e^x in float64 arithmetic, accurate to a few ulp, with no
+// architecture-specific code: x = k·ln2 + r, |r| ≤ ln2/2, e^r by a
+// degree-13 Taylor polynomial in Horner form, scaled by 2^k.
+func exp64(x float64) float64 {
+	switch {
+	case x != x:
+		return x
+	case x > 709.78:
+		return math.Inf(1)
+	case x < -745.2:
+		return 0
+	}
+	k := math.Floor(x*log2e + 0.5)
+	r := float64(x-float64(k*ln2Hi)) - float64(k*ln2Lo)
+	p := 1.0 / 6227020800 // 1/13!
+	for _, c := range [...]float64{1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
+		1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1} {
+		p = float64(p*r) + c
+	}
+	return math.Ldexp(p, int(k))
+}
+
+// exp32 is e^x rounded to float32.
+func exp32(x float32) float32 {
+	if x > expMax {
+		return float32(math.Inf(1))
+	}
+	if x < expMin {
+		return 0
+	}
+	return float32(exp64(float64(x)))
+}
+
+// silu is x·σ(x) = x / (1 + e^−x).
+func silu(x float32) float32 { return x / (1 + exp32(-x)) }
+
+// softplus is log(1 + e^x), and x itself above 20 (as PyTorch's).
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log1p(float64(exp32(x))))
+}
+
+// dot is Σ a[i]·b[i] accumulated in float32 from i = 0 up.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	for i, x := range a {
+		s += float32(x * b[i])
+	}
+	return s
+}
+
+// matVec sets y[o] = Σ_i W[o][i]·x[i] for a row-major W of len(y) rows.
+func matVec(y, w, x []float32) {
+	n := len(x)
+	for o := range y {
+		y[o] = dot(x, w[o*n:o*n+n])
+	}
+}
+
+// rmsNorm sets y = x · rsqrt(mean(x²) + eps) · gamma.
+func rmsNorm(y, x, gamma []float32) {
+	var ss float32
+	for _, v := range x {
+		ss += float32(v * v)
+	}
+	ms := ss / float32(len(x))
+	inv := float32(1 / math.Sqrt(float64(ms+normEps)))
+	for i, v := range x {
+		y[i] = float32(v*inv) * gamma[i]
+	}
+}
+
+const normEps float32 = 1e-6

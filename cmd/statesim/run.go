@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"statesim"
+	"statesim/scenarios"
+)
+
+func init() {
+	commands["run"] = command{
+		summary: "run SCENARIO [--json] [--trace FILE] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
+		run:     cmdRun,
+	}
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	tracePath := fs.String("trace", "", "write one JSON line per step to `FILE`")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitBadInput
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "statesim run: want exactly one SCENARIO, got %d\n", len(pos))
+		return exitBadInput
+	}
+	sc, err := scenarios.Load(pos[0], sets)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
+	var opt statesim.Options
+	var traceFile *os.File
+	if *tracePath != "" {
+		traceFile, err = os.Create(*tracePath)
+		if err != nil {
+			fmt.Fprintf(stderr, "statesim: --trace: %v\n", err)
+			return exitBadInput
+		}
+		defer traceFile.Close()
+		opt.Trace = traceFile
+	}
+	rep, err := statesim.Run(sc, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		var ie *scenarios.InputError
+		if errors.As(err, &ie) {
+			return exitBadInput
+		}
+		return exitInternal
+	}
+	if traceFile != nil {
+		if err := traceFile.Close(); err != nil {
+			fmt.Fprintf(stderr, "statesim: --trace: %v\n", err)
+			return exitInternal
+		}
+	}
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitInternal
+	}
+	if rep.TotalViolations() > 0 {
+		return exitViolations
+	}
+	return exitClean
+}

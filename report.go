@@ -1,0 +1,238 @@
+package statesim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"statesim/backend"
+	"statesim/check"
+	"statesim/model"
+	"statesim/scenarios"
+	"statesim/statecache"
+)
+
+// Report is the result of one run. Its JSON form is byte-identical for the
+// same scenario and seed.
+type Report struct {
+	Scenario       string  `json:"scenario"`
+	Seed           uint64  `json:"seed"`
+	VLLMVersion    string  `json:"vllm_version"`
+	Backend        string  `json:"backend"`
+	StateIndexBits int     `json:"state_index_bits"`
+	ForcePrefill   bool    `json:"force_prefill_path,omitempty"`
+	Model          RModel  `json:"model"`
+	Cache          RCache  `json:"cache"`
+	Requests       int64   `json:"requests"`
+	Finished       int64   `json:"finished"`
+	Steps          int64   `json:"steps"`
+	Preemptions    int64   `json:"preemptions"`
+	OutputTokens   int64   `json:"output_tokens"`
+	SimTimeS       float64 `json:"sim_time_s"`
+	Throughput     struct {
+		RequestsPerS     float64 `json:"requests_per_s"`
+		OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	} `json:"throughput"`
+	Latency struct {
+		TTFT Percentiles `json:"ttft"`
+		ITL  Percentiles `json:"itl"`
+		E2E  Percentiles `json:"e2e"`
+	} `json:"latency"`
+	MaxBatchRows int `json:"max_batch_rows"`
+
+	// Invariants has every invariant with its violation count, in a fixed order.
+	Invariants []InvariantCount `json:"invariants"`
+	// Violations are the first occurrences of each violated invariant.
+	Violations []check.Violation `json:"violations"`
+	// Imposters are bug A's stale decode reads by brand-new requests.
+	Imposters []backend.Imposter `json:"imposters"`
+	// MisclassifiedRows are new requests put on a decode path; harmless
+	// without Mamba layers, so informational.
+	MisclassifiedRows int64 `json:"misclassified_rows"`
+	// CorruptedRequests had their state computed from bytes not their own.
+	CorruptedRequests int64 `json:"corrupted_requests"`
+
+	// Extra holds backend-specific sections (the numeric backends'
+	// divergent requests), keyed by a stable name.
+	Extra map[string]any `json:"extra,omitempty"`
+
+	rec *check.Recorder
+}
+
+// InvariantCount is one invariant's tally.
+type InvariantCount struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+}
+
+// RModel summarises the model shape.
+type RModel struct {
+	Name            string `json:"name"`
+	Layers          int    `json:"layers"`
+	AttentionLayers int    `json:"attention_layers"`
+	MambaLayers     int    `json:"mamba_layers"`
+	DInner          int    `json:"d_inner"`
+	DState          int    `json:"d_state"`
+}
+
+// RCache summarises the cache layout and its use.
+type RCache struct {
+	NumGPUBlocks      int   `json:"num_gpu_blocks"`
+	FromOverride      bool  `json:"from_override"`
+	BlockSize         int   `json:"block_size"`
+	PageBytes         int64 `json:"page_bytes"`
+	GroupSize         int   `json:"group_size"`
+	AttentionGroups   int   `json:"attention_groups"`
+	MambaGroups       int   `json:"mamba_groups"`
+	StateStrideElems  int64 `json:"state_stride_elems"`
+	FirstWrappingSlot int64 `json:"first_wrapping_slot"`
+	HighestSlot       int64 `json:"highest_slot"`
+	HighestBlock      int64 `json:"highest_block"`
+}
+
+func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks int, ix statecache.StateIndex) *Report {
+	r := &Report{
+		Scenario: sc.Name, Seed: sc.Seed, VLLMVersion: sc.Engine.VLLMVersion, Backend: sc.Backend.Kind,
+		StateIndexBits: sc.Engine.StateIndexBits, ForcePrefill: sc.Engine.ForcePrefillPath,
+		Model: RModel{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
+		Cache: RCache{NumGPUBlocks: nBlocks, FromOverride: sc.Engine.NumGPUBlocksOverride > 0, BlockSize: l.BlockSize,
+			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
+			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
+	}
+	if sh.NumMambaLayers() > 0 {
+		r.Model.DInner, r.Model.DState = sh.DInner(), sh.MambaDState
+		r.Cache.FirstWrappingSlot = ix.FirstWrappingSlot()
+	}
+	return r
+}
+
+func (r *runner) finishReport() {
+	rep := r.rep
+	rep.rec = r.rec
+	for _, inv := range check.All() {
+		rep.Invariants = append(rep.Invariants, InvariantCount{Name: inv.String(), Count: r.rec.Count(inv)})
+	}
+	rep.Violations = sortedViolations(r.rec)
+	if rep.Violations == nil {
+		rep.Violations = []check.Violation{}
+	}
+	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
+	rep.MisclassifiedRows = r.sym.Stats.Misclassified
+	rep.CorruptedRequests = r.sym.Stats.CorruptedRequests
+	rep.Cache.HighestSlot = int64(r.sym.Stats.HighestSlot)
+	rep.Cache.HighestBlock = int64(r.kv.Pool.HighWater)
+	rep.MaxBatchRows = r.metrics.maxRunning
+	if rep.SimTimeS > 0 {
+		rep.Throughput.RequestsPerS = round3(float64(rep.Finished) / rep.SimTimeS)
+		rep.Throughput.OutputTokensPerS = round3(float64(rep.OutputTokens) / rep.SimTimeS)
+	}
+	rep.SimTimeS = round3(rep.SimTimeS*1e3) / 1e3
+	rep.Latency.TTFT = percentiles(r.metrics.ttft)
+	rep.Latency.ITL = percentiles(r.metrics.itl)
+	rep.Latency.E2E = percentiles(r.metrics.e2e)
+	if x, ok := r.be.(interface{ ReportExtra() (string, any) }); ok {
+		k, v := x.ReportExtra()
+		rep.Extra = map[string]any{k: v}
+	}
+}
+
+// Count is the number of violations of the named invariant.
+func (r *Report) Count(inv check.Invariant) int64 { return r.Invariants[inv].Count }
+
+// TotalViolations sums every invariant's count.
+func (r *Report) TotalViolations() int64 {
+	var t int64
+	for _, c := range r.Invariants {
+		t += c.Count
+	}
+	return t
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the human summary.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	bits := fmt.Sprintf("%d-bit state index", r.StateIndexBits)
+	p("statesim: scenario %s (seed %d): vLLM %s, backend %s, %s", r.Scenario, r.Seed, r.VLLMVersion, r.Backend, bits)
+	if r.ForcePrefill {
+		p(", force_prefill_path")
+	}
+	p("\n")
+	m := r.Model
+	p("model %s: %d layers (%d attention, %d Mamba)", m.Name, m.Layers, m.AttentionLayers, m.MambaLayers)
+	if m.MambaLayers > 0 {
+		p(", d_inner %d, d_state %d", m.DInner, m.DState)
+	}
+	p("\n")
+	c := r.Cache
+	src := "memory model"
+	if c.FromOverride {
+		src = "num_gpu_blocks_override"
+	}
+	p("cache: %d blocks (%s), block size %d tokens, page %d B, %d groups (%d attention, %d Mamba) of %d layers\n",
+		c.NumGPUBlocks, src, c.BlockSize, c.PageBytes, c.AttentionGroups+c.MambaGroups, c.AttentionGroups, c.MambaGroups, c.GroupSize)
+	if c.MambaGroups > 0 {
+		p("state slots: stride %d elements, highest slot used %d", c.StateStrideElems, c.HighestSlot)
+		if c.FirstWrappingSlot >= 0 {
+			p(", first slot whose %d-bit address wraps: %d", r.StateIndexBits, c.FirstWrappingSlot)
+		}
+		p("\n")
+	}
+	p("run: %d requests, %d finished, %d steps, %d preemptions, %.3f s simulated, %.1f req/s, %.1f output tok/s\n",
+		r.Requests, r.Finished, r.Steps, r.Preemptions, r.SimTimeS, r.Throughput.RequestsPerS, r.Throughput.OutputTokensPerS)
+	lat := func(name string, q Percentiles) {
+		p("  %-5s p50 %9.3f  p90 %9.3f  p99 %9.3f  max %9.3f ms\n", name, q.P50, q.P90, q.P99, q.Max)
+	}
+	p("latency (step-time model):\n")
+	lat("TTFT", r.Latency.TTFT)
+	lat("ITL", r.Latency.ITL)
+	lat("E2E", r.Latency.E2E)
+	p("\n")
+	for _, im := range r.Imposters {
+		p("IMPOSTER: request %d, brand new (0 computed tokens), was given %d token at step %d and classified as a decode;\n", im.RequestID, im.NumScheduled, im.Step)
+		p("          the Mamba decode kernel read state slot %d, left by request %d (%s after %d tokens, step %d).\n",
+			im.Slot, im.PrevOwner, im.PrevContent, im.PrevTokens, im.PrevStep)
+	}
+	if len(r.Imposters) > 0 {
+		p("\n")
+	}
+	p("invariants:\n")
+	for i, ic := range r.Invariants {
+		status := "ok"
+		if ic.Count > 0 {
+			status = fmt.Sprintf("%d VIOLATIONS", ic.Count)
+		}
+		p("  %-26s %s\n", ic.Name, status)
+		n := 0
+		for _, v := range r.Violations {
+			if int(v.Invariant) == i || v.Name == ic.Name {
+				p("    - %s\n", v.String())
+				n++
+			}
+		}
+		if shown := int64(n); ic.Count > shown && shown > 0 {
+			p("    ... and %d more\n", ic.Count-shown)
+		}
+	}
+	if r.MisclassifiedRows > 0 {
+		p("misclassified rows (new requests on a decode path; informational): %d\n", r.MisclassifiedRows)
+	}
+	if r.CorruptedRequests > 0 {
+		p("requests with corrupted state: %d\n", r.CorruptedRequests)
+	}
+	if len(r.Extra) > 0 {
+		if x, ok := r.Extra["_text"].(string); ok {
+			p("%s", x)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,235 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"statesim/model"
+	"statesim/sched"
+	"statesim/workload"
+)
+
+// Scenario is one replayable experiment. A seed and a scenario determine a
+// run byte for byte.
+type Scenario struct {
+	Name        string        `yaml:"name" json:"name"`
+	Description string        `yaml:"description" json:"description,omitempty"`
+	Seed        uint64        `yaml:"seed" json:"seed"`
+	Model       ModelSpec     `yaml:"model" json:"model"`
+	Engine      Engine        `yaml:"engine" json:"engine"`
+	Device      Device        `yaml:"device" json:"device"`
+	Workload    workload.Spec `yaml:"workload" json:"workload"`
+	Sampling    Sampling      `yaml:"sampling" json:"sampling"`
+	Backend     BackendSpec   `yaml:"backend" json:"backend"`
+	Timing      Timing        `yaml:"timing" json:"timing"`
+	Checks      Checks        `yaml:"checks" json:"checks"`
+
+	// File is where the scenario came from (for relative paths and errors).
+	File string `yaml:"-" json:"-"`
+}
+
+// ModelSpec is a preset plus explicit overrides of its fields.
+type ModelSpec struct {
+	Preset      string `yaml:"preset" json:"preset,omitempty"`
+	model.Shape `yaml:",inline" json:",inline"`
+}
+
+// Engine holds vLLM's engine arguments under their own names, plus the
+// version model and the kernel index width under test.
+type Engine struct {
+	VLLMVersion               string  `yaml:"vllm_version" json:"vllm_version"`
+	MaxNumBatchedTokens       int     `yaml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	MaxNumSeqs                int     `yaml:"max_num_seqs" json:"max_num_seqs"`
+	MaxModelLen               int     `yaml:"max_model_len" json:"max_model_len"`
+	BlockSize                 int     `yaml:"block_size" json:"block_size"`
+	GPUMemoryUtilization      float64 `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
+	NumGPUBlocksOverride      int     `yaml:"num_gpu_blocks_override" json:"num_gpu_blocks_override"`
+	EnableChunkedPrefill      bool    `yaml:"enable_chunked_prefill" json:"enable_chunked_prefill"`
+	LongPrefillTokenThreshold int     `yaml:"long_prefill_token_threshold" json:"long_prefill_token_threshold"`
+	SchedulingPolicy          string  `yaml:"scheduling_policy" json:"scheduling_policy"`
+	// StateIndexBits is the width the prefill kernel forms slot × stride
+	// in: 32 reproduces bug B, 64 is the fix; 16..31 scale the bug down
+	// so small pools can show it.
+	StateIndexBits int `yaml:"state_index_bits" json:"state_index_bits"`
+	// ForcePrefillPath is the seeds' diagnostic: every row takes the Mamba
+	// prefill path.
+	ForcePrefillPath bool `yaml:"force_prefill_path" json:"force_prefill_path"`
+}
+
+// Device is the accelerator the memory model sizes the pool for.
+type Device struct {
+	Name          string  `yaml:"name" json:"name"`
+	MemoryGiB     float64 `yaml:"memory_gib" json:"memory_gib"`
+	ActivationGiB float64 `yaml:"activation_gib" json:"activation_gib"`
+}
+
+// Sampling is the request sampling parameters.
+type Sampling struct {
+	Temperature float64 `yaml:"temperature" json:"temperature"`
+}
+
+// BackendSpec picks the backend that executes batches.
+type BackendSpec struct {
+	// Kind: symbolic (cache accesses only), mock (pure-Go numeric model
+	// with a reference run) or cuda (real kernels, -tags cuda).
+	Kind string `yaml:"kind" json:"kind"`
+	// DivergenceThreshold is the |Δ log-prob| above which a generated
+	// token counts as divergent from the reference.
+	DivergenceThreshold float64 `yaml:"divergence_threshold" json:"divergence_threshold"`
+	// WeightSeed seeds the numeric model's weights (0: the scenario seed).
+	WeightSeed uint64 `yaml:"weight_seed" json:"weight_seed,omitempty"`
+}
+
+// Timing is the step-time model: a step costs overhead + prefill tokens ×
+// PrefillTokenNS + decode rows × DecodeRowNS + context tokens read ×
+// ContextTokenNS + state bytes moved / StateBandwidthGBs.
+type Timing struct {
+	StepOverheadUS    float64 `yaml:"step_overhead_us" json:"step_overhead_us"`
+	PrefillTokenNS    float64 `yaml:"prefill_token_ns" json:"prefill_token_ns"`
+	DecodeRowNS       float64 `yaml:"decode_row_ns" json:"decode_row_ns"`
+	ContextTokenNS    float64 `yaml:"context_token_ns" json:"context_token_ns"`
+	StateBandwidthGBs float64 `yaml:"state_bandwidth_gbs" json:"state_bandwidth_gbs"`
+}
+
+// Checks tunes the invariant checker.
+type Checks struct {
+	// Keep is how many occurrences of each invariant are kept in reports.
+	Keep int `yaml:"keep" json:"keep"`
+	// MaxSteps bounds a run; reaching it is a liveness violation.
+	MaxSteps int64 `yaml:"max_steps" json:"max_steps"`
+}
+
+// Defaults returns a scenario with vLLM's defaults for an H200 (offline
+// engine: 16384 batched tokens, 1024 sequences) and a calibrated-looking
+// step-time model; loading a file decodes on top of it.
+func Defaults() Scenario {
+	return Scenario{
+		Seed: 1,
+		Engine: Engine{
+			VLLMVersion: "fixed", MaxNumBatchedTokens: 16384, MaxNumSeqs: 1024, MaxModelLen: 32768,
+			BlockSize: 16, GPUMemoryUtilization: 0.9, EnableChunkedPrefill: true,
+			SchedulingPolicy: "fcfs", StateIndexBits: 64,
+		},
+		Device:   Device{Name: "H200", MemoryGiB: 139, ActivationGiB: 2},
+		Backend:  BackendSpec{Kind: "symbolic", DivergenceThreshold: 1e-3},
+		Timing:   Timing{StepOverheadUS: 1500, PrefillTokenNS: 15000, DecodeRowNS: 2000, ContextTokenNS: 2, StateBandwidthGBs: 4300},
+		Checks:   Checks{Keep: 5, MaxSteps: 50_000_000},
+		Workload: workload.Spec{PromptLen: workload.Dist{Kind: "constant", Value: 512}, OutputLen: workload.Dist{Kind: "constant", Value: 128}},
+	}
+}
+
+// FieldError is a validation error for one field path.
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+func fe(path, format string, a ...any) error {
+	return &FieldError{Path: path, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Validate checks ranges and cross-field consistency.
+func (s *Scenario) Validate() error {
+	if err := s.Model.Shape.Validate(); err != nil {
+		return fieldErr("model.", err)
+	}
+	e := &s.Engine
+	if _, err := sched.ParseVersion(e.VLLMVersion); err != nil {
+		return fe("engine.vllm_version", "%v", err)
+	}
+	if e.MaxNumBatchedTokens < 1 {
+		return fe("engine.max_num_batched_tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens)
+	}
+	if e.MaxNumSeqs < 1 {
+		return fe("engine.max_num_seqs", "must be >= 1, got %d", e.MaxNumSeqs)
+	}
+	if e.MaxModelLen < 2 {
+		return fe("engine.max_model_len", "must be >= 2, got %d", e.MaxModelLen)
+	}
+	if e.BlockSize < 1 || e.BlockSize > 4096 {
+		return fe("engine.block_size", "must be in [1, 4096], got %d", e.BlockSize)
+	}
+	if !(e.GPUMemoryUtilization > 0 && e.GPUMemoryUtilization <= 1) {
+		return fe("engine.gpu_memory_utilization", "must be in (0, 1], got %g", e.GPUMemoryUtilization)
+	}
+	if e.NumGPUBlocksOverride < 0 || e.NumGPUBlocksOverride == 1 || e.NumGPUBlocksOverride > 1<<28 {
+		return fe("engine.num_gpu_blocks_override", "must be 0 (off) or in [2, 2^28], got %d", e.NumGPUBlocksOverride)
+	}
+	if e.LongPrefillTokenThreshold < 0 {
+		return fe("engine.long_prefill_token_threshold", "must be >= 0, got %d", e.LongPrefillTokenThreshold)
+	}
+	if e.SchedulingPolicy != "fcfs" && e.SchedulingPolicy != "priority" {
+		return fe("engine.scheduling_policy", "unknown %q (want fcfs or priority)", e.SchedulingPolicy)
+	}
+	if e.StateIndexBits < 16 || e.StateIndexBits > 64 {
+		return fe("engine.state_index_bits", "must be in [16, 64] (32 = vLLM before PR #35275, 64 = fixed), got %d", e.StateIndexBits)
+	}
+	if e.NumGPUBlocksOverride == 0 {
+		if !(s.Device.MemoryGiB > 0) {
+			return fe("device.memory_gib", "must be > 0, got %g", s.Device.MemoryGiB)
+		}
+		if s.Device.ActivationGiB < 0 {
+			return fe("device.activation_gib", "must be >= 0, got %g", s.Device.ActivationGiB)
+		}
+	}
+	if err := s.Workload.Validate(); err != nil {
+		return fieldErr("workload.", err)
+	}
+	if m := s.Workload.PromptLen.MaxValue() + s.Workload.OutputLen.MaxValue(); m > e.MaxModelLen {
+		return fe("engine.max_model_len", "%d is less than the longest prompt + output the workload can draw (%d)", e.MaxModelLen, m)
+	}
+	if s.Sampling.Temperature < 0 {
+		return fe("sampling.temperature", "must be >= 0, got %g", s.Sampling.Temperature)
+	}
+	switch s.Backend.Kind {
+	case "symbolic", "mock", "cuda":
+	default:
+		return fe("backend.kind", "unknown %q (want symbolic, mock or cuda)", s.Backend.Kind)
+	}
+	if !(s.Backend.DivergenceThreshold > 0) {
+		return fe("backend.divergence_threshold", "must be > 0, got %g", s.Backend.DivergenceThreshold)
+	}
+	t := &s.Timing
+	for _, f := range []struct {
+		n string
+		v float64
+	}{{"step_overhead_us", t.StepOverheadUS}, {"prefill_token_ns", t.PrefillTokenNS}, {"decode_row_ns", t.DecodeRowNS}, {"context_token_ns", t.ContextTokenNS}} {
+		if f.v < 0 {
+			return fe("timing."+f.n, "must be >= 0, got %g", f.v)
+		}
+	}
+	if !(t.StateBandwidthGBs > 0) {
+		return fe("timing.state_bandwidth_gbs", "must be > 0, got %g", t.StateBandwidthGBs)
+	}
+	if t.StepOverheadUS == 0 && t.PrefillTokenNS == 0 && t.DecodeRowNS == 0 {
+		return fe("timing", "a step must take time: set step_overhead_us, prefill_token_ns or decode_row_ns")
+	}
+	if s.Checks.Keep < 0 {
+		return fe("checks.keep", "must be >= 0, got %d", s.Checks.Keep)
+	}
+	if s.Checks.MaxSteps < 1 {
+		return fe("checks.max_steps", "must be >= 1, got %d", s.Checks.MaxSteps)
+	}
+	return nil
+}
+
+// fieldErr prefixes a "field: problem" error from a sub-validator.
+func fieldErr(prefix string, err error) error {
+	if w, ok := err.(*workload.FieldError); ok {
+		return &FieldError{Path: prefix + w.Path, Msg: w.Err.Error()}
+	}
+	m := err.Error()
+	for i := 0; i+1 < len(m); i++ {
+		if m[i] == ':' && m[i+1] == ' ' {
+			return &FieldError{Path: prefix + m[:i], Msg: m[i+2:]}
+		}
+	}
+	return &FieldError{Path: prefix[:len(prefix)-1], Msg: m}
+}
+
+// Version is the parsed vllm_version (valid after Validate).
+func (s *Scenario) Version() sched.Version {
+	v, _ := sched.ParseVersion(s.Engine.VLLMVersion)
+	return v
+}

@@ -1,0 +1,266 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+type jsonl struct {
+	name    string
+	lines   lines
+	clock   clock
+	fields  [nCols]string // time, prompt, output keys
+	unitExp int           // TimeUnit as a power of ten of ns
+	obj     map[string]json.RawMessage
+	stringT bool // the first record's timestamp was an RFC3339 string
+	records int
+	err     error // sticky
+}
+
+var unitExps = map[string]int{"s": 9, "ms": 6, "us": 3, "µs": 3, "ns": 0}
+
+// NewJSONL reads JSON Lines from r: one object per line, with the time,
+// prompt and output keys named by opt. A numeric timestamp is in
+// opt.TimeUnit and converted exactly (digits beyond 1 ns are dropped); a
+// string one is RFC3339. One trace must not mix the two. Token counts are
+// plain non-negative integers. name prefixes error messages.
+func NewJSONL(r io.Reader, name string, opt Options) (Reader, error) {
+	scale, err := opt.rateScale(name)
+	if err != nil {
+		return nil, err
+	}
+	unit := opt.TimeUnit
+	if unit == "" {
+		unit = "s"
+	}
+	exp, ok := unitExps[unit]
+	if !ok {
+		return nil, fmt.Errorf("trace %s: TimeUnit %q; want s, ms, us or ns", name, unit)
+	}
+	j := &jsonl{name: name, lines: newLines(r), clock: clock{scale: scale}, unitExp: exp,
+		fields: [nCols]string{
+			or(opt.TimeField, "timestamp"),
+			or(opt.PromptField, "input_tokens"),
+			or(opt.OutputField, "output_tokens"),
+		}}
+	return j, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (j *jsonl) fail(field string, err error) error {
+	return &ParseError{Name: j.name, Line: j.lines.n, Field: field, Err: err}
+}
+
+func (j *jsonl) Next() (Record, error) {
+	if j.err != nil {
+		return Record{}, j.err
+	}
+	rec, err := j.next()
+	if err != nil {
+		j.err = err
+	}
+	return rec, err
+}
+
+func (j *jsonl) next() (Record, error) {
+	var line []byte
+	for len(line) == 0 { // blank lines carry no record
+		var err error
+		line, err = j.lines.next()
+		if err == io.EOF {
+			if j.records == 0 {
+				j.lines.n++
+				return Record{}, j.fail("", errors.New("no records"))
+			}
+			return Record{}, io.EOF
+		}
+		if err == errLong {
+			return Record{}, j.fail("", err)
+		}
+		if err != nil {
+			return Record{}, j.fail("", fmt.Errorf("read: %w", err))
+		}
+		line = bytes.TrimSpace(line)
+	}
+	if line[0] != '{' {
+		return Record{}, j.fail("", fmt.Errorf("not a JSON object: %s", show(line)))
+	}
+	clear(j.obj)
+	if err := json.Unmarshal(line, &j.obj); err != nil {
+		return Record{}, j.fail("", fmt.Errorf("invalid JSON: %v", err))
+	}
+
+	tf := j.fields[colTime]
+	raw, ok := j.obj[tf]
+	if !ok {
+		return Record{}, j.fail(tf, errors.New("missing"))
+	}
+	abs, isString, err := j.timestamp(raw)
+	if err != nil {
+		return Record{}, j.fail(tf, err)
+	}
+	if j.records == 0 {
+		j.stringT = isString
+	} else if isString != j.stringT {
+		return Record{}, j.fail(tf, fmt.Errorf("%s mixes RFC3339 strings and numbers in one trace", showJSON(raw)))
+	}
+	prompt, err := j.count(colPrompt)
+	if err != nil {
+		return Record{}, err
+	}
+	if prompt == 0 {
+		return Record{}, j.fail(j.fields[colPrompt], errors.New("0 tokens; a prompt needs at least 1"))
+	}
+	output, err := j.count(colOutput)
+	if err != nil {
+		return Record{}, err
+	}
+	at, err := j.clock.arrival(abs, j.lines.n)
+	if err != nil {
+		return Record{}, j.fail(tf, j.clock.explain(showJSON(raw), err))
+	}
+	j.records++
+	return Record{Line: j.lines.n, ArrivalNS: at, PromptTokens: prompt, OutputTokens: output}, nil
+}
+
+func (j *jsonl) count(col int) (int, error) {
+	key := j.fields[col]
+	raw, ok := j.obj[key]
+	if !ok {
+		return 0, j.fail(key, errors.New("missing"))
+	}
+	n, why := parseCount(raw)
+	if why != "" {
+		return 0, j.fail(key, fmt.Errorf("%s %s", showJSON(raw), why))
+	}
+	return n, nil
+}
+
+// timestamp reads a JSON number in the trace's unit or an RFC3339 string as
+// ns since the Unix epoch.
+func (j *jsonl) timestamp(raw json.RawMessage) (int64, bool, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, true, fmt.Errorf("%s is not a string: %v", showJSON(raw), err)
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return 0, true, fmt.Errorf("%s is not an RFC3339 time", showJSON(raw))
+		}
+		if y := t.Year(); y < 1678 || y > 2261 { // int64 ns range
+			return 0, true, fmt.Errorf("%s: year outside 1678-2261", showJSON(raw))
+		}
+		return t.UnixNano(), true, nil
+	}
+	ns, why := decimalNS(raw, j.unitExp)
+	if why != "" {
+		return 0, false, fmt.Errorf("%s %s", showJSON(raw), why)
+	}
+	return ns, false, nil
+}
+
+// showJSON prints a JSON value, already quoted where it needs to be, cut
+// short for an error message.
+func showJSON(raw []byte) string {
+	const max = 64
+	if len(raw) > max {
+		return string(raw[:max]) + "..."
+	}
+	return string(raw)
+}
+
+// decimalNS converts a JSON number times 10^unitExp to integer ns exactly,
+// truncating below 1 ns: through float64, Unix times in seconds would lose
+// the sub-microsecond digits.
+func decimalNS(b []byte, unitExp int) (int64, string) {
+	const notNumber = "is not a number or an RFC3339 string"
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var mant uint64 // at most 19 significant digits, which always fit
+	sig, exp, digits := 0, 0, 0
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		digits++
+		if sig < 19 {
+			mant = mant*10 + uint64(b[i]-'0')
+			if mant > 0 {
+				sig++
+			}
+		} else {
+			exp++ // dropped integer digit: the value is too large anyway
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			digits++
+			if sig < 19 {
+				mant = mant*10 + uint64(b[i]-'0')
+				if mant > 0 {
+					sig++
+				}
+				exp--
+			} // further fraction digits are below 1 ns once 19 are kept
+		}
+	}
+	if digits == 0 {
+		return 0, notNumber
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			eneg = b[i] == '-'
+			i++
+		}
+		if i == len(b) {
+			return 0, notNumber
+		}
+		e := 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if e < 1000 { // beyond this the answer is 0 or overflow either way
+				e = e*10 + int(b[i]-'0')
+			}
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	if i != len(b) {
+		return 0, notNumber
+	}
+	exp += unitExp
+	if mant == 0 {
+		return 0, ""
+	}
+	for ; exp < 0 && mant > 0; exp++ {
+		mant /= 10
+	}
+	for ; exp > 0; exp-- {
+		if mant > math.MaxInt64/10 {
+			return 0, "is out of range"
+		}
+		mant *= 10
+	}
+	if mant > math.MaxInt64 {
+		return 0, "is out of range"
+	}
+	if neg {
+		return -int64(mant), ""
+	}
+	return int64(mant), ""
+}

@@ -1,0 +1,80 @@
+package statesim
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+
+	"statesim/sched"
+	"statesim/sim"
+)
+
+// traceWriter writes one JSON object per step, by hand: it runs on every
+// step, so it avoids reflection and allocation.
+//
+//	{"step":3,"start_ns":..,"end_ns":..,"num_scheduled_tokens":..,"num_decodes":..,
+//	 "preempted":[..],"rows":[{"request_id":..,"scheduled":..,"computed":..,
+//	 "prompt":..,"region":"decode","path":"decode","has_initial_state":true,"slots":[..]}]}
+type traceWriter struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+func newTraceWriter(w io.Writer) *traceWriter {
+	return &traceWriter{w: bufio.NewWriterSize(w, 1<<16)}
+}
+
+func (t *traceWriter) step(out *sched.Output, start, end sim.Time) {
+	b := t.buf[:0]
+	b = append(b, `{"step":`...)
+	b = strconv.AppendInt(b, out.Step, 10)
+	b = append(b, `,"start_ns":`...)
+	b = strconv.AppendInt(b, int64(start), 10)
+	b = append(b, `,"end_ns":`...)
+	b = strconv.AppendInt(b, int64(end), 10)
+	b = append(b, `,"num_scheduled_tokens":`...)
+	b = strconv.AppendInt(b, int64(out.NumScheduledTokens), 10)
+	b = append(b, `,"num_decodes":`...)
+	b = strconv.AppendInt(b, int64(out.NumDecodes), 10)
+	b = append(b, `,"preempted":[`...)
+	for i, r := range out.Preempted {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(r.ID), 10)
+	}
+	b = append(b, `],"rows":[`...)
+	for i := range out.Rows {
+		row := &out.Rows[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"request_id":`...)
+		b = strconv.AppendInt(b, int64(row.Req.ID), 10)
+		b = append(b, `,"scheduled":`...)
+		b = strconv.AppendInt(b, int64(row.NumScheduled), 10)
+		b = append(b, `,"computed":`...)
+		b = strconv.AppendInt(b, int64(row.NumComputed), 10)
+		b = append(b, `,"prompt":`...)
+		b = strconv.AppendInt(b, int64(row.Req.NumPromptTokens), 10)
+		b = append(b, `,"region":"`...)
+		b = append(b, row.Region.String()...)
+		b = append(b, `","path":"`...)
+		b = append(b, row.Path.String()...)
+		b = append(b, `","has_initial_state":`...)
+		b = strconv.AppendBool(b, row.HasInitialState)
+		b = append(b, `,"slots":[`...)
+		for j, s := range row.Req.Blocks.Mamba {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(s), 10)
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, "]}\n"...)
+	t.buf = b
+	t.w.Write(b)
+}
+
+func (t *traceWriter) flush() error { return t.w.Flush() }

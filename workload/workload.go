@@ -1,0 +1,332 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"statesim/sim"
+	"statesim/trace"
+)
+
+// Spec is the workload section of a scenario.
+type Spec struct {
+	// Kind: batches, poisson, rollouts or trace.
+	Kind string `yaml:"kind" json:"kind"`
+
+	// batches: NumPrompts submitted BatchSize at a time.
+	NumPrompts int `yaml:"num_prompts,omitempty" json:"num_prompts,omitempty"`
+	BatchSize  int `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`
+
+	// poisson: Count requests at Rate per second.
+	Rate  float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Count int     `yaml:"count,omitempty" json:"count,omitempty"`
+
+	// rollouts: Prompts × RolloutsPerPrompt requests per training step,
+	// for Steps steps; TrainTimeS of training between steps.
+	Prompts           int     `yaml:"prompts,omitempty" json:"prompts,omitempty"`
+	RolloutsPerPrompt int     `yaml:"rollouts_per_prompt,omitempty" json:"rollouts_per_prompt,omitempty"`
+	Steps             int     `yaml:"steps,omitempty" json:"steps,omitempty"`
+	TrainTimeS        float64 `yaml:"train_time_s,omitempty" json:"train_time_s,omitempty"`
+
+	// trace: a CSV (Azure format) or JSONL file, RateScale to compress
+	// time, Limit to replay only the first records (0 = all).
+	Path      string  `yaml:"path,omitempty" json:"path,omitempty"`
+	RateScale float64 `yaml:"rate_scale,omitempty" json:"rate_scale,omitempty"`
+	Limit     int     `yaml:"limit,omitempty" json:"limit,omitempty"`
+
+	PromptLen Dist `yaml:"prompt_len" json:"prompt_len"`
+	OutputLen Dist `yaml:"output_len" json:"output_len"`
+}
+
+// FieldError is a validation error tied to a field path inside the spec.
+type FieldError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func ferr(path, format string, a ...any) error {
+	return &FieldError{Path: path, Err: fmt.Errorf(format, a...)}
+}
+
+// Validate checks the spec for its kind.
+func (s *Spec) Validate() error {
+	pos := func(name string, v int) error {
+		if v < 1 {
+			return ferr(name, "must be >= 1, got %d", v)
+		}
+		return nil
+	}
+	var err error
+	switch s.Kind {
+	case "batches":
+		if err = pos("num_prompts", s.NumPrompts); err == nil {
+			err = pos("batch_size", s.BatchSize)
+		}
+	case "poisson":
+		if !(s.Rate > 0) {
+			return ferr("rate", "must be > 0, got %g", s.Rate)
+		}
+		err = pos("count", s.Count)
+	case "rollouts":
+		if err = pos("prompts", s.Prompts); err == nil {
+			if err = pos("rollouts_per_prompt", s.RolloutsPerPrompt); err == nil {
+				err = pos("steps", s.Steps)
+			}
+		}
+		if err == nil && s.TrainTimeS < 0 {
+			err = ferr("train_time_s", "must be >= 0, got %g", s.TrainTimeS)
+		}
+	case "trace":
+		if s.Path == "" {
+			return ferr("path", "missing: a trace workload needs a CSV or JSONL file")
+		}
+		if s.RateScale < 0 {
+			return ferr("rate_scale", "must be > 0, got %g", s.RateScale)
+		}
+		if s.Limit < 0 {
+			return ferr("limit", "must be >= 0, got %d", s.Limit)
+		}
+	case "":
+		return ferr("kind", "missing (want batches, poisson, rollouts or trace)")
+	default:
+		return ferr("kind", "unknown %q (want batches, poisson, rollouts or trace)", s.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	tr := s.Kind == "trace"
+	if err := s.PromptLen.Validate(tr); err != nil {
+		return &FieldError{Path: "prompt_len." + fieldOf(err), Err: errAfterField(err)}
+	}
+	if err := s.OutputLen.Validate(tr); err != nil {
+		return &FieldError{Path: "output_len." + fieldOf(err), Err: errAfterField(err)}
+	}
+	return nil
+}
+
+// fieldOf/errAfterField split a "field: problem" error.
+func fieldOf(err error) string {
+	m := err.Error()
+	for i := 0; i+1 < len(m); i++ {
+		if m[i] == ':' && m[i+1] == ' ' {
+			return m[:i]
+		}
+	}
+	return ""
+}
+
+func errAfterField(err error) error {
+	m := err.Error()
+	f := fieldOf(err)
+	if f == "" {
+		return err
+	}
+	return errors.New(m[len(f)+2:])
+}
+
+// Arrival is one request the workload submits.
+type Arrival struct {
+	At        sim.Time
+	PromptLen int
+	OutputLen int
+	Group     int    // batch or training step; -1 for open-loop
+	Seed      uint64 // prompt identity: rollouts of one prompt share it
+	Line      int    // trace line, 0 otherwise
+}
+
+// Source yields arrivals in non-decreasing time order.
+type Source interface {
+	// Next returns the next arrival if its time is known now. ok is false
+	// while a closed-loop source waits for its current group to finish,
+	// and once it is exhausted (see Done).
+	Next() (a Arrival, ok bool, err error)
+	// Finished tells the source that a request of group g finished at now.
+	Finished(g int, now sim.Time)
+	// Done reports that no arrival will ever come again.
+	Done() bool
+	// Total is the number of requests the source will submit, or -1 when
+	// unknown before the end (a trace).
+	Total() int
+}
+
+// New builds the source for a spec. Lengths and arrival gaps draw from
+// the "workload" stream; prompt seeds derive from the master seed.
+func New(s *Spec, streams sim.Streams, baseDir string) (Source, error) {
+	rng := streams.Stream("workload")
+	switch s.Kind {
+	case "batches":
+		return &closedLoop{spec: s, rng: rng, seed: streams.Seed(), groups: ceilDiv(s.NumPrompts, s.BatchSize),
+			size: func(g int) int { return min(s.BatchSize, s.NumPrompts-g*s.BatchSize) }, total: s.NumPrompts,
+			prompt: func(g, i int) int { return g*s.BatchSize + i }}, nil
+	case "rollouts":
+		per := s.Prompts * s.RolloutsPerPrompt
+		return &closedLoop{spec: s, rng: rng, seed: streams.Seed(), groups: s.Steps, gap: sim.FromSeconds(s.TrainTimeS),
+			size: func(int) int { return per }, total: per * s.Steps, rollouts: s.RolloutsPerPrompt,
+			prompt: func(g, i int) int { return g*s.Prompts + i/s.RolloutsPerPrompt }}, nil
+	case "poisson":
+		return &poisson{spec: s, rng: rng, seed: streams.Seed()}, nil
+	case "trace":
+		return newTraceSource(s, rng, streams.Seed(), baseDir)
+	}
+	return nil, ferr("kind", "unknown %q", s.Kind)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// closedLoop releases group g+1 when every request of group g finished.
+type closedLoop struct {
+	spec     *Spec
+	rng      *rand.Rand
+	seed     uint64
+	groups   int
+	size     func(g int) int
+	prompt   func(g, i int) int // prompt index of the i-th request of group g
+	rollouts int                // >0: rollouts of one prompt share its length
+	total    int
+	gap      sim.Time
+
+	g, i      int // next request: i-th of group g
+	released  bool
+	at        sim.Time
+	remaining int // unfinished requests of the current group
+	lastLen   int
+}
+
+func (c *closedLoop) Total() int { return c.total }
+func (c *closedLoop) Done() bool { return c.g >= c.groups }
+
+func (c *closedLoop) Next() (Arrival, bool, error) {
+	if c.g >= c.groups {
+		return Arrival{}, false, nil
+	}
+	if !c.released {
+		if c.g > 0 {
+			return Arrival{}, false, nil
+		}
+		c.released, c.remaining = true, c.size(0)
+	}
+	if c.i >= c.size(c.g) {
+		return Arrival{}, false, nil
+	}
+	p := c.prompt(c.g, c.i)
+	if c.rollouts == 0 || c.i%c.rollouts == 0 {
+		c.lastLen = c.spec.PromptLen.Draw(c.rng)
+	}
+	a := Arrival{At: c.at, PromptLen: c.lastLen, OutputLen: c.spec.OutputLen.Draw(c.rng), Group: c.g,
+		Seed: sim.Mix(c.seed ^ sim.Mix(uint64(p)+1))}
+	c.i++
+	return a, true, nil
+}
+
+func (c *closedLoop) Finished(g int, now sim.Time) {
+	if g != c.g {
+		return
+	}
+	c.remaining--
+	if c.remaining > 0 || c.i < c.size(c.g) {
+		return
+	}
+	c.g++
+	c.i = 0
+	if c.g < c.groups {
+		c.remaining = c.size(c.g)
+		c.at = now
+		if c.rollouts > 0 {
+			c.at = now + c.gap
+		}
+	}
+}
+
+type poisson struct {
+	spec *Spec
+	rng  *rand.Rand
+	seed uint64
+	n    int
+	at   sim.Time
+}
+
+func (p *poisson) Total() int              { return p.spec.Count }
+func (p *poisson) Done() bool              { return p.n >= p.spec.Count }
+func (p *poisson) Finished(int, sim.Time) {}
+
+func (p *poisson) Next() (Arrival, bool, error) {
+	if p.n >= p.spec.Count {
+		return Arrival{}, false, nil
+	}
+	if p.n > 0 {
+		p.at += sim.FromSeconds(p.rng.ExpFloat64() / p.spec.Rate)
+	}
+	a := Arrival{At: p.at, PromptLen: p.spec.PromptLen.Draw(p.rng), OutputLen: p.spec.OutputLen.Draw(p.rng),
+		Group: -1, Seed: sim.Mix(p.seed ^ sim.Mix(uint64(p.n)+1))}
+	p.n++
+	return a, true, nil
+}
+
+type traceSource struct {
+	spec   *Spec
+	rng    *rand.Rand
+	seed   uint64
+	r      trace.Reader
+	closer io.Closer
+	n      int
+	done   bool
+}
+
+func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*traceSource, error) {
+	path := s.Path
+	if baseDir != "" && !isAbs(path) {
+		path = baseDir + "/" + path
+	}
+	r, c, err := trace.Open(path, trace.Options{RateScale: s.RateScale})
+	if err != nil {
+		return nil, err
+	}
+	return &traceSource{spec: s, rng: rng, seed: seed, r: r, closer: c}, nil
+}
+
+func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
+
+func (t *traceSource) Total() int              { return -1 }
+func (t *traceSource) Done() bool              { return t.done }
+func (t *traceSource) Finished(int, sim.Time) {}
+
+func (t *traceSource) Next() (Arrival, bool, error) {
+	if t.done {
+		return Arrival{}, false, nil
+	}
+	if t.spec.Limit > 0 && t.n >= t.spec.Limit {
+		t.finish()
+		return Arrival{}, false, nil
+	}
+	rec, err := t.r.Next()
+	if err == io.EOF {
+		t.finish()
+		return Arrival{}, false, nil
+	}
+	if err != nil {
+		t.finish()
+		return Arrival{}, false, err
+	}
+	a := Arrival{At: sim.Time(rec.ArrivalNS), PromptLen: rec.PromptTokens, OutputLen: max(rec.OutputTokens, 1),
+		Group: -1, Seed: sim.Mix(t.seed ^ sim.Mix(uint64(t.n)+1)), Line: rec.Line}
+	if t.spec.PromptLen.Kind != "trace" {
+		a.PromptLen = t.spec.PromptLen.Draw(t.rng)
+	}
+	if t.spec.OutputLen.Kind != "trace" {
+		a.OutputLen = t.spec.OutputLen.Draw(t.rng)
+	}
+	t.n++
+	return a, true, nil
+}
+
+func (t *traceSource) finish() {
+	t.done = true
+	if t.closer != nil {
+		t.closer.Close()
+		t.closer = nil
+	}
+}
