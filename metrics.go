@@ -10,7 +10,7 @@ import (
 // metrics collects latency samples (seconds) for the report.
 type metrics struct {
 	ttft, itl, e2e, queue []float64
-	maxRunning           int
+	maxRunning            int
 }
 
 func (m *metrics) step(out *sched.Output) {

@@ -48,18 +48,18 @@ const maxImposters = 100
 
 // Symbolic performs cache accesses without arithmetic.
 type Symbolic struct {
-	Prov    *statecache.Provenances
-	Pool    *statecache.BlockPool
-	Index   statecache.StateIndex
-	Rec     *check.Recorder
-	Stats   Stats
+	Prov  *statecache.Provenances
+	Pool  *statecache.BlockPool
+	Index statecache.StateIndex
+	Rec   *check.Recorder
+	Stats Stats
 	// Imposters are the first imposter rows, in order.
 	Imposters []Imposter
-	layout  model.Layout
-	bs      int
-	stateRW int64 // bytes one Mamba layer moves to read+write a state
-	nMamba  int   // Mamba layers
-	step    int64
+	layout    model.Layout
+	bs        int
+	stateRW   int64 // bytes one Mamba layer moves to read+write a state
+	nMamba    int   // Mamba layers
+	step      int64
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.

@@ -249,8 +249,8 @@ type poisson struct {
 	at   sim.Time
 }
 
-func (p *poisson) Total() int              { return p.spec.Count }
-func (p *poisson) Done() bool              { return p.n >= p.spec.Count }
+func (p *poisson) Total() int             { return p.spec.Count }
+func (p *poisson) Done() bool             { return p.n >= p.spec.Count }
 func (p *poisson) Finished(int, sim.Time) {}
 
 func (p *poisson) Next() (Arrival, bool, error) {
@@ -290,8 +290,8 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 
 func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 
-func (t *traceSource) Total() int              { return -1 }
-func (t *traceSource) Done() bool              { return t.done }
+func (t *traceSource) Total() int             { return -1 }
+func (t *traceSource) Done() bool             { return t.done }
 func (t *traceSource) Finished(int, sim.Time) {}
 
 func (t *traceSource) Next() (Arrival, bool, error) {
