@@ -12,8 +12,8 @@ const (
 	ln2Hi  = 6.93147180369123816490e-01
 	ln2Lo  = 1.90821492927058770002e-10
 	log2e  = 1.44269504088896338700e+00
-	expMax = 88.72283905206835  // ln(MaxFloat32)
-	expMin = -103.97207708      // below this exp underflows float32 to 0
+	expMax = 88.72283905206835 // ln(MaxFloat32)
+	expMin = -103.97207708     // below this exp underflows float32 to 0
 )
 
 // exp64 is e^x in float64 arithmetic, accurate to a few ulp, with no

@@ -1,0 +1,29 @@
+package mock
+
+import (
+	"math"
+	"testing"
+)
+
+func TestExpAccuracy(t *testing.T) {
+	worst := 0.0
+	for x := -745.0; x < 709; x += 0.0137 {
+		got, want := exp64(x), math.Exp(x)
+		if want == 0 || math.IsInf(want, 0) {
+			continue
+		}
+		worst = max(worst, math.Abs(got-want)/want)
+	}
+	if worst > 1e-15 {
+		t.Fatalf("exp64 worst relative error %g", worst)
+	}
+	bad := 0
+	for x := float32(-103); x < 88; x += 0.00731 {
+		if exp32(x) != float32(math.Exp(float64(x))) {
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Logf("exp32 differs from rounded math.Exp at %d points", bad)
+	}
+}

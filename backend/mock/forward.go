@@ -1,0 +1,250 @@
+package mock
+
+import (
+	"fmt"
+	"math"
+
+	"statesim/model"
+	"statesim/statecache"
+)
+
+// rowJob is one row's forward: tokens at positions [Start, Start+len(Tokens))
+// against caches addressed through its block table.
+type rowJob struct {
+	tensors [][]float32
+	attn    [][]int32 // attention blocks per attention group
+	slots   []int32   // state slot per Mamba group
+	// ssm is the prefill kernel's state-index arithmetic (possibly
+	// wrapping); decode kernels always index in 64 bits.
+	ssm     statecache.StateIndex
+	decode  bool
+	hasInit bool
+	start   int
+	tokens  []int32
+	// logitsFrom: logits are produced for chunk offsets [logitsFrom, n).
+	logitsFrom int
+	onLogits   func(i int, logits []float32)
+}
+
+// net runs the model's arithmetic; it owns scratch buffers only.
+type net struct {
+	w   *Weights
+	geo Geometry
+	H   int
+
+	hid, nrm, mix []float32 // [n][H]
+	q             []float32 // [n][heads·head_dim]
+	xz, xc, dbc   []float32
+	win, h, y     []float32
+	scores        []float32
+	o, acc        []float32
+	logits        []float32
+	nrm1          []float32
+}
+
+func newNet(w *Weights, geo Geometry) *net {
+	s := &w.Shape
+	di := s.DInner()
+	return &net{
+		w: w, geo: geo, H: s.HiddenSize,
+		xz:     make([]float32, 2*di),
+		xc:     make([]float32, di),
+		dbc:    make([]float32, w.DTRank+2*s.MambaDState),
+		win:    make([]float32, max(s.MambaDConv-1, 0)*di),
+		h:      make([]float32, di*s.MambaDState),
+		y:      make([]float32, di),
+		o:      make([]float32, s.NumAttentionHeads*s.HeadDim),
+		acc:    make([]float32, s.HeadDim),
+		logits: make([]float32, s.VocabSize),
+		nrm1:   make([]float32, s.HiddenSize),
+	}
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n, n+n/4)
+	}
+	return b[:n]
+}
+
+// forward runs one row through every layer, layer by layer, tokens in
+// order within a layer.
+func (m *net) forward(j *rowJob) error {
+	s := &m.w.Shape
+	H, n := m.H, len(j.tokens)
+	m.hid, m.nrm, m.mix = grow(m.hid, n*H), grow(m.nrm, n*H), grow(m.mix, n*H)
+	for i, t := range j.tokens {
+		if t < 0 || int(t) >= s.VocabSize {
+			return fmt.Errorf("mock: token %d outside vocabulary of %d", t, s.VocabSize)
+		}
+		copy(m.hid[i*H:(i+1)*H], m.w.Embed[int(t)*H:(int(t)+1)*H])
+	}
+	for li := range m.w.Layers {
+		lw := &m.w.Layers[li]
+		for i := 0; i < n; i++ {
+			rmsNorm(m.nrm[i*H:(i+1)*H], m.hid[i*H:(i+1)*H], lw.Norm)
+		}
+		tensor := j.tensors[m.geo.LayerTensor[li]]
+		g := m.geo.LayerGroup[li]
+		var err error
+		if lw.Kind == model.Mamba {
+			err = m.mamba(lw.Mamba, tensor, j.slots[g], j, n)
+		} else {
+			err = m.attention(lw.Attn, tensor, j.attn[g], j, n)
+		}
+		if err != nil {
+			return fmt.Errorf("layer %d: %w", li, err)
+		}
+		for k := range m.hid {
+			m.hid[k] += m.mix[k]
+		}
+	}
+	for i := j.logitsFrom; i < n; i++ {
+		rmsNorm(m.nrm1, m.hid[i*H:(i+1)*H], m.w.FinalNorm)
+		matVec(m.logits, m.w.LMHead, m.nrm1)
+		j.onLogits(i, m.logits)
+	}
+	return nil
+}
+
+// mamba runs a Mamba1 mixer over the row's tokens. The decode kernel reads
+// the conv window and SSM state from the slot (64-bit index) and writes
+// them back; the prefill kernel starts from zeros unless hasInit, and
+// addresses the SSM state through j.ssm (which may wrap), element by
+// element, so a wrapped write really lands in another page.
+func (m *net) mamba(w *MambaWeights, tensor []float32, slot int32, j *rowJob, n int) error {
+	geo := &m.geo
+	convBase := int64(slot) * geo.PageElems
+	ssmBase := convBase + geo.StateOffset
+	if !j.decode {
+		ssmBase = geo.StateOffset + int64(j.ssm.Base(slot))
+	}
+	if slot <= statecache.NullBlock || convBase+geo.PageElems > int64(len(tensor)) ||
+		ssmBase < 0 || ssmBase+geo.StateElems > int64(len(tensor)) {
+		return fmt.Errorf("mock: state slot %d (SSM at element %d) outside a %d-element cache tensor", slot, ssmBase, len(tensor))
+	}
+	conv := tensor[convBase : convBase+geo.ConvElems]
+	ssm := tensor[ssmBase : ssmBase+geo.StateElems]
+	if j.decode || j.hasInit {
+		copy(m.win, conv)
+		copy(m.h, ssm)
+	} else {
+		clear(m.win)
+		clear(m.h)
+	}
+	H := m.H
+	for i := 0; i < n; i++ {
+		m.mambaStep(w, m.nrm[i*H:(i+1)*H], m.mix[i*H:(i+1)*H])
+	}
+	copy(conv, m.win)
+	copy(ssm, m.h)
+	return nil
+}
+
+// mambaStep is one token of the Mamba1 mixer: the same function serves
+// the decode kernel and every step of the prefill scan.
+func (m *net) mambaStep(w *MambaWeights, in, out []float32) {
+	s := &m.w.Shape
+	di, N, K, R := s.DInner(), s.MambaDState, s.MambaDConv, m.w.DTRank
+	matVec(m.xz, w.InProj, in)
+	x, z := m.xz[:di], m.xz[di:]
+	// Causal conv1d over (window, x); the window keeps the last K−1 raw
+	// inputs, oldest first: win[k·d_inner + d].
+	win := m.win
+	for d := 0; d < di; d++ {
+		cw := w.ConvW[d*K : d*K+K]
+		acc := w.ConvB[d]
+		for k := 0; k < K-1; k++ {
+			acc += float32(cw[k] * win[k*di+d])
+		}
+		acc += float32(cw[K-1] * x[d])
+		m.xc[d] = silu(acc)
+	}
+	if K > 1 {
+		copy(win, win[di:])
+		copy(win[(K-2)*di:], x)
+	}
+	matVec(m.dbc, w.XProj, m.xc)
+	dtRaw, B, C := m.dbc[:R], m.dbc[R:R+N], m.dbc[R+N:R+2*N]
+	for d := 0; d < di; d++ {
+		dt := softplus(dot(dtRaw, w.DTProj[d*R:d*R+R]) + w.DTBias[d])
+		u := m.xc[d]
+		du := dt * u
+		h := m.h[d*N : d*N+N]
+		a := w.A[d*N : d*N+N]
+		var y float32
+		for k := 0; k < N; k++ {
+			h[k] = float32(exp32(a[k]*dt)*h[k]) + float32(B[k]*du)
+			y += float32(C[k] * h[k])
+		}
+		y += float32(w.D[d] * u)
+		m.y[d] = y * silu(z[d])
+	}
+	matVec(out, w.OutProj, m.y)
+}
+
+// attention writes the row's K/V into its paged cache, then lets each
+// token attend to positions [0, its own] read back through the block
+// table (causal; no positional rotation).
+func (m *net) attention(w *AttnWeights, tensor []float32, blocks []int32, j *rowJob, n int) error {
+	s := &m.w.Shape
+	geo := &m.geo
+	H, nh, nkv, hd := m.H, s.NumAttentionHeads, s.NumKVHeads, s.HeadDim
+	qd, kvd := nh*hd, nkv*hd
+	bs := int64(geo.BlockSize)
+	end := j.start + n
+	if need := (end + geo.BlockSize - 1) / geo.BlockSize; len(blocks) < need {
+		return fmt.Errorf("mock: %d positions need %d attention blocks, the table holds %d", end, need, len(blocks))
+	}
+	for _, b := range blocks[:(end+geo.BlockSize-1)/geo.BlockSize] {
+		if b <= statecache.NullBlock || (int64(b)+1)*geo.PageElems > int64(len(tensor)) {
+			return fmt.Errorf("mock: attention block %d outside a %d-element cache tensor", b, len(tensor))
+		}
+	}
+	// kAt is where position p's K for KV head g starts; V is KVElems after.
+	kAt := func(p, g int) int64 {
+		return int64(blocks[p/geo.BlockSize])*geo.PageElems + (int64(p)%bs*int64(nkv)+int64(g))*int64(hd)
+	}
+	m.q = grow(m.q, n*qd)
+	for i := 0; i < n; i++ {
+		in := m.nrm[i*H : (i+1)*H]
+		matVec(m.q[i*qd:(i+1)*qd], w.Q, in)
+		p := j.start + i
+		base := kAt(p, 0)
+		matVec(tensor[base:base+int64(kvd)], w.K, in)
+		matVec(tensor[base+geo.KVElems:base+geo.KVElems+int64(kvd)], w.V, in)
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	perKV := nh / nkv
+	for i := 0; i < n; i++ {
+		p := j.start + i
+		m.scores = grow(m.scores, p+1)
+		for hq := 0; hq < nh; hq++ {
+			g := hq / perKV
+			q := m.q[i*qd+hq*hd : i*qd+hq*hd+hd]
+			mx := float32(math.Inf(-1))
+			for t := 0; t <= p; t++ {
+				k := kAt(t, g)
+				sc := float32(dot(q, tensor[k:k+int64(hd)]) * scale)
+				m.scores[t] = sc
+				mx = max(mx, sc)
+			}
+			var sum float32
+			clear(m.acc)
+			for t := 0; t <= p; t++ {
+				e := exp32(m.scores[t] - mx)
+				sum += e
+				v := tensor[kAt(t, g)+geo.KVElems:][:hd]
+				for k, vv := range v {
+					m.acc[k] += float32(e * vv)
+				}
+			}
+			o := m.o[hq*hd : hq*hd+hd]
+			for k := range o {
+				o[k] = m.acc[k] / sum
+			}
+		}
+		matVec(m.mix[i*H:(i+1)*H], w.O, m.o)
+	}
+	return nil
+}

@@ -1,0 +1,454 @@
+package mock
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"statesim/backend"
+	"statesim/model"
+	"statesim/sched"
+	"statesim/sim"
+	"statesim/statecache"
+)
+
+// DefaultThreshold is the |Δ log-prob| above which a generated token counts
+// as divergent. The engine and the reference run the same float32
+// operations in the same order, so on a healthy request Δ is exactly 0;
+// any threshold above 0 is noise-free, and 1e-3 also tolerates a port
+// whose summation order differs.
+const DefaultThreshold = 1e-3
+
+// Config is what the mock backend needs from the scenario.
+type Config struct {
+	Shape  model.Shape
+	Layout model.Layout
+	// NumBlocks is the pool size including the null block (num_gpu_blocks);
+	// 0 takes the symbolic backend's.
+	NumBlocks int
+	// IndexBits is the width of the prefill kernel's state-index product
+	// (16..64; 32 = bug B); 0 takes the symbolic backend's, or 64.
+	IndexBits uint
+	// WeightSeed draws the model (NewWeights).
+	WeightSeed uint64
+	// Temperature 0 is greedy; above 0, seeded sampling per request.
+	Temperature float64
+	// Threshold on |Δ log-prob|; 0 means DefaultThreshold.
+	Threshold float64
+	// TraceIDs are requests whose per-token comparison is kept for Trace.
+	TraceIDs []int64
+}
+
+// Stats are the mock's counters.
+type Stats struct {
+	RequestsCompared  int64   `json:"requests_compared"`
+	RequestsDivergent int64   `json:"requests_divergent"`
+	TokensCompared    int64   `json:"tokens_compared"`
+	TokensDivergent   int64   `json:"tokens_divergent"`
+	MaxDelta          float64 `json:"max_delta"` // over every compared token
+	Threshold         float64 `json:"threshold"`
+	// TokensComputed counts engine forward tokens (recomputation
+	// included), TokensSampled engine samples, ReferenceTokens the
+	// reference run's forward tokens.
+	TokensComputed  int64 `json:"tokens_computed"`
+	TokensSampled   int64 `json:"tokens_sampled"`
+	ReferenceTokens int64 `json:"reference_tokens"`
+}
+
+// Divergence is one request whose engine log-probs differ from the
+// reference's by more than the threshold. Token indices count generated
+// tokens from 0.
+type Divergence struct {
+	RequestID     int64   `json:"request_id"`
+	FirstBadToken int     `json:"first_bad_token"`
+	MaxDelta      float64 `json:"max_delta"`
+	// At the first bad token: the engine's token and log-prob, the
+	// reference's log-prob of that same token, and the reference's own
+	// greedy token there.
+	EngineLogProb float64 `json:"engine_logprob"`
+	RefLogProb    float64 `json:"reference_logprob"`
+	EngineToken   int32   `json:"engine_token"`
+	RefToken      int32   `json:"reference_token"`
+	// FirstBadStep is the engine step that sampled the first bad token.
+	FirstBadStep   int64 `json:"first_bad_step"`
+	NumGenerated   int   `json:"num_generated"`
+	NumBadTokens   int   `json:"num_bad_tokens"`
+	NumPromptToken int   `json:"num_prompt_tokens"`
+	// CorruptStep is the request's CorruptStep when it finished: the step
+	// the symbolic check first saw it compute on bytes not its own, or -1.
+	CorruptStep int64 `json:"corrupt_step"`
+}
+
+// TokenTrace is one generated token seen by both runs.
+type TokenTrace struct {
+	Index         int     `json:"index"`
+	Position      int     `json:"position"`
+	Step          int64   `json:"step"`
+	EngineToken   int32   `json:"engine_token"`
+	EngineLogProb float64 `json:"engine_logprob"`
+	RefLogProb    float64 `json:"reference_logprob"`
+	// RefToken is what the reference would have picked greedily, with its
+	// log-prob.
+	RefToken        int32   `json:"reference_token"`
+	RefTokenLogProb float64 `json:"reference_token_logprob"`
+	Delta           float64 `json:"delta"`
+}
+
+// Trace is the full comparison of a kept request.
+type Trace struct {
+	RequestID       int64        `json:"request_id"`
+	Seed            uint64       `json:"seed"`
+	NumPromptTokens int          `json:"num_prompt_tokens"`
+	CorruptStep     int64        `json:"corrupt_step"`
+	Tokens          []TokenTrace `json:"tokens"`
+}
+
+// reqData is what the engine produced for one request in flight.
+type reqData struct {
+	seed     uint64
+	prompt   int
+	tokens   []int32
+	logprobs []float64
+	steps    []int64
+}
+
+func (rd *reqData) tokenAt(p, vocab int) int32 {
+	if p < rd.prompt {
+		return PromptToken(rd.seed, p, vocab)
+	}
+	return rd.tokens[p-rd.prompt]
+}
+
+// Mock is the numeric backend.
+type Mock struct {
+	cfg     Config
+	sym     *backend.Symbolic
+	w       *Weights
+	geo     Geometry
+	net     *net
+	index   statecache.StateIndex // the prefill kernel's, possibly wrapping
+	tensors [][]float32
+
+	reqs   map[statecache.RequestID]*reqData
+	keep   map[int64]bool
+	traces map[int64]*Trace
+	divs   []Divergence
+	stats  Stats
+
+	tok     []int32
+	ref     [][]float32 // private reference caches, reused
+	refAttn [][]int32
+	refSlot []int32
+}
+
+var _ backend.Backend = (*Mock)(nil)
+var _ backend.Finisher = (*Mock)(nil)
+
+// New builds the mock over the symbolic backend sym (which may be nil for a
+// numeric-only run; then cfg.NumBlocks is required). Caches are allocated
+// and zeroed here, once.
+func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
+	geo, err := NewGeometry(&cfg.Shape, &cfg.Layout)
+	if err != nil {
+		return nil, err
+	}
+	if sym != nil {
+		if n := sym.Pool.NumBlocks(); cfg.NumBlocks == 0 {
+			cfg.NumBlocks = n
+		} else if cfg.NumBlocks != n {
+			return nil, fmt.Errorf("mock: num_blocks %d differs from the symbolic backend's pool of %d", cfg.NumBlocks, n)
+		}
+		if cfg.IndexBits == 0 {
+			cfg.IndexBits = sym.Index.Bits
+		} else if cfg.IndexBits != sym.Index.Bits {
+			return nil, fmt.Errorf("mock: index bits %d differ from the symbolic backend's %d", cfg.IndexBits, sym.Index.Bits)
+		}
+	}
+	if cfg.IndexBits == 0 {
+		cfg.IndexBits = 64
+	}
+	if cfg.IndexBits < 16 || cfg.IndexBits > 64 {
+		return nil, fmt.Errorf("mock: index bits must be in 16..64, got %d", cfg.IndexBits)
+	}
+	if cfg.NumBlocks < 2 {
+		return nil, fmt.Errorf("mock: num_blocks must be >= 2, got %d", cfg.NumBlocks)
+	}
+	if cfg.Threshold == 0 {
+		cfg.Threshold = DefaultThreshold
+	}
+	if !(cfg.Threshold > 0) || math.IsInf(cfg.Threshold, 0) {
+		return nil, fmt.Errorf("mock: divergence threshold must be a positive number, got %g", cfg.Threshold)
+	}
+	if cfg.Temperature < 0 || math.IsNaN(cfg.Temperature) {
+		return nil, fmt.Errorf("mock: temperature must be >= 0, got %g", cfg.Temperature)
+	}
+	index := geo.StateIndex()
+	index.Bits = cfg.IndexBits
+	if sym != nil && (sym.Index.Stride != index.Stride || sym.Index.Offset != index.Offset || sym.Index.Elems != index.Elems) {
+		return nil, fmt.Errorf("mock: state index (stride %d, offset %d, elems %d) differs from the symbolic backend's (%d, %d, %d)",
+			index.Stride, index.Offset, index.Elems, sym.Index.Stride, sym.Index.Offset, sym.Index.Elems)
+	}
+	elems := int64(cfg.NumBlocks) * geo.PageElems
+	if elems > math.MaxInt32*8 {
+		return nil, fmt.Errorf("mock: %d blocks × %d elements per page is too large for the mock's in-memory caches", cfg.NumBlocks, geo.PageElems)
+	}
+	w, err := NewWeights(cfg.Shape, cfg.WeightSeed)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mock{
+		cfg: cfg, sym: sym, w: w, geo: geo, net: newNet(w, geo), index: index,
+		reqs: map[statecache.RequestID]*reqData{}, keep: map[int64]bool{}, traces: map[int64]*Trace{},
+	}
+	m.stats.Threshold = cfg.Threshold
+	for _, id := range cfg.TraceIDs {
+		m.keep[id] = true
+	}
+	for t := 0; t < geo.NumTensors; t++ {
+		m.tensors = append(m.tensors, make([]float32, elems))
+	}
+	return m, nil
+}
+
+func (m *Mock) Name() string { return "mock" }
+
+// Weights is the model; Geometry where caches live; Tensors the raw caches
+// (for inspection and device cross-checks; do not modify).
+func (m *Mock) Weights() *Weights            { return m.w }
+func (m *Mock) Geometry() Geometry           { return m.geo }
+func (m *Mock) Tensors() [][]float32         { return m.tensors }
+func (m *Mock) Index() statecache.StateIndex { return m.index }
+
+// Execute replays the step on the symbolic backend (recording stale reads
+// and wrong writes), then computes every row in batch order: each row
+// through all layers, tokens in order. A row samples when it computes the
+// last known token of a running request, as Scheduler.Update will count.
+func (m *Mock) Execute(out *sched.Output, now sim.Time) error {
+	if m.sym != nil {
+		if err := m.sym.Execute(out, now); err != nil {
+			return err
+		}
+	}
+	for i := range out.Rows {
+		if err := m.row(&out.Rows[i], out.Step); err != nil {
+			return fmt.Errorf("mock: step %d, request %d: %w", out.Step, out.Rows[i].Req.ID, err)
+		}
+	}
+	return nil
+}
+
+func (m *Mock) row(row *sched.Row, step int64) error {
+	r := row.Req
+	rd := m.reqs[r.ID]
+	if rd == nil {
+		rd = &reqData{seed: r.Seed, prompt: r.NumPromptTokens}
+		m.reqs[r.ID] = rd
+	}
+	if len(rd.tokens) != r.NumOutputTokens || rd.prompt != r.NumPromptTokens {
+		return fmt.Errorf("engine holds %d+%d tokens, the mock %d+%d", r.NumPromptTokens, r.NumOutputTokens, rd.prompt, len(rd.tokens))
+	}
+	c, q := row.NumComputed, row.NumScheduled
+	if q <= 0 || c+q > r.NumTokens() {
+		return fmt.Errorf("scheduled positions [%d, %d) outside the %d known tokens", c, c+q, r.NumTokens())
+	}
+	vocab := m.cfg.Shape.VocabSize
+	m.tok = m.tok[:0]
+	for p := c; p < c+q; p++ {
+		m.tok = append(m.tok, rd.tokenAt(p, vocab))
+	}
+	job := rowJob{
+		tensors: m.tensors, attn: r.Blocks.Attn, slots: r.Blocks.Mamba, ssm: m.index,
+		decode: row.Path == sched.PathDecode, hasInit: row.HasInitialState,
+		start: c, tokens: m.tok, logitsFrom: q,
+	}
+	if r.Status == sched.Running && c+q >= r.NumTokens() {
+		job.logitsFrom = q - 1
+		job.onLogits = func(_ int, logits []float32) {
+			tok := Sample(logits, m.cfg.Temperature, rd.seed, c+q)
+			rd.tokens = append(rd.tokens, tok)
+			rd.logprobs = append(rd.logprobs, LogProb(logits, tok))
+			rd.steps = append(rd.steps, step)
+		}
+		m.stats.TokensSampled++
+	}
+	m.stats.TokensComputed += int64(q)
+	return m.net.forward(&job)
+}
+
+// Finish compares a finished (or abandoned) request with the reference
+// and frees its data.
+func (m *Mock) Finish(r *sched.Request) {
+	rd := m.reqs[r.ID]
+	if rd == nil {
+		return
+	}
+	delete(m.reqs, r.ID)
+	m.compare(int64(r.ID), r.CorruptStep, rd)
+}
+
+// Pending is the number of requests holding engine data.
+func (m *Mock) Pending() int { return len(m.reqs) }
+
+// FlushPending compares every request still held, in id order, as if each
+// had finished (for runs cut short). CorruptStep comes from lookup, which
+// may be nil.
+func (m *Mock) FlushPending(lookup func(statecache.RequestID) *sched.Request) {
+	ids := make([]statecache.RequestID, 0, len(m.reqs))
+	for id := range m.reqs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		corrupt := int64(-1)
+		if lookup != nil {
+			if r := lookup(id); r != nil {
+				corrupt = r.CorruptStep
+			}
+		}
+		rd := m.reqs[id]
+		delete(m.reqs, id)
+		m.compare(int64(id), corrupt, rd)
+	}
+}
+
+// RefPoint is the reference's view of one generated position: the
+// log-prob of the engine's token, and the reference's own greedy token with
+// its log-prob.
+type RefPoint struct {
+	LogProb       float64
+	Greedy        int32
+	GreedyLogProb float64
+}
+
+// Reference recomputes prompt + tokens[:len−1] alone, from zero state, in
+// private contiguous caches, in one prefill, and scores every token.
+func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint, error) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	if numPrompt < 1 {
+		return nil, fmt.Errorf("mock: reference needs a prompt of at least 1 token")
+	}
+	rd := &reqData{seed: seed, prompt: numPrompt, tokens: tokens}
+	L := numPrompt + len(tokens) - 1
+	s := &m.cfg.Shape
+	vocab := s.VocabSize
+	in := make([]int32, L)
+	for p := range in {
+		in[p] = rd.tokenAt(p, vocab)
+	}
+	// Private caches: block 0 null, one page per Mamba group, then each
+	// attention group's blocks contiguously.
+	nm, na := m.cfg.Layout.NumMambaGroups(), m.cfg.Layout.NumAttnGroups()
+	nb := (L + m.geo.BlockSize - 1) / m.geo.BlockSize
+	pages := 1 + nm + na*nb
+	for len(m.ref) < m.geo.NumTensors {
+		m.ref = append(m.ref, nil)
+	}
+	for t := range m.ref {
+		m.ref[t] = grow(m.ref[t], pages*int(m.geo.PageElems))
+		clear(m.ref[t])
+	}
+	m.refSlot = m.refSlot[:0]
+	for g := 0; g < nm; g++ {
+		m.refSlot = append(m.refSlot, int32(1+g))
+	}
+	m.refAttn = m.refAttn[:0]
+	for a := 0; a < na; a++ {
+		bl := make([]int32, nb)
+		for i := range bl {
+			bl[i] = int32(1 + nm + a*nb + i)
+		}
+		m.refAttn = append(m.refAttn, bl)
+	}
+	pts := make([]RefPoint, len(tokens))
+	job := rowJob{
+		tensors: m.ref, attn: m.refAttn, slots: m.refSlot, ssm: m.geo.StateIndex(),
+		start: 0, tokens: in, logitsFrom: numPrompt - 1,
+		onLogits: func(i int, logits []float32) {
+			k := i - (numPrompt - 1)
+			lse := LogSumExp(logits)
+			g := Greedy(logits)
+			pts[k] = RefPoint{LogProb: float64(logits[tokens[k]]) - lse, Greedy: g, GreedyLogProb: float64(logits[g]) - lse}
+		},
+	}
+	m.stats.ReferenceTokens += int64(L)
+	if err := m.net.forward(&job); err != nil {
+		return nil, fmt.Errorf("mock: reference run: %w", err)
+	}
+	return pts, nil
+}
+
+func absDelta(a, b float64) float64 {
+	d := math.Abs(a - b)
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return math.MaxFloat64 // still JSON-encodable
+	}
+	return d
+}
+
+func (m *Mock) compare(id int64, corruptStep int64, rd *reqData) {
+	if len(rd.tokens) == 0 {
+		return
+	}
+	ref, err := m.Reference(rd.seed, rd.prompt, rd.tokens)
+	if err != nil {
+		// The engine ran these very positions, so the reference cannot
+		// fail short of a bug here; record it as maximally divergent.
+		ref = make([]RefPoint, len(rd.tokens))
+		for i := range ref {
+			ref[i] = RefPoint{LogProb: math.NaN(), Greedy: -1, GreedyLogProb: math.NaN()}
+		}
+	}
+	m.stats.RequestsCompared++
+	m.stats.TokensCompared += int64(len(rd.tokens))
+	var tr *Trace
+	if m.keep[id] {
+		tr = &Trace{RequestID: id, Seed: rd.seed, NumPromptTokens: rd.prompt, CorruptStep: corruptStep}
+		m.traces[id] = tr
+	}
+	dv := Divergence{RequestID: id, FirstBadToken: -1, NumGenerated: len(rd.tokens), NumPromptToken: rd.prompt, CorruptStep: corruptStep}
+	for k, tok := range rd.tokens {
+		d := absDelta(rd.logprobs[k], ref[k].LogProb)
+		dv.MaxDelta = max(dv.MaxDelta, d)
+		if d > m.cfg.Threshold {
+			dv.NumBadTokens++
+			if dv.FirstBadToken < 0 {
+				dv.FirstBadToken, dv.FirstBadStep = k, rd.steps[k]
+				dv.EngineLogProb, dv.RefLogProb = rd.logprobs[k], ref[k].LogProb
+				dv.EngineToken, dv.RefToken = tok, ref[k].Greedy
+			}
+		}
+		if tr != nil {
+			tr.Tokens = append(tr.Tokens, TokenTrace{
+				Index: k, Position: rd.prompt + k, Step: rd.steps[k],
+				EngineToken: tok, EngineLogProb: rd.logprobs[k], RefLogProb: ref[k].LogProb,
+				RefToken: ref[k].Greedy, RefTokenLogProb: ref[k].GreedyLogProb,
+				Delta: d,
+			})
+		}
+	}
+	m.stats.MaxDelta = max(m.stats.MaxDelta, dv.MaxDelta)
+	m.stats.TokensDivergent += int64(dv.NumBadTokens)
+	if dv.FirstBadToken >= 0 {
+		m.stats.RequestsDivergent++
+		m.divs = append(m.divs, dv)
+	}
+}
+
+// Divergences are the divergent requests compared so far, by request id.
+func (m *Mock) Divergences() []Divergence {
+	out := append([]Divergence(nil), m.divs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].RequestID < out[j].RequestID })
+	return out
+}
+
+// Stats are the comparison and work counters.
+func (m *Mock) Stats() Stats { return m.stats }
+
+// Trace is the per-token comparison of a request listed in TraceIDs, once
+// it has been compared.
+func (m *Mock) Trace(id int64) (*Trace, bool) {
+	t, ok := m.traces[id]
+	return t, ok
+}

@@ -1,0 +1,82 @@
+package mock
+
+import (
+	"math"
+
+	"statesim/sim"
+)
+
+// Token and log-prob definitions (docs/numeric-model.md §4).
+
+// promptSalt and sampleSalt separate the prompt and sampling streams of a
+// request seed.
+const (
+	promptSalt uint64 = 0x70726f6d7074 // "prompt"
+	sampleSalt uint64 = 0x73616d706c65 // "sample"
+)
+
+// PromptToken is the id of a request's prompt token at position pos:
+// Mix(seed ⊕ Mix(pos ⊕ "prompt")) mod vocab, with Mix splitmix64's
+// finaliser (sim.Mix).
+func PromptToken(seed uint64, pos int, vocab int) int32 {
+	return int32(sim.Mix(seed^sim.Mix(uint64(pos)^promptSalt)) % uint64(vocab))
+}
+
+// Greedy is the argmax of logits, ties to the lowest id.
+func Greedy(logits []float32) int32 {
+	best := 0
+	for i, l := range logits {
+		if l > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// LogSumExp is max + log Σ exp(l − max) over the logits, in float64, summed
+// from id 0 up.
+func LogSumExp(logits []float32) float64 {
+	mx := float64(logits[Greedy(logits)])
+	var sum float64
+	for _, l := range logits {
+		sum += exp64(float64(l) - mx)
+	}
+	// sum ≥ 1 (the max contributes exactly 1); log1p keeps it portable.
+	return mx + math.Log1p(sum-1)
+}
+
+// LogProb is the log-probability of token under the raw (temperature 1)
+// distribution, which is what vLLM reports as a sampled token's logprob.
+func LogProb(logits []float32, token int32) float64 {
+	return float64(logits[token]) - LogSumExp(logits)
+}
+
+// SampleUniform is the uniform in [0, 1) used to sample the token at
+// position pos of a request: 53 bits of Mix(Mix(seed ⊕ "sample") ⊕ pos).
+func SampleUniform(seed uint64, pos int) float64 {
+	x := sim.Mix(sim.Mix(seed^sampleSalt) ^ uint64(pos))
+	return float64(x>>11) * (1.0 / (1 << 53))
+}
+
+// Sample picks the token at position pos: greedy at temperature ≤ 0,
+// otherwise inverse-CDF sampling of softmax(logits / T), cumulated from id
+// 0 up in float64: the first id whose cumulative weight exceeds u·Σ.
+func Sample(logits []float32, temperature float64, seed uint64, pos int) int32 {
+	if temperature <= 0 {
+		return Greedy(logits)
+	}
+	mx := float64(logits[Greedy(logits)])
+	var sum float64
+	for _, l := range logits {
+		sum += exp64((float64(l) - mx) / temperature)
+	}
+	target := SampleUniform(seed, pos) * sum
+	var cum float64
+	for i, l := range logits {
+		cum += exp64((float64(l) - mx) / temperature)
+		if cum > target {
+			return int32(i)
+		}
+	}
+	return int32(len(logits) - 1)
+}
