@@ -46,7 +46,7 @@ func TestParseAppliesPresetThenOverrides(t *testing.T) {
 func TestErrorsNameFileLineAndField(t *testing.T) {
 	cases := []struct {
 		name, edit, want string
-		sets            []string
+		sets             []string
 	}{
 		{"unknown key", "  num_gpu_blocks_override: 100\n  max_num_seq: 3\n", "t.yaml:9: field engine.max_num_seq: unknown field", nil},
 		{"wrong type", "  num_gpu_blocks_override: lots\n", `t.yaml:8: field engine.num_gpu_blocks_override: want an integer, got "lots"`, nil},

@@ -167,8 +167,8 @@ func TestPriorityVictim(t *testing.T) {
 func TestClassifyByVersion(t *testing.T) {
 	mk := func() []Row {
 		return []Row{
-			{Req: &Request{ID: 0, NumPromptTokens: 10}, NumScheduled: 1, NumComputed: 12},  // decode
-			{Req: &Request{ID: 1, NumPromptTokens: 300}, NumScheduled: 1, NumComputed: 0},  // new, 1 token
+			{Req: &Request{ID: 0, NumPromptTokens: 10}, NumScheduled: 1, NumComputed: 12},   // decode
+			{Req: &Request{ID: 1, NumPromptTokens: 300}, NumScheduled: 1, NumComputed: 0},   // new, 1 token
 			{Req: &Request{ID: 2, NumPromptTokens: 200}, NumScheduled: 200, NumComputed: 0}, // new, long
 		}
 	}
