@@ -270,7 +270,7 @@ func (r *runner) stallReason() string {
 		need := r.kv.BlocksNeeded(&w.Blocks, min(w.NumTokens(), r.sc.Engine.MaxNumBatchedTokens))
 		return fmt.Sprintf(": request %d needs %d blocks for its first chunk, the pool has %d free of %d", w.ID, need, r.kv.Pool.NumFree(), r.nBlocks-1)
 	}
-	if r.s.Out().Step >= r.sc.Checks.MaxSteps {
+	if r.rep.Steps >= r.sc.Checks.MaxSteps {
 		return fmt.Sprintf(": checks.max_steps (%d) reached", r.sc.Checks.MaxSteps)
 	}
 	return ""
@@ -310,7 +310,7 @@ func (r *runner) arrive() error {
 }
 
 func (r *runner) startStep() error {
-	if r.s.Out().Step >= r.sc.Checks.MaxSteps {
+	if r.rep.Steps >= r.sc.Checks.MaxSteps {
 		r.stalled = true
 		return nil
 	}

@@ -106,3 +106,23 @@ func TestWrap32(t *testing.T) {
 		t.Errorf("less memory: %d blocks, %d violations", rep.Cache.NumGPUBlocks, rep.TotalViolations())
 	}
 }
+
+// A prompt whose first chunk can never get blocks stalls the engine: the
+// liveness invariant reports it instead of looping forever.
+func TestLivenessReportsStall(t *testing.T) {
+	sc, err := scenarios.Load("imposter", []string{"engine.num_gpu_blocks_override=8", "workload.num_prompts=3", "workload.batch_size=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Count(check.Liveness) == 0 || rep.Finished == rep.Requests {
+		t.Fatalf("want a liveness violation: finished %d of %d, %+v", rep.Finished, rep.Requests, rep.Invariants)
+	}
+	sc, _ = scenarios.Load("imposter", []string{"checks.max_steps=10"})
+	if rep, _ := Run(sc, Options{}); rep.Count(check.Liveness) != 1 || rep.Steps != 10 {
+		t.Errorf("max_steps: %d steps, %d liveness violations", rep.Steps, rep.Count(check.Liveness))
+	}
+}
