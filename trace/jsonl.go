@@ -22,7 +22,7 @@ type jsonl struct {
 	err     error // sticky
 }
 
-var unitExps = map[string]int{"s": 9, "ms": 6, "us": 3, "µs": 3, "ns": 0}
+var unitExps = map[string]int{"s": 9, "ms": 6, "us": 3, "ns": 0}
 
 // NewJSONL reads JSON Lines from r: one object per line, with the time,
 // prompt and output keys named by opt. A numeric timestamp is in

@@ -90,7 +90,7 @@ func (o Options) rateScale(name string) (float64, error) {
 
 var (
 	errBackwards = errors.New("earlier than the previous record")
-	errSpan      = errors.New("too far from the first record")
+	errSpan      = errors.New("too far after the first record for int64 ns")
 )
 
 // clock turns absolute timestamps into scaled offsets from the first record
