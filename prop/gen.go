@@ -1,0 +1,193 @@
+package prop
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+
+	"statesim/model"
+	"statesim/sched"
+)
+
+// Config bounds the generated scenarios. Ranges are inclusive; every
+// numeric field shrinks towards its lower bound, choices do not shrink.
+type Config struct {
+	Presets  []string
+	Versions []string
+	Policies []string
+	Backends []string
+	// ChunkedPrefill lists the enable_chunked_prefill values to draw.
+	ChunkedPrefill []bool
+
+	MinRequests, MaxRequests int
+	MinPrompt, MaxPrompt     int
+	MinOutput, MaxOutput     int
+	MaxGapUS                 int
+	MinBudget, MaxBudget     int // max_num_batched_tokens
+	MaxSeqs                  int // max_num_seqs drawn from 1..MaxSeqs
+	MaxExtraBlocks           int
+	// MaxLongPrefill > 0 draws long_prefill_token_threshold from
+	// 0..MaxLongPrefill (0 = off).
+	MaxLongPrefill   int
+	MinBits, MaxBits int // state_index_bits
+}
+
+// DefaultConfig draws small scenarios over every preset with the fixed
+// version and a 64-bit index: everything in it must hold.
+func DefaultConfig() Config {
+	return Config{
+		Presets:        model.PresetNames(),
+		Versions:       []string{"fixed"},
+		Policies:       []string{"fcfs", "priority"},
+		Backends:       []string{"symbolic"},
+		ChunkedPrefill: []bool{true, true, true, false},
+		MinRequests:    1, MaxRequests: 6,
+		MinPrompt: 2, MaxPrompt: 160,
+		MinOutput: 1, MaxOutput: 24,
+		MaxGapUS:  20_000,
+		MinBudget: 1, MaxBudget: 192,
+		MaxSeqs:        6,
+		MaxExtraBlocks: 24,
+		MaxLongPrefill: 0,
+		MinBits:        64, MaxBits: 64,
+	}
+}
+
+// HybridPresets are the presets with Mamba layers, where bug A can show.
+var HybridPresets = []string{"tiny-hybrid", "jamba-reasoning-3b", "jamba-mini"}
+
+// BugA is the default config narrowed to hybrid models under a version.
+func BugA(version string) Config {
+	c := DefaultConfig()
+	c.Presets = HybridPresets
+	c.Versions = []string{version}
+	return c
+}
+
+// BugB draws the tiny hybrid (stride 1024 elements, so a 16..20-bit index
+// wraps from slot 64..1024) with pools of a few hundred blocks and enough
+// requests to walk the free queue past the first wrapping slot.
+func BugB() Config {
+	c := DefaultConfig()
+	c.Presets = []string{"tiny-hybrid"}
+	c.MinBits, c.MaxBits = 16, 20
+	c.MaxRequests = 12
+	c.MaxPrompt = 400
+	c.MaxBudget = 1024
+	c.MinBudget = 16
+	c.MaxExtraBlocks = 400
+	return c
+}
+
+// Validate checks the bounds, so generation never has to.
+func (c *Config) Validate() error {
+	for _, p := range c.Presets {
+		if _, err := model.Preset(p); err != nil {
+			return err
+		}
+	}
+	for _, v := range c.Versions {
+		if _, err := sched.ParseVersion(v); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.Policies {
+		if p != "fcfs" && p != "priority" {
+			return fmt.Errorf("unknown scheduling policy %q", p)
+		}
+	}
+	if len(c.Presets) == 0 || len(c.Versions) == 0 || len(c.Policies) == 0 || len(c.Backends) == 0 || len(c.ChunkedPrefill) == 0 {
+		return fmt.Errorf("every choice list needs at least one entry")
+	}
+	for _, r := range []struct {
+		name   string
+		lo, hi int
+		min    int
+	}{
+		{"requests", c.MinRequests, c.MaxRequests, 1}, {"prompt", c.MinPrompt, c.MaxPrompt, 1},
+		{"output", c.MinOutput, c.MaxOutput, 1}, {"max_num_batched_tokens", c.MinBudget, c.MaxBudget, 1},
+		{"state_index_bits", c.MinBits, c.MaxBits, 16}, {"max_num_seqs", 1, c.MaxSeqs, 1},
+	} {
+		if r.lo < r.min || r.hi < r.lo {
+			return fmt.Errorf("%s range [%d, %d] is empty or below %d", r.name, r.lo, r.hi, r.min)
+		}
+	}
+	if c.MaxBits > 64 || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
+		return fmt.Errorf("bad bounds: bits ≤ 64, gaps, extra blocks and threshold ≥ 0")
+	}
+	return nil
+}
+
+// Gen generates *Params under c. Built from gen.StructPtr and integer
+// ranges so gopter shrinks field by field, each number towards its lower
+// bound and the request list by dropping requests.
+func Gen(c Config) gopter.Gen {
+	consts := func(xs []string) gopter.Gen {
+		a := make([]any, len(xs))
+		for i, x := range xs {
+			a[i] = x
+		}
+		return gen.OneConstOf(a...)
+	}
+	bools := make([]any, len(c.ChunkedPrefill))
+	for i, b := range c.ChunkedPrefill {
+		bools[i] = b
+	}
+	req := gen.Struct(reflect.TypeOf(Request{}), map[string]gopter.Gen{
+		"GapUS":  gen.IntRange(0, c.MaxGapUS),
+		"Prompt": gen.IntRange(c.MinPrompt, c.MaxPrompt),
+		"Output": gen.IntRange(c.MinOutput, c.MaxOutput),
+	})
+	return gen.StructPtr(reflect.TypeOf(Params{}), map[string]gopter.Gen{
+		"Requests":                  requests(req, c.MinRequests, c.MaxRequests),
+		"MaxNumBatchedTokens":       gen.IntRange(c.MinBudget, c.MaxBudget),
+		"MaxNumSeqs":                gen.IntRange(1, c.MaxSeqs),
+		"ExtraBlocks":               gen.IntRange(0, c.MaxExtraBlocks),
+		"LongPrefillTokenThreshold": gen.IntRange(0, c.MaxLongPrefill),
+		"StateIndexBits":            gen.IntRange(c.MinBits, c.MaxBits),
+		// Seeds do not shrink: a different seed is a different scenario,
+		// not a smaller one.
+		"Seed":           gen.UInt64Range(1, 1<<32).WithShrinker(gopter.NoShrinker),
+		"Preset":         consts(c.Presets),
+		"Version":        consts(c.Versions),
+		"Policy":         consts(c.Policies),
+		"ChunkedPrefill": gen.OneConstOf(bools...),
+		"Backend":        consts(c.Backends),
+	})
+}
+
+// requests draws lo..hi requests; the shrinker drops runs of requests
+// and then shrinks each one, and never goes below lo.
+func requests(elem gopter.Gen, lo, hi int) gopter.Gen {
+	return func(gp *gopter.GenParameters) *gopter.GenResult {
+		n := lo + gp.Rng.Intn(hi-lo+1)
+		out := make([]Request, 0, n)
+		var shrinker gopter.Shrinker
+		var sieve func(any) bool
+		for len(out) < n {
+			r := elem(gp)
+			v, ok := r.Retrieve()
+			if !ok {
+				continue
+			}
+			out = append(out, v.(Request))
+			shrinker, sieve = r.Shrinker, r.Sieve
+		}
+		res := gopter.NewGenResult(out, gen.SliceShrinker(shrinker))
+		res.Sieve = func(v any) bool {
+			rs := v.([]Request)
+			if len(rs) < lo {
+				return false
+			}
+			for _, r := range rs {
+				if sieve != nil && !sieve(r) {
+					return false
+				}
+			}
+			return true
+		}
+		return res
+	}
+}

@@ -1,0 +1,156 @@
+package prop
+
+import (
+	"fmt"
+	"strings"
+
+	"statesim/model"
+	"statesim/scenarios"
+	"statesim/workload"
+)
+
+// Request is one generated request: it arrives GapUS microseconds after
+// the previous one (the first arrives at 0), with a prompt of Prompt tokens
+// and Output tokens to generate.
+type Request struct {
+	GapUS  int
+	Prompt int
+	Output int
+}
+
+// Params is one generated scenario. Fields are plain values so that
+// gopter's struct shrinker can shrink each on its own; Requests comes
+// first because dropping requests is the shrink that matters most.
+type Params struct {
+	Requests            []Request
+	MaxNumBatchedTokens int
+	MaxNumSeqs          int
+	// ExtraBlocks is the pool beyond the smallest one that still fits the
+	// largest request alone (num_gpu_blocks_override = that + ExtraBlocks),
+	// so every generated scenario can finish and shrinking cannot make it
+	// infeasible.
+	ExtraBlocks               int
+	LongPrefillTokenThreshold int
+	StateIndexBits            int
+	Seed                      uint64
+	Preset                    string
+	Version                   string
+	Policy                    string
+	ChunkedPrefill            bool
+	Backend                   string
+}
+
+// Shape is the preset's model shape.
+func (p *Params) Shape() model.Shape {
+	s, err := model.Preset(p.Preset)
+	if err != nil {
+		panic(err) // presets come from Config, which Validate checked
+	}
+	return s
+}
+
+// blockSize is the block size every generated scenario asks for; hybrid
+// shapes raise it (see model.Layout).
+const blockSize = 16
+
+// NumGPUBlocks is the pool the scenario runs with, null block included.
+func (p *Params) NumGPUBlocks() int {
+	sh := p.Shape()
+	l := sh.Layout(blockSize)
+	most := 0
+	for _, r := range p.Requests {
+		n := l.NumMambaGroups() + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output, l.BlockSize)
+		most = max(most, n)
+	}
+	return max(2, 1+most+p.ExtraBlocks)
+}
+
+// budget is max_num_batched_tokens as run: without chunked prefill (and
+// in V0, which schedules whole prompts) vLLM requires the budget to hold
+// any whole prompt, and a recomputed one after preemption; a smaller one
+// is a configuration vLLM refuses, not a scenario.
+func (p *Params) budget() int {
+	b := p.MaxNumBatchedTokens
+	if !p.ChunkedPrefill || p.Version == "v0" {
+		for _, r := range p.Requests {
+			b = max(b, r.Prompt+r.Output)
+		}
+	}
+	return b
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// maxSteps bounds a generated run; reaching it is a liveness failure.
+const maxSteps = 1_000_000
+
+// Scenario builds the scenario; its trace workload reads tracePath,
+// which must hold TraceJSONL.
+func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
+	sc := scenarios.Defaults()
+	sc.Name = name
+	sc.Description = p.String()
+	sc.Seed = p.Seed
+	sc.Model.Preset = p.Preset
+	sc.Model.Shape = p.Shape()
+	e := &sc.Engine
+	e.VLLMVersion = p.Version
+	e.MaxNumBatchedTokens = p.budget()
+	e.MaxNumSeqs = p.MaxNumSeqs
+	e.BlockSize = blockSize
+	e.NumGPUBlocksOverride = p.NumGPUBlocks()
+	e.EnableChunkedPrefill = p.ChunkedPrefill
+	e.LongPrefillTokenThreshold = p.LongPrefillTokenThreshold
+	e.SchedulingPolicy = p.Policy
+	e.StateIndexBits = p.StateIndexBits
+	sc.Workload = workload.Spec{Kind: "trace", Path: tracePath,
+		PromptLen: workload.Dist{Kind: "trace"}, OutputLen: workload.Dist{Kind: "trace"}}
+	sc.Backend.Kind = p.Backend
+	sc.Checks = scenarios.Checks{Keep: 3, MaxSteps: maxSteps}
+	sc.File = name
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("generated scenario %s: %w", name, err)
+	}
+	return &sc, nil
+}
+
+// TraceJSONL is the requests as a JSON Lines trace, times in seconds
+// with microsecond digits (exact in the reader).
+func (p *Params) TraceJSONL() []byte {
+	var b strings.Builder
+	at := 0
+	for i, r := range p.Requests {
+		if i > 0 {
+			at += r.GapUS
+		}
+		fmt.Fprintf(&b, "{\"timestamp\": %d.%06d, \"input_tokens\": %d, \"output_tokens\": %d}\n", at/1e6, at%1e6, r.Prompt, r.Output)
+	}
+	return []byte(b.String())
+}
+
+// String summarises the scenario on one line.
+func (p *Params) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d requests [", len(p.Requests))
+	for i, r := range p.Requests {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i > 0 {
+			fmt.Fprintf(&b, "+%dus ", r.GapUS)
+		}
+		fmt.Fprintf(&b, "%d→%d", r.Prompt, r.Output)
+	}
+	fmt.Fprintf(&b, "], %s, vLLM %s, %s, max_num_batched_tokens %d, max_num_seqs %d, %d blocks, %d-bit index",
+		p.Preset, p.Version, p.Policy, p.budget(), p.MaxNumSeqs, p.NumGPUBlocks(), p.StateIndexBits)
+	if !p.ChunkedPrefill {
+		b.WriteString(", no chunked prefill")
+	}
+	if p.LongPrefillTokenThreshold > 0 {
+		fmt.Fprintf(&b, ", long_prefill_token_threshold %d", p.LongPrefillTokenThreshold)
+	}
+	if p.Backend != "symbolic" {
+		fmt.Fprintf(&b, ", backend %s", p.Backend)
+	}
+	return b.String()
+}

@@ -1,0 +1,212 @@
+package prop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"statesim/check"
+	"statesim/scenarios"
+)
+
+// Property is one named statement every run must satisfy.
+type Property struct {
+	Name string
+	Doc  string
+	// Invariants are the simulator checks the property judges by (its
+	// own observations come on top).
+	Invariants []check.Invariant
+	Check      func(r *Runner, p *Params) error
+}
+
+// violated fails when any of invs was counted, naming the first one kept.
+func violated(o *Outcome, invs ...check.Invariant) error {
+	for _, inv := range invs {
+		if n := o.Report.Count(inv); n > 0 {
+			for _, v := range o.Report.Violations {
+				if v.Invariant == inv || v.Name == inv.String() {
+					return fmt.Errorf("%d× %s", n, v.String())
+				}
+			}
+			return fmt.Errorf("%d× %s", n, inv)
+		}
+	}
+	return nil
+}
+
+// invariantProp is a property judged by simulator invariants plus, when
+// extra is set, its own observation.
+func invariantProp(name, doc string, extra func(*Outcome, *Params) string, invs ...check.Invariant) Property {
+	return Property{Name: name, Doc: doc, Invariants: invs, Check: func(r *Runner, p *Params) error {
+		o := r.Run(p)
+		if o.Err != nil {
+			return fmt.Errorf("run failed: %w", o.Err)
+		}
+		if err := violated(o, invs...); err != nil {
+			return err
+		}
+		if extra != nil {
+			if s := extra(o, p); s != "" {
+				return errors.New(s)
+			}
+		}
+		return nil
+	}}
+}
+
+// All lists the properties in the order they are checked.
+func All() []Property {
+	return []Property{
+		invariantProp("no-decode-before-prefill",
+			"a request with no computed tokens never takes a Mamba decode path", nil,
+			check.NoDecodeBeforePrefill),
+		invariantProp("stale-slot-read",
+			"a kernel never reads a state slot or KV block holding bytes not its own", nil,
+			check.StaleSlotRead),
+		invariantProp("wrong-address-write",
+			"a state write always lands in the intended slot", nil,
+			check.WrongAddressWrite),
+		invariantProp("budget-and-max-num-seqs",
+			"every step schedules at most max_num_batched_tokens tokens and runs at most max_num_seqs requests",
+			func(o *Outcome, _ *Params) string { return o.Budget + o.Seqs }, check.TokenBudget, check.MaxNumSeqs),
+		invariantProp("conservation",
+			"every block is free or held by exactly one running request, and a finished request holds none",
+			func(o *Outcome, _ *Params) string { return o.Conservation }, check.BlockConservation),
+		invariantProp("liveness",
+			"every request finishes",
+			func(o *Outcome, p *Params) string {
+				if n := int64(len(p.Requests)); o.Report.Requests != n || o.Report.Finished != n {
+					return fmt.Sprintf("%d of %d requests arrived, %d finished", o.Report.Requests, n, o.Report.Finished)
+				}
+				return ""
+			}, check.Liveness),
+		{Name: "determinism", Doc: "the same scenario and seed give the same step trace and report, byte for byte",
+			Check: func(r *Runner, p *Params) error {
+				a, err := r.TraceHash(p)
+				if err != nil {
+					return fmt.Errorf("run failed: %w", err)
+				}
+				b, err := r.TraceHash(p)
+				if err != nil {
+					return fmt.Errorf("second run failed: %w", err)
+				}
+				if a != b {
+					return fmt.Errorf("two runs hashed %s and %s", a[:16], b[:16])
+				}
+				return nil
+			}},
+		{Name: "logprobs-match-reference", Doc: "with the numeric mock backend, every generated token's log-prob equals the reference recomputation's",
+			Check: checkLogprobs},
+	}
+}
+
+// ByName returns the named properties; "all" or empty selects All().
+func ByName(names []string) ([]Property, error) {
+	all := All()
+	if len(names) == 0 || len(names) == 1 && names[0] == "all" {
+		return all, nil
+	}
+	var out []Property
+	for _, n := range names {
+		found := false
+		for _, p := range all {
+			if p.Name == n {
+				out, found = append(out, p), true
+			}
+		}
+		if !found {
+			known := make([]string, len(all))
+			for i, p := range all {
+				known[i] = p.Name
+			}
+			return nil, fmt.Errorf("unknown property %q (known: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// checkLogprobs runs p on the numeric mock backend and requires the
+// report to list no divergent request.
+func checkLogprobs(r *Runner, p *Params) error {
+	q := *p
+	q.Backend = "mock"
+	o := r.Run(&q)
+	if o.Err != nil {
+		var ie *scenarios.InputError
+		if errors.As(o.Err, &ie) && strings.Contains(ie.Msg, "not available") {
+			return fmt.Errorf("%w: backend mock: %v", ErrUnavailable, o.Err)
+		}
+		return fmt.Errorf("run failed: %w", o.Err)
+	}
+	if len(o.Report.Extra) == 0 {
+		return fmt.Errorf("%w: the mock backend reported no log-prob comparison", ErrUnavailable)
+	}
+	n, detail, err := divergences(o.Report.Extra)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%d requests diverge from the reference: %s", n, detail)
+	}
+	return nil
+}
+
+// divergences reads the numeric backend's report section through its
+// JSON form, so this package does not depend on the backend's types:
+// any list under a key containing "diverg" counts.
+func divergences(extra map[string]any) (int, string, error) {
+	data, err := json.Marshal(extra)
+	if err != nil {
+		return 0, "", err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return 0, "", err
+	}
+	var found bool
+	var n int
+	var first string
+	var walk func(raw json.RawMessage, key string)
+	walk = func(raw json.RawMessage, key string) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) == nil {
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
+				walk(obj[k], k)
+			}
+			return
+		}
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) == nil && strings.Contains(strings.ToLower(key), "diverg") {
+			found = true
+			n += len(list)
+			if first == "" && len(list) > 0 {
+				first = string(list[0])
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		walk(m[k], k)
+	}
+	if !found {
+		return 0, "", fmt.Errorf("%w: no divergence list in the mock backend's report section", ErrUnavailable)
+	}
+	return n, first, nil
+}
+
+// WithoutPreemption narrows p to runs with no preemption: a run that
+// preempted counts as passing. Searching with it finds the incident's
+// shape of bug A, where a block changes hands only when a request finishes.
+func WithoutPreemption(p Property) Property {
+	q := p
+	q.Name = p.Name + "/no-preemption"
+	q.Check = func(r *Runner, x *Params) error {
+		if o := r.Run(x); o.Err == nil && o.Report.Preemptions > 0 {
+			return nil
+		}
+		return p.Check(r, x)
+	}
+	return q
+}

@@ -1,0 +1,181 @@
+package prop
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"statesim"
+	"statesim/scenarios"
+	"statesim/sched"
+)
+
+// Outcome is one run of a generated scenario, with what the observers saw
+// on their own, apart from the simulator's checks.
+type Outcome struct {
+	Scenario *scenarios.Scenario
+	Report   *statesim.Report
+	// Err is a run that could not complete: a setup error or a component
+	// that broke. Every property fails on it.
+	Err error
+	// Observed problems, first occurrence each ("" = none).
+	Budget, Seqs, Conservation string
+}
+
+// Runner builds and runs generated scenarios. Trace files go to Dir,
+// named by content, so the same requests are written once. Outcomes are
+// cached by Params, so properties checked over the same seed share runs.
+// A Runner is not safe for concurrent use.
+type Runner struct {
+	Dir string
+	// Sets are --set overrides applied to every generated scenario (by
+	// marshalling it and parsing it back with the overrides).
+	Sets []string
+	// Runs counts simulations actually executed.
+	Runs  int
+	cache map[string]*Outcome
+}
+
+// NewRunner writes its trace files under dir.
+func NewRunner(dir string, sets []string) *Runner {
+	return &Runner{Dir: dir, Sets: sets, cache: map[string]*Outcome{}}
+}
+
+// Build writes p's trace and returns its scenario, with the overrides
+// applied.
+func (r *Runner) Build(p *Params, name string) (*scenarios.Scenario, error) {
+	data := p.TraceJSONL()
+	sum := sha256.Sum256(data)
+	path := filepath.Join(r.Dir, "req-"+hex.EncodeToString(sum[:8])+".jsonl")
+	if _, err := os.Stat(path); err != nil {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	sc, err := p.Scenario(name, path)
+	if err != nil || len(r.Sets) == 0 {
+		return sc, err
+	}
+	y, err := scenarios.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.Parse(y, name, r.Sets)
+}
+
+// Run runs p once (or returns the cached outcome).
+func (r *Runner) Run(p *Params) *Outcome {
+	key := fmt.Sprintf("%+v", *p)
+	if o, ok := r.cache[key]; ok {
+		return o
+	}
+	o := r.run(p, statesim.Options{})
+	if len(r.cache) >= 1<<12 {
+		clear(r.cache) // shrinking revisits recent values, not old ones
+	}
+	r.cache[key] = o
+	return o
+}
+
+func (r *Runner) run(p *Params, opt statesim.Options) *Outcome {
+	o := &Outcome{}
+	sc, err := r.Build(p, "generated")
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	o.Scenario = sc
+	opt.OnStep = o.observe(sc)
+	opt.OnFinish = func(q *sched.Request) {
+		if n := q.Blocks.NumHeld(); n != 0 && o.Conservation == "" {
+			o.Conservation = fmt.Sprintf("request %d finished still holding %d blocks", q.ID, n)
+		}
+	}
+	r.Runs++
+	o.Report, o.Err = statesim.Run(sc, opt)
+	return o
+}
+
+// observe checks budget, max_num_seqs and block ownership after every
+// step from the scheduler's and the pool's own state, independently of
+// the runner's checkStep.
+func (o *Outcome) observe(sc *scenarios.Scenario) func(e *statesim.StepEvent) {
+	seen := map[int32]sched.RequestID{}
+	return func(e *statesim.StepEvent) {
+		sum := 0
+		for i := range e.Out.Rows {
+			sum += e.Out.Rows[i].NumScheduled
+		}
+		if sum > sc.Engine.MaxNumBatchedTokens && o.Budget == "" {
+			o.Budget = fmt.Sprintf("step %d scheduled %d tokens, max_num_batched_tokens %d", e.Out.Step, sum, sc.Engine.MaxNumBatchedTokens)
+		}
+		if n := len(e.Sched.Running); n > sc.Engine.MaxNumSeqs && o.Seqs == "" {
+			o.Seqs = fmt.Sprintf("step %d has %d running requests, max_num_seqs %d", e.Out.Step, n, sc.Engine.MaxNumSeqs)
+		}
+		if o.Conservation != "" {
+			return
+		}
+		clear(seen)
+		held := 0
+		claim := func(q *sched.Request, b int32) {
+			held++
+			if prev, dup := seen[b]; dup && o.Conservation == "" {
+				o.Conservation = fmt.Sprintf("step %d: block %d in the tables of requests %d and %d", e.Out.Step, b, prev, q.ID)
+			}
+			seen[b] = q.ID
+			if h := e.Pool.Holder(b); h != q.ID && o.Conservation == "" {
+				o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, the pool says %d holds it", e.Out.Step, q.ID, b, h)
+			}
+		}
+		for _, q := range e.Sched.Running {
+			for _, g := range q.Blocks.Attn {
+				for _, b := range g {
+					claim(q, b)
+				}
+			}
+			for _, b := range q.Blocks.Mamba {
+				if b != 0 {
+					claim(q, b)
+				}
+			}
+		}
+		if n := e.Pool.NumHeld(); n != held && o.Conservation == "" {
+			o.Conservation = fmt.Sprintf("step %d: the pool says %d blocks held, running requests hold %d", e.Out.Step, n, held)
+		}
+		if free := e.Pool.NumFree(); free+held != e.Pool.NumBlocks()-1 && o.Conservation == "" {
+			o.Conservation = fmt.Sprintf("step %d: %d free + %d held ≠ %d usable blocks", e.Out.Step, free, held, e.Pool.NumBlocks()-1)
+		}
+	}
+}
+
+// TraceHash runs p afresh with the step trace and the JSON report fed to
+// one hash, for the determinism property.
+func (r *Runner) TraceHash(p *Params) (string, error) {
+	h := sha256.New()
+	o := r.run(p, statesim.Options{Trace: h})
+	if o.Err != nil {
+		return "", o.Err
+	}
+	if err := o.Report.WriteJSON(h); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// TempDir makes a directory for a Runner's trace files: in /dev/shm when
+// the machine has it, since a search writes thousands of small files and
+// on some disks each creation costs milliseconds.
+func TempDir() (string, error) {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "statesim-prop-"); err == nil {
+			return d, nil
+		}
+	}
+	return os.MkdirTemp("", "statesim-prop-")
+}
+
+// ErrUnavailable marks a property this build cannot check.
+var ErrUnavailable = errors.New("unavailable in this build")
