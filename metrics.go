@@ -5,17 +5,28 @@ import (
 	"sort"
 
 	"statesim/sched"
+	"statesim/sim"
 )
 
 // metrics collects latency samples (seconds) for the report.
 type metrics struct {
 	ttft, itl, e2e, queue []float64
 	maxRunning            int
+	rowSteps              int64
 }
 
-func (m *metrics) step(out *sched.Output) {
-	if n := len(out.Rows); n > m.maxRunning {
+func (m *metrics) step(out *sched.Output, now sim.Time) {
+	n := len(out.Rows)
+	if n > m.maxRunning {
 		m.maxRunning = n
+	}
+	m.rowSteps += int64(n)
+	for i := range out.Rows {
+		// A row with nothing computed and never preempted is a request's
+		// first scheduling: its queueing delay ends here.
+		if r := out.Rows[i].Req; out.Rows[i].NumComputed == 0 && r.NumPreemptions == 0 {
+			m.queue = append(m.queue, (now - r.ArrivalTime).Seconds())
+		}
 	}
 }
 

@@ -38,8 +38,12 @@ type Report struct {
 		TTFT Percentiles `json:"ttft"`
 		ITL  Percentiles `json:"itl"`
 		E2E  Percentiles `json:"e2e"`
+		// Queue is queueing delay: arrival to first scheduled.
+		Queue Percentiles `json:"queue"`
 	} `json:"latency"`
 	MaxBatchRows int `json:"max_batch_rows"`
+	// RowSteps is the rows summed over steps: simulated request-steps.
+	RowSteps int64 `json:"row_steps"`
 
 	// Invariants has every invariant with its violation count, in a fixed order.
 	Invariants []InvariantCount `json:"invariants"`
@@ -123,6 +127,7 @@ func (r *runner) finishReport() {
 	rep.Cache.HighestSlot = int64(r.sym.Stats.HighestSlot)
 	rep.Cache.HighestBlock = int64(r.kv.Pool.HighWater)
 	rep.MaxBatchRows = r.metrics.maxRunning
+	rep.RowSteps = r.metrics.rowSteps
 	if rep.SimTimeS > 0 {
 		rep.Throughput.RequestsPerS = round3(float64(rep.Finished) / rep.SimTimeS)
 		rep.Throughput.OutputTokensPerS = round3(float64(rep.OutputTokens) / rep.SimTimeS)
@@ -131,6 +136,7 @@ func (r *runner) finishReport() {
 	rep.Latency.TTFT = percentiles(r.metrics.ttft)
 	rep.Latency.ITL = percentiles(r.metrics.itl)
 	rep.Latency.E2E = percentiles(r.metrics.e2e)
+	rep.Latency.Queue = percentiles(r.metrics.queue)
 	if x, ok := r.be.(interface{ ReportExtra() (string, any) }); ok {
 		k, v := x.ReportExtra()
 		rep.Extra = map[string]any{k: v}
@@ -195,6 +201,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("TTFT", r.Latency.TTFT)
 	lat("ITL", r.Latency.ITL)
 	lat("E2E", r.Latency.E2E)
+	lat("queue", r.Latency.Queue)
 	p("\n")
 	for _, im := range r.Imposters {
 		p("IMPOSTER: request %d, brand new (0 computed tokens), was given %d token at step %d and classified as a decode;\n", im.RequestID, im.NumScheduled, im.Step)

@@ -337,7 +337,7 @@ func (r *runner) startStep() error {
 	r.out = out
 	r.stepStart = now
 	r.rep.Steps++
-	r.metrics.step(out)
+	r.metrics.step(out, now)
 	return r.schedule(now+stepTime(&r.sc.Timing, out, bytes), evStepEnd)
 }
 

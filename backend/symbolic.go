@@ -125,19 +125,15 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 		for bi := c / s.bs; bi <= last; bi++ {
 			s.Prov.WriteKV(blocks[bi], r.ID, min(s.bs, end-bi*s.bs), s.step)
 		}
-		for bi := 0; bi <= last; bi++ {
-			need := min(s.bs, end-bi*s.bs)
-			if !s.Prov.KVValid(blocks[bi], r.ID, need) {
-				p := s.Prov.Get(blocks[bi])
-				s.corrupt(r)
-				if s.Rec.Wants(check.StaleSlotRead) {
-					s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead, Step: s.step, TimeNS: int64(now),
-						RequestID: int64(r.ID), Slot: int64(blocks[bi]), PrevOwner: int64(p.Writer),
-						Detail: fmt.Sprintf("attention group %d reads KV block %d holding %s of request %d", g, blocks[bi], p.Content, p.Writer)})
-				} else {
-					s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
-				}
-				break
+		if bi := s.Prov.CheckKV(&r.Blocks, g, r.ID, end, s.bs); bi >= 0 {
+			p := s.Prov.Get(blocks[bi])
+			s.corrupt(r)
+			if s.Rec.Wants(check.StaleSlotRead) {
+				s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead, Step: s.step, TimeNS: int64(now),
+					RequestID: int64(r.ID), Slot: int64(blocks[bi]), PrevOwner: int64(p.Writer),
+					Detail: fmt.Sprintf("attention group %d reads KV block %d holding %s of request %d", g, blocks[bi], p.Content, p.Writer)})
+			} else {
+				s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
 			}
 		}
 	}
@@ -163,6 +159,14 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		s.Stats.MambaPrefillRows++
 	}
 	s.Stats.StateBytesMoved += s.stateRW * int64(s.nMamba)
+	// The common case, a decode of a request whose slots hold its own
+	// state and nobody else's writes: one record for all groups.
+	if decode && c > 0 {
+		if _, ok := s.Prov.AdvanceState(&r.Blocks, r.ID, c, c+q, s.step); ok {
+			return
+		}
+	}
+	s.Prov.Settle(&r.Blocks)
 	if decode && c == 0 {
 		slot := r.Blocks.Mamba[0]
 		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
@@ -174,6 +178,7 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 	var staleSlot, wrongSlot int32 = -1, -1
 	var staleProv, clobberedProv statecache.Provenance
 	var wrongFirst, wrongLast int32
+	var nTainted int
 	for _, slot := range r.Blocks.Mamba {
 		if slot > s.Stats.HighestSlot {
 			s.Stats.HighestSlot = slot
@@ -209,9 +214,16 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 			// The intended slot keeps its old bytes: stale from now on.
 			continue
 		}
+		if tainted {
+			nTainted++
+		}
 		s.Prov.WriteState(slot, r.ID, c+q, s.step, tainted)
 	}
 	ng := len(r.Blocks.Mamba)
+	if wrongN == 0 && (nTainted == 0 || nTainted == ng) {
+		// Every slot now holds the same record: lease it to the request.
+		s.Prov.LeaseState(&r.Blocks, r.ID, c+q, s.step, nTainted > 0)
+	}
 	if staleN > 0 {
 		if decode && c == 0 {
 			s.Stats.Imposters++

@@ -11,6 +11,13 @@ import (
 type BlockTable struct {
 	Attn  [][]int32
 	Mamba []int32 // 0 (the null block) until allocated
+
+	// Check caches (see Provenances): verified leading KV blocks per
+	// attention group and the clobber count they were verified at, and
+	// the state lease.
+	kvOK    []int32
+	kvEpoch uint64
+	st      lease
 }
 
 // Slot is the request's state slot in Mamba group g.
@@ -114,6 +121,11 @@ func (m *KVCacheManager) Allocate(req RequestID, t *BlockTable, numTokens int) (
 // Free returns all of t's blocks to the pool and empties t (keeping its
 // backing arrays for reuse).
 func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
+	// The slots' records must be in place before anyone else can get them.
+	if t.st.ps != nil {
+		t.st.ps.Settle(t)
+	}
+	clear(t.kvOK)
 	for _, g := range m.order {
 		if g.mamba {
 			if s := t.Mamba[g.i]; s != NullBlock {

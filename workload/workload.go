@@ -12,14 +12,14 @@ import (
 
 // Spec is the workload section of a scenario.
 type Spec struct {
-	// Kind: batches, poisson, rollouts or trace.
+	// Kind: batches, poisson, rollouts, trace or synthetic.
 	Kind string `yaml:"kind" json:"kind"`
 
 	// batches: NumPrompts submitted BatchSize at a time.
 	NumPrompts int `yaml:"num_prompts,omitempty" json:"num_prompts,omitempty"`
 	BatchSize  int `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`
 
-	// poisson: Count requests at Rate per second.
+	// poisson and synthetic: Count requests at Rate per second.
 	Rate  float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
 	Count int     `yaml:"count,omitempty" json:"count,omitempty"`
 
@@ -35,6 +35,20 @@ type Spec struct {
 	Path      string  `yaml:"path,omitempty" json:"path,omitempty"`
 	RateScale float64 `yaml:"rate_scale,omitempty" json:"rate_scale,omitempty"`
 	Limit     int     `yaml:"limit,omitempty" json:"limit,omitempty"`
+	// JSONL traces: the keys of the arrival time, prompt and output
+	// token counts (defaults timestamp, input_tokens, output_tokens) and
+	// the unit of a numeric time (s, ms, us, ns; default s).
+	TimeField   string `yaml:"time_field,omitempty" json:"time_field,omitempty"`
+	PromptField string `yaml:"prompt_field,omitempty" json:"prompt_field,omitempty"`
+	OutputField string `yaml:"output_field,omitempty" json:"output_field,omitempty"`
+	TimeUnit    string `yaml:"time_unit,omitempty" json:"time_unit,omitempty"`
+
+	// synthetic: a generated trace (trace.Synthetic) of Count requests,
+	// Poisson arrivals at Rate per second, lognormal lengths with the
+	// Azure conversation trace's spreads around these medians. Lengths
+	// are used with prompt_len/output_len {dist: trace}.
+	PromptMedian int `yaml:"prompt_median,omitempty" json:"prompt_median,omitempty"`
+	OutputMedian int `yaml:"output_median,omitempty" json:"output_median,omitempty"`
 
 	PromptLen Dist `yaml:"prompt_len" json:"prompt_len"`
 	OutputLen Dist `yaml:"output_len" json:"output_len"`
@@ -80,6 +94,18 @@ func (s *Spec) Validate() error {
 		if err == nil && s.TrainTimeS < 0 {
 			err = ferr("train_time_s", "must be >= 0, got %g", s.TrainTimeS)
 		}
+	case "synthetic":
+		if !(s.Rate > 0) {
+			return ferr("rate", "must be > 0, got %g", s.Rate)
+		}
+		if err = pos("count", s.Count); err == nil {
+			if err = pos("prompt_median", s.PromptMedian); err == nil {
+				err = pos("output_median", s.OutputMedian)
+			}
+		}
+		if err == nil && s.RateScale < 0 {
+			err = ferr("rate_scale", "must be > 0, got %g", s.RateScale)
+		}
 	case "trace":
 		if s.Path == "" {
 			return ferr("path", "missing: a trace workload needs a CSV or JSONL file")
@@ -91,14 +117,14 @@ func (s *Spec) Validate() error {
 			return ferr("limit", "must be >= 0, got %d", s.Limit)
 		}
 	case "":
-		return ferr("kind", "missing (want batches, poisson, rollouts or trace)")
+		return ferr("kind", "missing (want batches, poisson, rollouts, trace or synthetic)")
 	default:
-		return ferr("kind", "unknown %q (want batches, poisson, rollouts or trace)", s.Kind)
+		return ferr("kind", "unknown %q (want batches, poisson, rollouts, trace or synthetic)", s.Kind)
 	}
 	if err != nil {
 		return err
 	}
-	tr := s.Kind == "trace"
+	tr := s.Kind == "trace" || s.Kind == "synthetic"
 	if err := s.PromptLen.Validate(tr); err != nil {
 		return &FieldError{Path: "prompt_len." + fieldOf(err), Err: errAfterField(err)}
 	}
@@ -171,6 +197,14 @@ func New(s *Spec, streams sim.Streams, baseDir string) (Source, error) {
 		return &poisson{spec: s, rng: rng, seed: streams.Seed()}, nil
 	case "trace":
 		return newTraceSource(s, rng, streams.Seed(), baseDir)
+	case "synthetic":
+		scale := s.RateScale
+		if scale == 0 {
+			scale = 1
+		}
+		gap := int64(1e9/(s.Rate*scale) + 0.5)
+		r := trace.Synthetic(s.Count, sim.Mix(streams.Seed()^syntheticSalt), gap, s.PromptMedian, s.OutputMedian)
+		return &traceSource{spec: s, rng: rng, seed: streams.Seed(), r: r}, nil
 	}
 	return nil, ferr("kind", "unknown %q", s.Kind)
 }
@@ -281,12 +315,17 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 	if baseDir != "" && !isAbs(path) {
 		path = baseDir + "/" + path
 	}
-	r, c, err := trace.Open(path, trace.Options{RateScale: s.RateScale})
+	r, c, err := trace.Open(path, trace.Options{RateScale: s.RateScale, TimeField: s.TimeField,
+		PromptField: s.PromptField, OutputField: s.OutputField, TimeUnit: s.TimeUnit})
 	if err != nil {
 		return nil, err
 	}
 	return &traceSource{spec: s, rng: rng, seed: seed, r: r, closer: c}, nil
 }
+
+// syntheticSalt separates the synthetic trace's seed from the workload
+// stream's, so both can derive from the scenario seed.
+const syntheticSalt = 0x73796e7468
 
 func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 

@@ -1,0 +1,39 @@
+package statesim
+
+import (
+	"testing"
+
+	"statesim/scenarios"
+)
+
+// benchScenario runs a scenario b.N times and reports simulated
+// request-steps (rows summed over steps) per wall second.
+func benchScenario(b *testing.B, name string, sets ...string) {
+	sc, err := scenarios.Load(name, sets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var rows int64
+	for b.Loop() {
+		rep, err := Run(sc, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += rep.RowSteps
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "request-steps/s")
+}
+
+// BenchmarkReplayAzureConv replays the Azure conversation hour (19,366
+// requests) against the Jamba-like hybrid under v0.13, every invariant on.
+func BenchmarkReplayAzureConv(b *testing.B) { benchScenario(b, "azure-conv") }
+
+// BenchmarkReplaySynthetic1M replays a million synthetic Azure-like
+// requests (trace.Synthetic, no file) against the same hybrid.
+func BenchmarkReplaySynthetic1M(b *testing.B) { benchScenario(b, "synthetic-1m") }
+
+// BenchmarkReplaySynthetic100k is the same at a tenth of the length.
+func BenchmarkReplaySynthetic100k(b *testing.B) {
+	benchScenario(b, "synthetic-1m", "workload.count=100000")
+}
