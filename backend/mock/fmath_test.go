@@ -17,13 +17,17 @@ func TestExpAccuracy(t *testing.T) {
 	if worst > 1e-15 {
 		t.Fatalf("exp64 worst relative error %g", worst)
 	}
-	bad := 0
+	bad, n := 0, 0
 	for x := float32(-103); x < 88; x += 0.00731 {
+		n++
 		if exp32(x) != float32(math.Exp(float64(x))) {
 			bad++
 		}
 	}
-	if bad > 0 {
-		t.Logf("exp32 differs from rounded math.Exp at %d points", bad)
+	// Rounding the 1e-8-accurate value can differ from rounding the exact
+	// one only next to a float32 rounding boundary.
+	if bad > n/1000 {
+		t.Errorf("exp32 differs from rounded math.Exp at %d points", bad)
 	}
+	t.Logf("exp32 differs from rounded math.Exp at %d of %d points", bad, n)
 }

@@ -15,15 +15,16 @@ import (
 // engineCfg is a hand-built engine for tests: the tiny-hybrid model, a
 // scheduler, the symbolic backend and the mock.
 type engineCfg struct {
-	numBlocks   int
-	budget      int // max_num_batched_tokens
-	maxSeqs     int
-	version     sched.Version
-	bits        uint
-	temperature float64
-	weightSeed  uint64
-	trace       []int64
-	noChunking  bool
+	numBlocks    int
+	budget       int // max_num_batched_tokens
+	maxSeqs      int
+	version      sched.Version
+	bits         uint
+	temperature  float64
+	weightSeed   uint64
+	trace        []int64
+	noChunking   bool
+	forcePrefill bool
 }
 
 type arrival struct {
@@ -77,6 +78,7 @@ func newEngine(tb testing.TB, c engineCfg) *engine {
 	}
 	e := &engine{tb: tb, shape: shape, layout: layout, kv: kv, s: sched.New(cfg, kv, c.version, nil),
 		rec: check.NewRecorder(0), tokens: map[int64][]int32{}, logprobs: map[int64][]float64{}}
+	e.s.ForcePrefill = c.forcePrefill
 	e.rec.Hook = func(v check.Violation) { e.viol = append(e.viol, v) }
 	e.sym = backend.NewSymbolic(&shape, layout, kv.Pool, c.bits, e.rec)
 	mk, err := New(Config{Shape: shape, Layout: layout, WeightSeed: c.weightSeed, Temperature: c.temperature, TraceIDs: c.trace}, e.sym)
@@ -179,4 +181,19 @@ func (e *engine) divergent() map[int64]Divergence {
 		out[d.RequestID] = d
 	}
 	return out
+}
+
+// randomArrivals draws n requests: arrival steps, prompt lengths and
+// output lengths from rng.
+func randomArrivals(rng interface {
+	IntN(int) int
+	Uint64() uint64
+}, n, maxPrompt, maxOut, spread int) []arrival {
+	arr := make([]arrival, n)
+	step := 0
+	for i := range arr {
+		step += rng.IntN(spread + 1)
+		arr[i] = arrival{step: step, prompt: 1 + rng.IntN(maxPrompt), maxTokens: 1 + rng.IntN(maxOut), seed: rng.Uint64()}
+	}
+	return arr
 }

@@ -8,17 +8,24 @@ import (
 	"statesim/model"
 )
 
-// Initialisation constants (docs/numeric-model.md §2). The gains make the
-// model "confident": the final hidden state has unit RMS, so logits have a
-// standard deviation of about LogitGain and the greedy token usually holds
-// most of the probability mass, as a trained model's does; a corrupted state
-// then produces confident garbage rather than a flat distribution.
+// Initialisation constants (docs/numeric-model.md §2). They make the model
+// "confident" and context-driven, as a trained model is and a random one is
+// not: the embedding is small next to the mixer outputs, the SSM term
+// (B and C scaled up) dominates the D skip, so the recurrent state carries
+// most of what the next token depends on; and the final hidden state has
+// unit RMS, so logits have a standard deviation of about LogitGain and the
+// greedy token usually holds most of the probability mass. A corrupted state
+// then yields confident garbage, not a flat distribution. Tuned on the
+// imposter schedule (bug A): median healthy greedy log-prob ≈ −0.1, and the
+// reference log-prob of an imposter's first token ≈ −10.
 const (
 	// WeightStream is the PCG stream (second seed word) of the weights.
 	WeightStream uint64 = 0x6d6f636b5f77 // "mock_w"
+	EmbedGain           = 0.1
+	MixerOutGain        = 3.0 // out_proj of Mamba and o_proj of attention
+	BCGain              = 5.0 // the B and C rows of x_proj
+	DSkip               = 0.1 // D, the SSM skip
 	LogitGain           = 12.0
-	MambaOutGain        = 1.0
-	AttnOutGain         = 1.0
 	DTMin               = 0.001
 	DTMax               = 0.1
 	DTFloor             = 1e-4
@@ -34,7 +41,7 @@ type MambaWeights struct {
 	DTProj  []float32 // [d_inner][dt_rank]
 	DTBias  []float32 // [d_inner]
 	A       []float32 // [d_inner][d_state] = −(n+1)
-	D       []float32 // [d_inner] = 1
+	D       []float32 // [d_inner] = DSkip
 	OutProj []float32 // [hidden][d_inner]
 }
 
@@ -109,7 +116,7 @@ func NewWeights(shape model.Shape, seed uint64) (*Weights, error) {
 	src := uniformSource{rand.NewPCG(seed, WeightStream)}
 	H, V := shape.HiddenSize, shape.VocabSize
 	w := &Weights{Shape: shape, DTRank: DTRank(&shape)}
-	w.Embed = src.fill(V*H, float32(math.Sqrt(3)))
+	w.Embed = src.fill(V*H, float32(math.Sqrt(3)*EmbedGain))
 	di, n, k, r := shape.DInner(), shape.MambaDState, shape.MambaDConv, w.DTRank
 	for i := 0; i < shape.NumLayers; i++ {
 		lw := LayerWeights{Kind: shape.Kind(i), Norm: ones(H)}
@@ -118,7 +125,10 @@ func NewWeights(shape model.Shape, seed uint64) (*Weights, error) {
 			m.InProj = src.linear(2*di, H, 1)
 			m.ConvW = src.fill(di*k, float32(1/math.Sqrt(float64(k))))
 			m.ConvB = src.fill(di, float32(1/math.Sqrt(float64(k))))
-			m.XProj = src.linear(r+2*n, di, 1)
+			m.XProj = src.linear(r, di, 1)
+			// B and C rows: bound sqrt(3/d_inner)·BCGain.
+			bc := src.linear(2*n, di, BCGain)
+			m.XProj = append(m.XProj, bc...)
 			m.DTProj = src.fill(di*r, float32(1/math.Sqrt(float64(r))))
 			m.DTBias = make([]float32, di)
 			for d := range m.DTBias {
@@ -132,8 +142,11 @@ func NewWeights(shape model.Shape, seed uint64) (*Weights, error) {
 					m.A[d*n+j] = -float32(j + 1)
 				}
 			}
-			m.D = ones(di)
-			m.OutProj = src.linear(H, di, MambaOutGain)
+			m.D = make([]float32, di)
+			for k := range m.D {
+				m.D[k] = DSkip
+			}
+			m.OutProj = src.linear(H, di, MixerOutGain)
 			lw.Mamba = m
 		} else {
 			nh, nkv, hd := shape.NumAttentionHeads, shape.NumKVHeads, shape.HeadDim
@@ -141,7 +154,7 @@ func NewWeights(shape model.Shape, seed uint64) (*Weights, error) {
 				Q: src.linear(nh*hd, H, 1),
 				K: src.linear(nkv*hd, H, 1),
 				V: src.linear(nkv*hd, H, 1),
-				O: src.linear(H, nh*hd, AttnOutGain),
+				O: src.linear(H, nh*hd, MixerOutGain),
 			}
 		}
 		w.Layers = append(w.Layers, lw)
