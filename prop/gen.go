@@ -2,6 +2,7 @@ package prop
 
 import (
 	"fmt"
+	"math/rand"
 	"reflect"
 
 	"github.com/leanovate/gopter"
@@ -189,5 +190,16 @@ func requests(elem gopter.Gen, lo, hi int) gopter.Gen {
 			return true
 		}
 		return res
+	}
+}
+
+// Sample draws one scenario under c from seed (c must be valid).
+func Sample(c Config, seed int64) *Params {
+	gp := gopter.DefaultGenParameters()
+	gp.Rng = rand.New(rand.NewSource(seed))
+	for {
+		if v, ok := Gen(c)(gp).Retrieve(); ok {
+			return v.(*Params)
+		}
 	}
 }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"statesim/prop"
+	"statesim/scenarios"
+	"statesim/sched"
+)
+
+func init() {
+	commands["check"] = command{
+		summary: "check [--seed N] [--trials N] [--version V] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
+			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario",
+		run: cmdCheck,
+	}
+}
+
+// stringList collects a repeatable flag that also takes comma lists.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*s = append(*s, x)
+		}
+	}
+	return nil
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.Int64("seed", 1, "search seed: the same seed generates the same scenarios")
+	trials := fs.Int("trials", 500, "generated scenarios per property")
+	version := fs.String("version", "fixed", "vLLM version the scenarios run: "+strings.Join(sched.VersionNames(), ", "))
+	bits := fs.String("bits", "64", "state_index_bits, N or LO-HI; below 64 draws the tiny hybrid with pools of hundreds of blocks, where the wrap is reachable")
+	outDir := fs.String("out", "statesim-check", "directory for shrunk counterexamples")
+	shrinks := fs.Int("max-shrinks", 1000, "successful shrink steps at most per counterexample")
+	var props stringList
+	fs.Var(&props, "property", "property to check (repeatable or comma-separated; default all)")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a field of every generated scenario, e.g. engine.max_num_seqs=4 (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitBadInput
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "statesim check: "+format+"\n", a...)
+		return exitBadInput
+	}
+	if len(pos) > 0 {
+		return bad("unexpected argument %q (check generates its own scenarios)", pos[0])
+	}
+	if *trials < 1 {
+		return bad("--trials must be >= 1, got %d", *trials)
+	}
+	if *shrinks < 1 {
+		return bad("--max-shrinks must be >= 1, got %d", *shrinks)
+	}
+	if _, err := sched.ParseVersion(*version); err != nil {
+		return bad("--version: %v", err)
+	}
+	lo, hi, err := parseBits(*bits)
+	if err != nil {
+		return bad("--bits: %v", err)
+	}
+	ps, err := prop.ByName(props)
+	if err != nil {
+		return bad("--property: %v", err)
+	}
+	cfg := prop.DefaultConfig()
+	if lo < 64 {
+		cfg = prop.BugB()
+	} else if *version != "fixed" && *version != "v0" {
+		cfg = prop.BugA(*version)
+	}
+	cfg.Versions = []string{*version}
+	cfg.MinBits, cfg.MaxBits = lo, hi
+
+	dir, err := prop.TempDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim check: %v\n", err)
+		return exitInternal
+	}
+	defer os.RemoveAll(dir)
+	r := prop.NewRunner(dir, sets)
+	if err := validateSets(r, cfg, *seed); err != nil {
+		fmt.Fprintf(stderr, "statesim check: %v\n", err)
+		return exitBadInput
+	}
+
+	fmt.Fprintf(stdout, "statesim check: seed %d, %d trials per property, vLLM %s, %s-bit state index", *seed, *trials, *version, *bits)
+	if len(sets) > 0 {
+		fmt.Fprintf(stdout, ", --set %s", strings.Join(sets, " --set "))
+	}
+	fmt.Fprintln(stdout)
+
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(*trials*len(ps), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	}
+	failed := 0
+	for _, p := range ps {
+		if bar != nil {
+			bar.Describe(p.Name)
+		}
+		opt := prop.Options{Seed: *seed, Trials: *trials, MaxShrinks: *shrinks}
+		if bar != nil {
+			opt.OnTrial = func(string, int) { bar.Add(1) }
+		}
+		res, err := prop.Check(r, cfg, p, opt)
+		if bar != nil && res.Trials < *trials {
+			bar.Add(*trials - res.Trials)
+		}
+		if err != nil {
+			if bar != nil {
+				bar.Clear()
+			}
+			fmt.Fprintf(stderr, "statesim check: %v\n", err)
+			return exitInternal
+		}
+		if bar != nil {
+			bar.Clear()
+		}
+		switch {
+		case res.Unavailable:
+			fmt.Fprintf(stdout, "  %-26s skipped: %v\n", p.Name, res.Err)
+		case res.Holds:
+			fmt.Fprintf(stdout, "  %-26s ok (%d scenarios)\n", p.Name, res.Trials)
+		default:
+			failed++
+			reportFailure(stdout, r, res, *outDir, *seed, args)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	if failed > 0 {
+		fmt.Fprintf(stdout, "%d of %d properties FAIL\n", failed, len(ps))
+		return exitViolations
+	}
+	return exitClean
+}
+
+func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, args []string) {
+	fmt.Fprintf(w, "  %-26s FAIL on scenario %d of seed %d; shrunk in %d steps (%d runs)\n", res.Property, res.Trials, seed, res.Shrinks, res.Runs)
+	fmt.Fprintf(w, "      %s\n", res.Err)
+	fmt.Fprintf(w, "      shrunk: %s\n", res.Shrunk)
+	name := strings.ReplaceAll(res.Property, "/", "-")
+	foundBy := "statesim check " + strings.Join(quoteArgs(args), " ")
+	wr, err := prop.Write(r, res, outDir, name, strings.TrimSpace(foundBy))
+	if err != nil {
+		fmt.Fprintf(w, "      could not write the counterexample: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "      wrote %s (requests in %s), expect: %s\n", wr.YAML, filepath.Base(wr.JSONL), strings.Join(wr.Expect, " "))
+	fmt.Fprintf(w, "      replay: statesim run %s\n", wr.YAML)
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// parseBits reads N or LO-HI within 16..64.
+func parseBits(s string) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = strconv.Atoi(a); err != nil {
+		return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(b); err != nil {
+			return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
+		}
+	}
+	if lo < 16 || hi > 64 || hi < lo {
+		return 0, 0, fmt.Errorf("%q is outside 16..64 (32 = vLLM before PR #35275, 64 = fixed)", s)
+	}
+	return lo, hi, nil
+}
+
+// validateSets builds one generated scenario with the overrides so a bad
+// --set is reported as bad input before the search starts.
+func validateSets(r *prop.Runner, cfg prop.Config, seed int64) error {
+	if len(r.Sets) == 0 {
+		return nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	p := prop.Sample(cfg, seed)
+	_, err := r.Build(p, "generated")
+	var ie *scenarios.InputError
+	if err != nil && !errors.As(err, &ie) {
+		return fmt.Errorf("--set: %w", err)
+	}
+	return err
+}
