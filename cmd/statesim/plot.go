@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"statesim"
+	"statesim/plot"
+	"statesim/scenarios"
+	"statesim/statecache"
+)
+
+func init() {
+	commands["plot"] = command{
+		summary: "plot SCENARIO [--set key.path=value]... [--out DIR]\n" +
+			"  statesim plot --trace FILE [SCENARIO] [--out DIR]\n" +
+			"      draw token budget, cache occupancy, queue depth and latency charts (PNG + SVG)",
+		run: cmdPlot,
+	}
+}
+
+func cmdPlot(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "out", "write the charts to `DIR`")
+	tracePath := fs.String("trace", "", "plot a `FILE` written by 'statesim run --trace' instead of running")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitBadInput
+	}
+	var run *plot.Run
+	switch {
+	case *tracePath != "":
+		if len(pos) > 1 {
+			fmt.Fprintf(stderr, "statesim plot: with --trace, want at most one SCENARIO (for its budget and wrap lines), got %d\n", len(pos))
+			return exitBadInput
+		}
+		if run, err = plotTrace(*tracePath, pos, sets); err != nil {
+			fmt.Fprintf(stderr, "statesim plot: %v\n", err)
+			return exitBadInput
+		}
+	default:
+		if len(pos) != 1 {
+			fmt.Fprintf(stderr, "statesim plot: want exactly one SCENARIO (or --trace FILE), got %d\n", len(pos))
+			return exitBadInput
+		}
+		sc, err := scenarios.Load(pos[0], sets)
+		if err != nil {
+			fmt.Fprintf(stderr, "statesim: %v\n", err)
+			return exitBadInput
+		}
+		rec := plot.NewRecorder()
+		rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
+		if err != nil {
+			fmt.Fprintf(stderr, "statesim: %v\n", err)
+			var ie *scenarios.InputError
+			if errors.As(err, &ie) {
+				return exitBadInput
+			}
+			return exitInternal
+		}
+		run = rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
+	}
+	files, err := plot.Write(run, *out)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim plot: %v\n", err)
+		return exitInternal
+	}
+	for _, f := range files {
+		fmt.Fprintln(stdout, f)
+	}
+	if run.FromTrace {
+		fmt.Fprintln(stdout, "(from a trace: no waiting queue, block pool, latencies or invariant checks other than new requests on the decode path)")
+	}
+	return exitClean
+}
+
+// plotTrace reads a --trace file; an optional scenario supplies the
+// engine settings the trace does not record.
+func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %v", err)
+	}
+	defer f.Close()
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	run, err := plot.ReadTrace(f, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(pos) == 1 {
+		sc, err := scenarios.Load(pos[0], sets)
+		if err != nil {
+			return nil, err
+		}
+		run.MaxNumBatchedTokens = sc.Engine.MaxNumBatchedTokens
+		run.StateIndexBits = sc.Engine.StateIndexBits
+		sh := sc.Model.Shape
+		if sh.NumMambaLayers() > 0 {
+			l := sh.Layout(sc.Engine.BlockSize)
+			ix := statecache.StateIndex{Stride: l.StateStrideElems, Bits: uint(sc.Engine.StateIndexBits)}
+			run.FirstWrappingSlot = ix.FirstWrappingSlot()
+		}
+	}
+	return run, nil
+}

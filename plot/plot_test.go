@@ -1,0 +1,160 @@
+package plot
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"statesim"
+	"statesim/scenarios"
+)
+
+// smallImposter is the imposter scenario cut to a size that runs in
+// milliseconds but still fills the budget and recycles slots.
+func smallImposter(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Load("imposter", []string{"workload.num_prompts=256", "workload.batch_size=128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// checkFiles decodes every PNG and parses every SVG written.
+func checkFiles(t *testing.T, files []string) {
+	t.Helper()
+	if len(files) == 0 {
+		t.Fatal("no files written")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch filepath.Ext(f) {
+		case ".png":
+			img, err := png.Decode(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if r := img.Bounds(); r.Dx() < 400 || r.Dy() < 200 {
+				t.Fatalf("%s: %v is too small to read", f, r)
+			}
+			if !hasInk(img) {
+				t.Fatalf("%s: blank image", f)
+			}
+		case ".svg":
+			d := xml.NewDecoder(bytes.NewReader(b))
+			n := 0
+			for {
+				tok, err := d.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: invalid SVG: %v", f, err)
+				}
+				if _, ok := tok.(xml.StartElement); ok {
+					n++
+				}
+			}
+			if n < 20 {
+				t.Fatalf("%s: only %d elements", f, n)
+			}
+		default:
+			t.Fatalf("unexpected file %s", f)
+		}
+	}
+}
+
+func TestWriteFromRun(t *testing.T) {
+	sc := smallImposter(t)
+	rec := NewRecorder()
+	rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
+	if int64(len(run.Steps)) != rep.Steps {
+		t.Fatalf("recorded %d steps, report says %d", len(run.Steps), rep.Steps)
+	}
+	var tokens, viol int64
+	for _, s := range run.Steps {
+		tokens += int64(s.Decode + s.Extend + s.Prefill + s.NewCut)
+		for _, v := range s.Violations {
+			viol += int64(v)
+		}
+	}
+	if viol != rep.TotalViolations() {
+		t.Fatalf("markers for %d violations, report has %d", viol, rep.TotalViolations())
+	}
+	if tokens == 0 || len(run.E2E) != int(rep.Finished) {
+		t.Fatalf("tokens %d, latencies %d of %d finished", tokens, len(run.E2E), rep.Finished)
+	}
+	dir := t.TempDir()
+	files, err := Write(run, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"imposter-budget.png", "imposter-cache.svg", "imposter-queue.png", "imposter-latency.svg"} {
+		if !contains(files, filepath.Join(dir, want)) {
+			t.Errorf("missing %s in %v", want, files)
+		}
+	}
+	checkFiles(t, files)
+}
+
+func TestWriteFromTrace(t *testing.T) {
+	sc := smallImposter(t)
+	var tr bytes.Buffer
+	rec := NewRecorder()
+	rep, err := statesim.Run(sc, statesim.Options{Trace: &tr, OnStep: rec.OnStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := ReadTrace(&tr, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(run.Steps)) != rep.Steps {
+		t.Fatalf("trace gave %d steps, report says %d", len(run.Steps), rep.Steps)
+	}
+	// The trace and the hooks must agree on what they both see.
+	live := rec.Done(rep, 0)
+	for i := range run.Steps {
+		a, b := run.Steps[i], live.Steps[i]
+		if a.Decode != b.Decode || a.Extend != b.Extend || a.Prefill != b.Prefill || a.NewCut != b.NewCut || a.HighestSlot != b.HighestSlot {
+			t.Fatalf("step %d: trace %+v, hooks %+v", a.Step, a, b)
+		}
+	}
+	files, err := Write(run, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 6 {
+		t.Fatalf("from a trace want budget, cache and queue (6 files), got %v", files)
+	}
+	checkFiles(t, files)
+}
+
+func TestReadTraceRejectsGarbage(t *testing.T) {
+	for _, in := range []string{"", "not json\n", `{"foo":1}` + "\n"} {
+		if _, err := ReadTrace(strings.NewReader(in), "x"); err == nil {
+			t.Errorf("ReadTrace(%q): no error", in)
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package plot
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"statesim/check"
+)
+
+// traceStep is one line of `statesim run --trace` (see tracewriter.go).
+type traceStep struct {
+	Step      *int64  `json:"step"`
+	StartNS   int64   `json:"start_ns"`
+	EndNS     int64   `json:"end_ns"`
+	Preempted []int64 `json:"preempted"`
+	Rows      []struct {
+		RequestID int64   `json:"request_id"`
+		Scheduled int     `json:"scheduled"`
+		Computed  int     `json:"computed"`
+		Prompt    int     `json:"prompt"`
+		Path      string  `json:"path"`
+		Slots     []int64 `json:"slots"`
+	} `json:"rows"`
+}
+
+// ReadTrace rebuilds the per-step series a --trace file carries: the
+// token split, budget cuts, rows, preemptions, the slots of scheduled
+// requests and the highest slot touched, and the one invariant visible
+// in rows (a request with no computed tokens on the Mamba decode path).
+// Waiting queue, block pool and latencies are not in the trace and stay
+// unknown (-1 / empty).
+func ReadTrace(rd io.Reader, name string) (*Run, error) {
+	run := &Run{Name: name, FirstWrappingSlot: -1, FromTrace: true}
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	line := 0
+	var highest int64
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var ts traceStep
+		if err := json.Unmarshal(b, &ts); err != nil {
+			return nil, fmt.Errorf("line %d: not a statesim trace step: %v", line, err)
+		}
+		if ts.Step == nil {
+			return nil, fmt.Errorf("line %d: not a statesim trace step: no \"step\" field", line)
+		}
+		st := Step{Step: *ts.Step, StartNS: ts.StartNS, EndNS: ts.EndNS, Rows: int32(len(ts.Rows)), Preempted: int32(len(ts.Preempted)),
+			Waiting: -1, Running: -1, BlocksHeld: -1, FreeQueue: -1}
+		for _, r := range ts.Rows {
+			n := int32(r.Scheduled)
+			switch {
+			case r.Computed >= r.Prompt:
+				st.Decode += n
+			case r.Computed > 0:
+				st.Extend += n
+			case r.Scheduled < r.Prompt:
+				st.NewCut += n
+				st.CutNew++
+				if n == 1 {
+					st.OneToken++
+				}
+			default:
+				st.Prefill += n
+			}
+			if r.Computed == 0 && r.Path == "decode" {
+				st.Violations[check.NoDecodeBeforePrefill]++
+			}
+			st.SlotsHeld += int32(len(r.Slots))
+			for _, s := range r.Slots {
+				highest = max(highest, s)
+			}
+		}
+		st.HighestSlot = int32(highest)
+		run.Steps = append(run.Steps, st)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %v", line+1, err)
+	}
+	if len(run.Steps) == 0 {
+		return nil, fmt.Errorf("no steps: empty trace")
+	}
+	return run, nil
+}
