@@ -22,6 +22,10 @@ type Options struct {
 	// Policy replaces the version's scheduling policy (a user policy under
 	// test); the version still decides classification.
 	Policy sched.Policy
+	// BeforeStep, when set, is called with each scheduled and classified
+	// step before the backend executes it: the cache's provenance is still
+	// what the kernels are about to read (End is not known yet).
+	BeforeStep func(e *StepEvent)
 	// OnStep, when set, is called after every step has executed, with the
 	// step's output and the state after it; used by plots and timelines.
 	OnStep func(e *StepEvent)
@@ -329,6 +333,9 @@ func (r *runner) startStep() error {
 		return nil
 	}
 	r.checkStep(out, now)
+	if r.opt.BeforeStep != nil {
+		r.opt.BeforeStep(&StepEvent{Out: out, Start: now, End: now, Sched: r.s, Pool: r.kv.Pool, Sym: r.sym})
+	}
 	if err := r.be.Execute(out, now); err != nil {
 		return fmt.Errorf("backend %s, step %d: %w", r.be.Name(), out.Step, err)
 	}
