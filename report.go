@@ -61,7 +61,8 @@ type Report struct {
 	// divergent requests), keyed by a stable name.
 	Extra map[string]any `json:"extra,omitempty"`
 
-	rec *check.Recorder
+	rec    *check.Recorder
+	tokens []TokenTrace // the followed request's log-prob trace (Explain)
 }
 
 // InvariantCount is one invariant's tally.

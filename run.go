@@ -33,6 +33,11 @@ type Options struct {
 	OnFinish func(r *sched.Request)
 	// KeepAll keeps every violation instead of checks.keep per invariant.
 	KeepAll bool
+
+	// follow is the request Explain follows (when following): numeric
+	// backends keep its token trace.
+	follow    int64
+	following bool
 }
 
 // StepEvent is what observers see of one step.
@@ -154,6 +159,10 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 		}
 		r.be = be
 	}
+	tracer, _ := r.be.(TokenTracer)
+	if opt.following && tracer != nil {
+		tracer.KeepTrace(opt.follow)
+	}
 	src, err := workload.New(&sc.Workload, sim.NewStreams(sc.Seed), "")
 	if err != nil {
 		return nil, setupErr(sc, "workload: %v", err)
@@ -172,6 +181,9 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 		}
 	}
 	r.finishReport()
+	if opt.following && tracer != nil {
+		r.rep.tokens = tracer.TokenTrace(opt.follow)
+	}
 	return r.rep, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -95,4 +96,16 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// reportRunError prints a run's error and picks the exit status: bad input
+// (a pool too small, a trace line that does not parse) is 2, anything else
+// is an internal failure.
+func reportRunError(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "statesim: %v\n", err)
+	var ie *scenarios.InputError
+	if errors.As(err, &ie) {
+		return exitBadInput
+	}
+	return exitInternal
 }

@@ -95,3 +95,15 @@ func TestRunJSONAndTrace(t *testing.T) {
 		t.Errorf("violation %+v not visible in the trace", v)
 	}
 }
+
+func TestExplainCLI(t *testing.T) {
+	if code, _, errs := runCLI("explain", "imposter"); code != exitBadInput || !strings.Contains(errs, "--request") {
+		t.Errorf("missing --request: exit %d %s", code, errs)
+	}
+	if code, _, errs := runCLI("explain", "imposter-fixed", "--request", "999999"); code != exitBadInput || !strings.Contains(errs, "does not exist") {
+		t.Errorf("unknown request: exit %d %s", code, errs)
+	}
+	if code, out, _ := runCLI("explain", "imposter-fixed", "--request", "3"); code != exitClean || !strings.Contains(out, "request 3: arrived") {
+		t.Errorf("clean request: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,220 @@
+package statesim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"statesim/check"
+	"statesim/scenarios"
+	"statesim/sched"
+	"statesim/statecache"
+)
+
+// Life is one request's history in a run, step by step: what the seeds'
+// authors had to thread request ids through vLLM's forward pass to see.
+type Life struct {
+	RequestID  int64             `json:"request_id"`
+	Found      bool              `json:"found"`
+	ArrivalNS  int64             `json:"arrival_ns"`
+	Group      int               `json:"group"`
+	Prompt     int               `json:"prompt_tokens"`
+	MaxTokens  int               `json:"max_tokens"`
+	FinishNS   int64             `json:"finish_ns"`
+	Outputs    int               `json:"output_tokens"`
+	CorruptAt  int64             `json:"corrupt_step"`
+	Steps      []LifeStep        `json:"steps"`
+	Violations []check.Violation `json:"violations"`
+	// Tokens is the log-prob trace against the reference, from numeric
+	// backends that keep one.
+	Tokens []TokenTrace `json:"tokens,omitempty"`
+}
+
+// LifeStep is one step the request took part in, or its preemption.
+type LifeStep struct {
+	Step            int64    `json:"step"`
+	StartNS         int64    `json:"start_ns"`
+	EndNS           int64    `json:"end_ns"`
+	Preempted       bool     `json:"preempted,omitempty"`
+	Scheduled       int      `json:"scheduled"`
+	Computed        int      `json:"computed"`
+	Region          string   `json:"region"`
+	Path            string   `json:"path"`
+	HasInitialState bool     `json:"has_initial_state"`
+	BatchRows       int      `json:"batch_rows"`
+	BatchTokens     int      `json:"batch_tokens"`
+	Slots           []int32  `json:"slots"`
+	SlotProvenance  []string `json:"slot_provenance"` // what each slot held when the kernels read it
+	Stale           bool     `json:"stale"`           // the read slot was not this request's own state
+}
+
+// TokenTrace compares one generated token with the reference.
+type TokenTrace struct {
+	Index      int     `json:"index"`
+	Token      int32   `json:"token"`
+	EngineLP   float64 `json:"engine_logprob"`
+	ReferenceL float64 `json:"reference_logprob"`
+}
+
+// TokenTracer is implemented by numeric backends that can give one
+// request's generated tokens with engine and reference log-probs. KeepTrace
+// is called before the run for the request to follow.
+type TokenTracer interface {
+	KeepTrace(id int64)
+	TokenTrace(id int64) []TokenTrace
+}
+
+// Explain runs a scenario and returns the life of one request.
+func Explain(sc *scenarios.Scenario, id int64) (*Life, *Report, error) {
+	life := &Life{RequestID: id, CorruptAt: -1}
+	var cur *LifeStep
+	opt := Options{KeepAll: true}
+	opt.BeforeStep = func(e *StepEvent) {
+		cur = nil
+		for i := range e.Out.Rows {
+			row := &e.Out.Rows[i]
+			if int64(row.Req.ID) != id {
+				continue
+			}
+			r := row.Req
+			if !life.Found {
+				life.Found = true
+				life.ArrivalNS, life.Group, life.Prompt, life.MaxTokens = int64(r.ArrivalTime), r.Group, r.NumPromptTokens, r.MaxTokens
+			}
+			s := LifeStep{Step: e.Out.Step, StartNS: int64(e.Start), Scheduled: row.NumScheduled, Computed: row.NumComputed,
+				Region: row.Region.String(), Path: row.Path.String(), HasInitialState: row.HasInitialState,
+				BatchRows: len(e.Out.Rows), BatchTokens: e.Out.NumScheduledTokens, Slots: append([]int32(nil), r.Blocks.Mamba...)}
+			reads := row.Path == sched.PathDecode || row.HasInitialState
+			for _, slot := range r.Blocks.Mamba {
+				p := e.Sym.Prov.Get(slot)
+				s.SlotProvenance = append(s.SlotProvenance, describeProv(p, statecache.RequestID(id)))
+				if reads && !e.Sym.Prov.StateValid(slot, r.ID, row.NumComputed) {
+					s.Stale = true
+				}
+			}
+			life.Steps = append(life.Steps, s)
+			cur = &life.Steps[len(life.Steps)-1]
+		}
+		for _, p := range e.Out.Preempted {
+			if int64(p.ID) == id {
+				life.Steps = append(life.Steps, LifeStep{Step: e.Out.Step, StartNS: int64(e.Start), EndNS: int64(e.Start), Preempted: true})
+			}
+		}
+	}
+	opt.OnStep = func(e *StepEvent) {
+		if cur != nil {
+			cur.EndNS = int64(e.End)
+			if c := cur; c.Step == e.Out.Step {
+				for i := range e.Out.Rows {
+					if int64(e.Out.Rows[i].Req.ID) == id {
+						life.CorruptAt = e.Out.Rows[i].Req.CorruptStep
+					}
+				}
+			}
+		}
+	}
+	opt.OnFinish = func(r *sched.Request) {
+		if int64(r.ID) == id {
+			life.FinishNS, life.Outputs = int64(r.FinishTime), r.NumOutputTokens
+		}
+	}
+	opt.follow, opt.following = id, true
+	rep, err := Run(sc, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range rep.Violations {
+		if v.RequestID == id {
+			life.Violations = append(life.Violations, v)
+		}
+	}
+	life.Tokens = rep.tokens
+	return life, rep, nil
+}
+
+func describeProv(p statecache.Provenance, self statecache.RequestID) string {
+	switch {
+	case p.Content == statecache.Zero:
+		return "zeros"
+	case p.Clobber:
+		return fmt.Sprintf("CLOBBERED by request %d (write meant for slot %d, step %d)", p.Writer, p.Intended, p.Step)
+	case p.Writer == self && p.Content == statecache.State:
+		t := ""
+		if p.Tainted {
+			t = ", tainted"
+		}
+		return fmt.Sprintf("own state, %d tokens%s", p.Tokens, t)
+	case p.Content == statecache.KV:
+		return fmt.Sprintf("KV of request %d (%d tokens, step %d)", p.Writer, p.Tokens, p.Step)
+	}
+	return fmt.Sprintf("state of request %d (%d tokens, step %d)", p.Writer, p.Tokens, p.Step)
+}
+
+// WriteText renders a life for a terminal. Runs of ordinary decode steps
+// are folded into one line.
+func (l *Life) WriteText(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	if !l.Found {
+		p("request %d was never scheduled in this run\n", l.RequestID)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	p("request %d: arrived at %.6f s (group %d), prompt %d tokens, max_tokens %d\n", l.RequestID, float64(l.ArrivalNS)/1e9, l.Group, l.Prompt, l.MaxTokens)
+	p("%7s %12s %6s %8s %-8s %-8s %-5s %5s  %s\n", "step", "start (s)", "sched", "computed", "region", "path", "init", "rows", "slot[0] at read time")
+	for i := 0; i < len(l.Steps); i++ {
+		s := l.Steps[i]
+		if s.Preempted {
+			p("%7d %12.6f PREEMPTED (recompute): blocks freed, num_computed_tokens reset to 0\n", s.Step, float64(s.StartNS)/1e9)
+			continue
+		}
+		j := i
+		for j+1 < len(l.Steps) && plainDecode(l.Steps[j+1]) && plainDecode(s) {
+			j++
+		}
+		if j > i+1 {
+			p("%7s %12s %6s %8s decode steps %d..%d (%d steps), own state each time\n", "...", "", "", "", s.Step, l.Steps[j].Step, j-i+1)
+			i = j
+			continue
+		}
+		prov := ""
+		if len(s.SlotProvenance) > 0 {
+			prov = fmt.Sprintf("slot %d: %s", s.Slots[0], s.SlotProvenance[0])
+		}
+		mark := ""
+		if s.Stale {
+			mark = "   <-- STALE READ"
+		}
+		if s.Computed == 0 && s.Path == "decode" {
+			mark += "   <-- NEW REQUEST ON THE DECODE PATH"
+		}
+		p("%7d %12.6f %6d %8d %-8s %-8s %-5v %5d  %s%s\n", s.Step, float64(s.StartNS)/1e9, s.Scheduled, s.Computed, s.Region, s.Path, s.HasInitialState, s.BatchRows, prov, mark)
+	}
+	p("finished at %.6f s with %d output tokens\n", float64(l.FinishNS)/1e9, l.Outputs)
+	if l.CorruptAt >= 0 {
+		p("state corrupted since step %d: every later token inherits it\n", l.CorruptAt)
+	}
+	if len(l.Violations) > 0 {
+		p("violations:\n")
+		for _, v := range l.Violations {
+			p("  - %s\n", v.String())
+		}
+	}
+	if len(l.Tokens) > 0 {
+		p("log-probs against the reference (prompt + these tokens, recomputed alone from zero state):\n")
+		p("%6s %7s %10s %10s %10s\n", "token", "id", "engine", "reference", "|Δ|")
+		for _, t := range l.Tokens {
+			d := t.EngineLP - t.ReferenceL
+			if d < 0 {
+				d = -d
+			}
+			p("%6d %7d %10.4f %10.4f %10.4f\n", t.Index, t.Token, t.EngineLP, t.ReferenceL, d)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plainDecode(s LifeStep) bool {
+	return !s.Preempted && !s.Stale && s.Path == "decode" && s.Scheduled == 1 && s.Computed > 0
+}

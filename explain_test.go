@@ -1,0 +1,45 @@
+package statesim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"statesim/scenarios"
+)
+
+// Explain follows the imposter from its first (stale) decode to its end.
+func TestExplainImposter(t *testing.T) {
+	rep := mustRun(t, "imposter")
+	if len(rep.Imposters) == 0 {
+		t.Fatal("no imposter to explain")
+	}
+	im := rep.Imposters[0]
+	sc, _ := scenarios.Load("imposter", nil)
+	life, _, err := Explain(sc, im.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !life.Found || len(life.Steps) < 2 {
+		t.Fatalf("life %+v", life)
+	}
+	first := life.Steps[0]
+	if first.Step != im.Step || first.Computed != 0 || first.Path != "decode" || !first.Stale || first.Slots[0] != int32(im.Slot) {
+		t.Errorf("first step %+v, imposter %+v", first, im)
+	}
+	if life.CorruptAt != im.Step || life.Outputs == 0 || len(life.Violations) == 0 {
+		t.Errorf("corrupt at %d outputs %d violations %d", life.CorruptAt, life.Outputs, len(life.Violations))
+	}
+	var b bytes.Buffer
+	life.WriteText(&b)
+	if !strings.Contains(b.String(), "STALE READ") || !strings.Contains(b.String(), "NEW REQUEST ON THE DECODE PATH") {
+		t.Errorf("text does not point at the stale read:\n%s", b.String())
+	}
+	// A clean request of the same run has no stale step.
+	life, _, _ = Explain(sc, 0)
+	for _, s := range life.Steps {
+		if s.Stale {
+			t.Errorf("request 0 step %d marked stale", s.Step)
+		}
+	}
+}
