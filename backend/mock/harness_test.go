@@ -2,6 +2,7 @@ package mock
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"statesim/backend"
@@ -25,6 +26,7 @@ type engineCfg struct {
 	trace        []int64
 	noChunking   bool
 	forcePrefill bool
+	shape        *model.Shape // nil: tiny-hybrid
 }
 
 type arrival struct {
@@ -64,6 +66,9 @@ func tinyShape(tb testing.TB) model.Shape {
 func newEngine(tb testing.TB, c engineCfg) *engine {
 	tb.Helper()
 	shape := tinyShape(tb)
+	if c.shape != nil {
+		shape = *c.shape
+	}
 	layout := shape.Layout(16)
 	if c.maxSeqs == 0 {
 		c.maxSeqs = 256
@@ -164,15 +169,39 @@ func (e *engine) runErr(arr []arrival) error {
 }
 
 // staleDecodeReaders are requests whose Mamba decode kernel read a slot
-// that was not theirs (as the symbolic check judged it).
+// that was not theirs (as the symbolic check judged it), except reads that
+// lose only a little of the reader's own progress: the slot held zeros or
+// the reader's own older state, and the reader had computed at most
+// smallLoss tokens. Such a state differs from the right one by a few
+// tokens' increments (dt·B·u with dt ≈ 0.01), which can stay below the
+// divergence threshold; they are returned separately.
 func (e *engine) staleDecodeReaders() map[int64]bool {
-	out := map[int64]bool{}
-	for _, v := range e.viol {
-		if v.Invariant == check.StaleSlotRead && len(v.Detail) >= 6 && v.Detail[:6] == "decode" {
-			out[v.RequestID] = true
-		}
-	}
+	out, _ := e.staleDecodeReadersSplit()
 	return out
+}
+
+const smallLoss = 2
+
+func (e *engine) staleDecodeReadersSplit() (strict, small map[int64]bool) {
+	strict, small = map[int64]bool{}, map[int64]bool{}
+	for _, v := range e.viol {
+		if v.Invariant != check.StaleSlotRead || !strings.HasPrefix(v.Detail, "decode") {
+			continue
+		}
+		var computed int
+		if _, err := fmt.Sscanf(v.Detail, "decode path with %d computed tokens", &computed); err != nil {
+			e.tb.Fatalf("unexpected stale-read detail %q: %v", v.Detail, err)
+		}
+		if (v.PrevOwner < 0 || v.PrevOwner == v.RequestID) && computed <= smallLoss {
+			small[v.RequestID] = true
+			continue
+		}
+		strict[v.RequestID] = true
+	}
+	for id := range strict {
+		delete(small, id)
+	}
+	return strict, small
 }
 
 func (e *engine) divergent() map[int64]Divergence {
