@@ -1,0 +1,207 @@
+// Mamba1 kernels for statesim's CUDA backend: causal conv1d (prefill and
+// update) and the selective scan (prefill) / selective state update
+// (decode), over vLLM's shared cache pages.
+//
+// A batch is described as vLLM's model runner describes it: rows with
+// query_start_loc (token ranges), one cache index (state slot) per row and
+// a has_initial_state flag. Each launch covers a list of rows (the decode
+// prefix or the prefill rest), one grid row per batch row.
+//
+// Page layout (docs/numeric-model.md §3): page `slot` of a raw tensor
+// starts at element slot × page_elems; the conv window comes first,
+// win[k·d_inner + d] for k < d_conv − 1, oldest first; the SSM state
+// h[d·d_state + n] follows at state_offset.
+#include "common.cuh"
+
+#define MAX_CONV 8    // d_conv at most
+#define MAX_DSTATE 16 // d_state at most (Jamba: 16)
+
+// One channel of one row through the causal conv1d: start from the cached
+// window (or zeros), run the row's tokens, write the window back. The
+// window address uses 64-bit indices (vLLM cast them to int64 too).
+__device__ __forceinline__ void conv_row(float* xc, const float* xz, int xz_stride, const float* w,
+                                         const float* b, float* cache, long long page_elems, int slot,
+                                         bool init, int t0, int t1, int di, int K, int d) {
+    float win[MAX_CONV];
+    float* c = cache + (long long)slot * page_elems + d;
+#pragma unroll
+    for (int k = 0; k < MAX_CONV; k++)
+        win[k] = (k < K - 1 && init) ? c[(long long)k * di] : 0.0f;
+    float wk[MAX_CONV];
+#pragma unroll
+    for (int k = 0; k < MAX_CONV; k++) wk[k] = k < K ? w[d * K + k] : 0.0f;
+    float bias = b[d];
+    for (int t = t0; t < t1; t++) {
+        float x = xz[(long long)t * xz_stride + d];
+        float acc = bias;
+#pragma unroll
+        for (int k = 0; k < MAX_CONV; k++) {
+            if (k < K - 1) acc += wk[k] * win[k];
+            else if (k == K - 1) acc += wk[k] * x;
+        }
+        xc[(long long)t * di + d] = silu_f(acc);
+#pragma unroll
+        for (int k = 0; k < MAX_CONV - 1; k++)
+            if (k < K - 2) win[k] = win[k + 1];
+        if (K > 1) {
+#pragma unroll
+            for (int k = 0; k < MAX_CONV; k++)
+                if (k == K - 2) win[k] = x;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < MAX_CONV; k++)
+        if (k < K - 1) c[(long long)k * di] = win[k];
+}
+
+// causal_conv1d_fwd: prefill rows; the window starts from zeros unless the
+// row has_initial_state. grid (ceil(di/blockDim), len(rows)).
+extern "C" __global__ void causal_conv1d_fwd(float* xc, const float* xz, int xz_stride, const float* w,
+                                             const float* b, float* cache, long long page_elems,
+                                             const int* rows, const int* qsl, const int* cache_idx,
+                                             const int* has_init, int di, int K) {
+    int d = blockIdx.x * blockDim.x + threadIdx.x;
+    if (d >= di) return;
+    int r = rows[blockIdx.y];
+    conv_row(xc, xz, xz_stride, w, b, cache, page_elems, cache_idx[r], has_init[r] != 0, qsl[r], qsl[r + 1],
+             di, K, d);
+}
+
+// causal_conv1d_update: decode rows; always reads the cached window.
+extern "C" __global__ void causal_conv1d_update(float* xc, const float* xz, int xz_stride, const float* w,
+                                                const float* b, float* cache, long long page_elems,
+                                                const int* rows, const int* qsl, const int* cache_idx, int di,
+                                                int K) {
+    int d = blockIdx.x * blockDim.x + threadIdx.x;
+    if (d >= di) return;
+    int r = rows[blockIdx.y];
+    conv_row(xc, xz, xz_stride, w, b, cache, page_elems, cache_idx[r], true, qsl[r], qsl[r + 1], di, K, d);
+}
+
+// Selective scan over one row's tokens for channel d, state in registers.
+// The state address is formed as vLLM's selective_scan_fwd formed it,
+// ssm_states + cache_index × batch_stride, with the product in index_t:
+// uint32_t reproduces the wrap of bug B (PR #35275), uint64_t is the fix.
+template <typename index_t>
+__device__ __forceinline__ void scan_row(float* y, const float* xc, const float* dtp, const float* dbc,
+                                         int dbc_stride, int R, const float* xz, int xz_stride, const float* A,
+                                         const float* Dp, const float* dt_bias, float* states,
+                                         long long stride, int slot, bool init, int t0, int t1, int di,
+                                         int N, int d) {
+    index_t base = (index_t)slot * (index_t)stride;
+    float* hp = states + (size_t)base + (size_t)d * N;
+    float h[MAX_DSTATE], a[MAX_DSTATE];
+#pragma unroll
+    for (int n = 0; n < MAX_DSTATE; n++) {
+        h[n] = (n < N && init) ? hp[n] : 0.0f;
+        a[n] = n < N ? A[d * N + n] : 0.0f;
+    }
+    float bias = dt_bias[d], skip = Dp[d];
+    for (int t = t0; t < t1; t++) {
+        float dt = softplus_f(dtp[(long long)t * di + d] + bias);
+        float u = xc[(long long)t * di + d];
+        float du = dt * u;
+        const float* B = dbc + (long long)t * dbc_stride + R;
+        const float* C = B + N;
+        float acc = 0.0f;
+#pragma unroll
+        for (int n = 0; n < MAX_DSTATE; n++) {
+            if (n < N) {
+                h[n] = expf(a[n] * dt) * h[n] + B[n] * du;
+                acc += C[n] * h[n];
+            }
+        }
+        acc += skip * u;
+        float z = xz[(long long)t * xz_stride + di + d];
+        y[(long long)t * di + d] = acc * silu_f(z);
+    }
+#pragma unroll
+    for (int n = 0; n < MAX_DSTATE; n++)
+        if (n < N) hp[n] = h[n];
+}
+
+#define SCAN_ENTRY(NAME, INDEX_T)                                                                              \
+    extern "C" __global__ void NAME(float* y, const float* xc, const float* dtp, const float* dbc,            \
+                                    int dbc_stride, int R, const float* xz, int xz_stride, const float* A,    \
+                                    const float* Dp, const float* dt_bias, float* states, long long stride,   \
+                                    const int* rows, const int* qsl, const int* cache_idx,                    \
+                                    const int* has_init, int di, int N) {                                     \
+        int d = blockIdx.x * blockDim.x + threadIdx.x;                                                        \
+        if (d >= di) return;                                                                                  \
+        int r = rows[blockIdx.y];                                                                             \
+        scan_row<INDEX_T>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride,      \
+                          cache_idx[r], has_init[r] != 0, qsl[r], qsl[r + 1], di, N, d);                      \
+    }
+
+// selective_scan_fwd_u32: the state index as vLLM had it before PR #35275.
+SCAN_ENTRY(selective_scan_fwd_u32, uint32_t)
+// selective_scan_fwd_u64: the fixed, 64-bit state index.
+SCAN_ENTRY(selective_scan_fwd_u64, uint64_t)
+
+// Selective state update (decode): one token per row from the cached
+// state, written back in place. Memory-bound on the fp32 state (read +
+// write), so each thread owns V consecutive state elements of one channel
+// (V = 4: 16-byte loads, consecutive threads on consecutive addresses) and
+// the G = N/V threads of a channel sum C·h with shuffles. The slot index is
+// 64-bit. grid (ceil(di·G/blockDim), len(rows)); blockDim a multiple of 32;
+// G a power of two.
+template <int V>
+__device__ __forceinline__ void state_update(float* y, const float* xc, const float* dtp, const float* dbc,
+                                             int dbc_stride, int R, const float* xz, int xz_stride,
+                                             const float* A, const float* Dp, const float* dt_bias,
+                                             float* states, long long stride, const int* rows, const int* qsl,
+                                             const int* cache_idx, int di, int N) {
+    int G = N / V;
+    long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int d = (int)(tid / G), j = (int)(tid % G);
+    bool live = d < di;
+    int r = rows[blockIdx.y];
+    int t = qsl[r];
+    float part = 0.0f, u = 0.0f, z = 0.0f;
+    if (live) {
+        float dt = softplus_f(dtp[(long long)t * di + d] + dt_bias[d]);
+        u = xc[(long long)t * di + d];
+        z = xz[(long long)t * xz_stride + di + d];
+        float du = dt * u;
+        const float* B = dbc + (long long)t * dbc_stride + R + j * V;
+        const float* C = B + N;
+        const float* a = A + (long long)d * N + j * V;
+        float* hp = states + (long long)cache_idx[r] * stride + (long long)d * N + j * V;
+        float h[V];
+        if constexpr (V == 4) {
+            float4 v = *reinterpret_cast<const float4*>(hp);
+            h[0] = v.x, h[1] = v.y, h[2] = v.z, h[3] = v.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < V; k++) h[k] = hp[k];
+        }
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            h[k] = expf(a[k] * dt) * h[k] + B[k] * du;
+            part += C[k] * h[k];
+        }
+        if constexpr (V == 4) {
+            *reinterpret_cast<float4*>(hp) = make_float4(h[0], h[1], h[2], h[3]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < V; k++) hp[k] = h[k];
+        }
+    }
+    // Groups of G lanes never straddle a warp (G divides 32).
+    for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+    if (live && j == 0) y[(long long)t * di + d] = (part + Dp[d] * u) * silu_f(z);
+}
+
+#define SSU_ENTRY(NAME, V)                                                                                    \
+    extern "C" __global__ void NAME(float* y, const float* xc, const float* dtp, const float* dbc,            \
+                                    int dbc_stride, int R, const float* xz, int xz_stride, const float* A,    \
+                                    const float* Dp, const float* dt_bias, float* states, long long stride,   \
+                                    const int* rows, const int* qsl, const int* cache_idx, int di, int N) {   \
+        state_update<V>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, rows,  \
+                        qsl, cache_idx, di, N);                                                               \
+    }
+
+// selective_state_update_v4: 16-byte state accesses (d_state, stride and
+// state offset multiples of 4); _v1 is the scalar fallback.
+SSU_ENTRY(selective_state_update_v4, 4)
+SSU_ENTRY(selective_state_update_v1, 1)
