@@ -1,0 +1,121 @@
+package statesim_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"statesim"
+	"statesim/prop"
+	"statesim/scenarios"
+)
+
+var rewrite = flag.Bool("statesim.rewrite-regressions", false,
+	"rerun the searches of TestRewriteRegressions and overwrite scenarios/regressions")
+
+const regressionsDir = "scenarios/regressions"
+
+// TestRegressions replays every scenario in scenarios/regressions, loaded
+// the way `statesim run` loads it, and requires exactly the invariants its
+// "# expect:" line names to be violated ("clean": none).
+func TestRegressions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(regressionsDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no scenarios in %s", regressionsDir)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := prop.ParseExpect(data)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			sc, err := scenarios.Load(f, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := statesim.Run(sc, statesim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := violatedNames(rep); strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("%s: violated %v, expected %v (replay: statesim run %s)", f, got, want, f)
+			}
+		})
+	}
+}
+
+// regression is one search whose shrunk counterexample is kept.
+type regression struct {
+	name  string
+	cfg   func() prop.Config
+	prop  string
+	noPre bool  // search with prop.WithoutPreemption
+	seed  int64 // search seed
+	// control, when set, changes the counterexample into its fixed twin
+	// (kept too, expected clean) and names it.
+	control func(p *prop.Params) string
+}
+
+func underFixed(p *prop.Params) string     { p.Version = "fixed"; return "fixed" }
+func with64BitIndex(p *prop.Params) string { p.StateIndexBits = 64; return "64bit" }
+
+func atLeastBudget2(c prop.Config) prop.Config { c.MinBudget = 2; return c }
+
+var regressions = []regression{
+	{name: "bug-a-budget-1", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "stale-slot-read", seed: 1, control: underFixed},
+	{name: "bug-a-incident-shape", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", noPre: true, seed: 1, control: underFixed},
+	{name: "bug-a-preempted-self", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", seed: 2, control: underFixed},
+	{name: "v014-residual-split", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.14")) }, prop: "no-decode-before-prefill", seed: 1, control: underFixed},
+	{name: "v014-stale-read", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.14")) }, prop: "stale-slot-read", seed: 1},
+	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
+}
+
+// TestRewriteRegressions regenerates scenarios/regressions from the
+// searches above: go test -run TestRewriteRegressions -statesim.rewrite-regressions .
+func TestRewriteRegressions(t *testing.T) {
+	if !*rewrite {
+		t.Skip("pass -statesim.rewrite-regressions to regenerate " + regressionsDir)
+	}
+	r := newRunner(t)
+	for _, g := range regressions {
+		p := property(t, g.prop)
+		if g.noPre {
+			p = prop.WithoutPreemption(p)
+		}
+		res := search(t, r, g.cfg(), p, g.seed, 2000)
+		if res.Holds {
+			t.Fatalf("%s: no counterexample", g.name)
+		}
+		by := "go test -run TestRewriteRegressions -statesim.rewrite-regressions . (search seed " + strconv.FormatInt(g.seed, 10) + ")"
+		w, err := prop.Write(r, res, regressionsDir, g.name, by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s, expect %v", w.YAML, res.Shrunk, w.Expect)
+		if g.control == nil {
+			continue
+		}
+		fixed := *res.Shrunk
+		label := g.control(&fixed)
+		res.Shrunk = &fixed
+		res.Err = nil
+		res.Property = g.prop + " (control: the same requests, " + label + ")"
+		w, err = prop.Write(r, res, regressionsDir, g.name+"-"+label, by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(w.Expect, " ") != "clean" {
+			t.Errorf("%s, %s, still violates %v", g.name, label, w.Expect)
+		}
+	}
+}
