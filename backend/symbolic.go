@@ -122,10 +122,7 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, last, g, len(blocks))
 		}
 		// Write K/V for positions [c, end), then read [0, end).
-		for bi := c / s.bs; bi <= last; bi++ {
-			s.Prov.WriteKV(blocks[bi], r.ID, min(s.bs, end-bi*s.bs), s.step)
-		}
-		if bi := s.Prov.CheckKV(&r.Blocks, g, r.ID, end, s.bs); bi >= 0 {
+		if bi := s.Prov.AccessKV(&r.Blocks, g, r.ID, c, end, s.bs, s.step); bi >= 0 {
 			p := s.Prov.Get(blocks[bi])
 			s.corrupt(r)
 			if s.Rec.Wants(check.StaleSlotRead) {
@@ -166,7 +163,7 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 			return
 		}
 	}
-	s.Prov.Settle(&r.Blocks)
+	s.Prov.SettleState(&r.Blocks)
 	if decode && c == 0 {
 		slot := r.Blocks.Mamba[0]
 		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {

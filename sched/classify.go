@@ -130,6 +130,13 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 }
 
 func stablePartition(rows, tmp []Row) {
+	sorted := true
+	for i := 1; i < len(rows) && sorted; i++ {
+		sorted = rows[i-1].Region <= rows[i].Region
+	}
+	if sorted {
+		return // the common batch: running decodes, then new prefills
+	}
 	tmp = tmp[:0]
 	for reg := RegionDecode; reg <= RegionPrefill; reg++ {
 		for i := range rows {

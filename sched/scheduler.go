@@ -73,13 +73,7 @@ func (st *State) Allocate(r *Request, numTokens int) (bool, error) {
 // are freed, num_computed_tokens is reset, and it goes back to the head of
 // the waiting queue (or into priority order).
 func (st *State) Preempt(r *Request, out *Output) error {
-	idx := -1
-	for i, x := range st.Running {
-		if x == r {
-			idx = i
-			break
-		}
-	}
+	idx := indexOf(st.Running, r)
 	if idx < 0 {
 		return fmt.Errorf("preempt: request %d is not running", r.ID)
 	}
@@ -190,8 +184,7 @@ func (V1) Schedule(st *State, out *Output) error {
 				break
 			}
 			victim := st.PreemptVictim()
-			vi := indexOf(st.Running, victim)
-			if cfg.Policy == PriorityPolicy && vi < i {
+			if cfg.Policy == PriorityPolicy && indexOf(st.Running, victim) < i {
 				// Un-schedule a request this step already took.
 				for k := range out.Rows {
 					if out.Rows[k].Req == victim {
@@ -252,9 +245,10 @@ func (V1) Schedule(st *State, out *Output) error {
 	return nil
 }
 
+// indexOf searches from the end: FCFS preempts the last running request.
 func indexOf(rs []*Request, r *Request) int {
-	for i, x := range rs {
-		if x == r {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i] == r {
 			return i
 		}
 	}

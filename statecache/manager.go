@@ -18,6 +18,10 @@ type BlockTable struct {
 	kvOK    []int32
 	kvEpoch uint64
 	st      lease
+	// covered: tokens every group's blocks hold room for (0 until the
+	// first allocation, and after Free); held: blocks in the table.
+	covered int
+	held    int
 }
 
 // Slot is the request's state slot in Mamba group g.
@@ -72,6 +76,9 @@ func (m *KVCacheManager) NewTable() BlockTable {
 
 // BlocksNeeded is how many new blocks t needs to hold numTokens tokens.
 func (m *KVCacheManager) BlocksNeeded(t *BlockTable, numTokens int) int {
+	if numTokens <= t.covered {
+		return 0 // a decode: the last block still has room
+	}
 	n := 0
 	want := (numTokens + m.blockSize - 1) / m.blockSize
 	for g := range t.Attn {
@@ -92,6 +99,9 @@ func (m *KVCacheManager) BlocksNeeded(t *BlockTable, numTokens int) int {
 // which makes the scheduler preempt.
 func (m *KVCacheManager) Allocate(req RequestID, t *BlockTable, numTokens int) (bool, error) {
 	need := m.BlocksNeeded(t, numTokens)
+	if need == 0 && numTokens <= t.covered {
+		return true, nil
+	}
 	if need > m.Pool.NumFree() {
 		return false, nil
 	}
@@ -104,6 +114,7 @@ func (m *KVCacheManager) Allocate(req RequestID, t *BlockTable, numTokens int) (
 					return false, err
 				}
 				t.Mamba[g.i] = b
+				t.held++
 			}
 			continue
 		}
@@ -113,8 +124,10 @@ func (m *KVCacheManager) Allocate(req RequestID, t *BlockTable, numTokens int) (
 				return false, err
 			}
 			t.Attn[g.i] = append(t.Attn[g.i], b)
+			t.held++
 		}
 	}
+	t.covered = want * m.blockSize
 	return true, nil
 }
 
@@ -126,6 +139,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 		t.st.ps.Settle(t)
 	}
 	clear(t.kvOK)
+	t.covered, t.held = 0, 0
 	for _, g := range m.order {
 		if g.mamba {
 			if s := t.Mamba[g.i]; s != NullBlock {
@@ -149,6 +163,9 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 
 // NumHeld counts the blocks in t.
 func (t *BlockTable) NumHeld() int {
+	if t.held > 0 {
+		return t.held // maintained by Allocate and Free
+	}
 	n := 0
 	for _, g := range t.Attn {
 		n += len(g)

@@ -123,11 +123,14 @@ func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 	return p.Content == KV && p.Writer == req && int(p.Tokens) >= need
 }
 
-// CheckKV is attention group g's read of positions [0, end) of req's K/V
-// through t: it returns the index in t.Attn[g] of the first block that does
-// not hold them (the read is stale from there), or -1. Blocks verified full
-// by an earlier call are skipped unless a wrapped write happened since.
-func (ps *Provenances) CheckKV(t *BlockTable, g int, req RequestID, end, blockSize int) int {
+// AccessKV is attention group g's access for one row of req through t:
+// write K/V for positions [computed, end), then read [0, end). It returns
+// the index in t.Attn[g] of the first block that does not hold req's K/V
+// for the read (the read is stale from there), or -1. Blocks verified full
+// by an earlier access are not re-read unless a wrapped write happened
+// since, and the partly filled last block stays leased to t while only req
+// writes it, so a decode touches no block record at all.
+func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, end, blockSize int, step int64) int {
 	if len(t.kvOK) != len(t.Attn) {
 		t.kvOK = make([]int32, len(t.Attn))
 	}
@@ -136,7 +139,24 @@ func (ps *Provenances) CheckKV(t *BlockTable, g int, req RequestID, end, blockSi
 		t.kvEpoch = ps.clobbers
 	}
 	blocks := t.Attn[g]
-	last := (end - 1) / blockSize
+	first, last := computed/blockSize, (end-1)/blockSize
+	if st := &t.st; st.ps == ps && g < len(st.tails) {
+		tl := &st.tails[g]
+		if int(tl.idx) == first && first == last && int(t.kvOK[g]) == first && tl.writer == req {
+			// Only req has written the leased block: it holds req's
+			// positions up to tl.tokens, and now up to end.
+			tl.tokens = max(tl.tokens, int32(end-first*blockSize))
+			tl.step = step
+			if end == (last+1)*blockSize {
+				t.kvOK[g] = int32(last + 1)
+			}
+			return -1
+		}
+		ps.settleTail(t, g)
+	}
+	for bi := first; bi <= last; bi++ {
+		ps.WriteKV(blocks[bi], req, min(blockSize, end-bi*blockSize), step)
+	}
 	for bi := int(t.kvOK[g]); bi <= last; bi++ {
 		if !ps.KVValid(blocks[bi], req, min(blockSize, end-bi*blockSize)) {
 			t.kvOK[g] = int32(bi)
@@ -144,36 +164,88 @@ func (ps *Provenances) CheckKV(t *BlockTable, g int, req RequestID, end, blockSi
 		}
 	}
 	t.kvOK[g] = int32(end / blockSize) // full blocks only: the last may grow
+	if end%blockSize != 0 {
+		ps.leaseTail(t, g, last)
+	}
 	return -1
 }
 
-// lease is a request's Mamba slots' shared provenance record while it
-// alone writes them (see Provenances).
+// leaseTail moves the record of block t.Attn[g][i], which its writer
+// has just verified, into t.
+func (ps *Provenances) leaseTail(t *BlockTable, g, i int) {
+	b := t.Attn[g][i]
+	st := ps.leaseOf(t)
+	for len(st.tails) < len(t.Attn) {
+		st.tails = append(st.tails, kvTail{idx: -1})
+	}
+	p := &ps.p[b]
+	st.tails[g] = kvTail{idx: int32(i), writer: p.Writer, tokens: p.Tokens, step: p.Step}
+	p.leased = true
+	ps.owner[b] = t
+}
+
+// settleTail writes t's lease of attention group g's block back.
+func (ps *Provenances) settleTail(t *BlockTable, g int) {
+	tl := &t.st.tails[g]
+	if tl.idx < 0 {
+		return
+	}
+	b := t.Attn[g][tl.idx]
+	ps.p[b] = Provenance{Writer: tl.writer, Content: KV, Tokens: tl.tokens, Step: tl.step, Intended: b}
+	ps.owner[b] = nil
+	tl.idx = -1
+}
+
+// leaseOf readies t to hold leases over ps's records.
+func (ps *Provenances) leaseOf(t *BlockTable) *lease {
+	if ps.owner == nil {
+		ps.owner = make([]*BlockTable, len(ps.p))
+	}
+	st := &t.st
+	if st.ps != ps {
+		ps.Settle(t)
+		st.ps = ps
+	}
+	return st
+}
+
+// lease holds records of t's blocks while t's request alone writes them
+// (see Provenances): its Mamba slots' shared state record, and per
+// attention group the partly filled last block.
 type lease struct {
-	ps      *Provenances // nil: no lease
+	ps      *Provenances // nil: nothing leased
+	state   bool         // the Mamba slots are leased
 	writer  RequestID
 	tokens  int32
 	step    int64
 	tainted bool
+	tails   []kvTail // per attention group
+}
+
+// kvTail is a leased KV block: t.Attn[g][idx], or none when idx < 0.
+type kvTail struct {
+	idx, tokens int32
+	writer      RequestID
+	step        int64
 }
 
 // LeaseState moves the record of t's Mamba slots, which req has just
 // written alike with WriteState(slot, req, tokens, step, tainted), into t,
 // so that AdvanceState can update all of them at once.
 func (ps *Provenances) LeaseState(t *BlockTable, req RequestID, tokens int, step int64, tainted bool) {
-	ps.Settle(t)
-	if ps.owner == nil {
-		ps.owner = make([]*BlockTable, len(ps.p))
-	}
 	for _, b := range t.Mamba {
-		if b == NullBlock {
-			continue
+		if b != NullBlock {
+			ps.touch(b)
 		}
-		ps.touch(b)
-		ps.p[b].leased = true
-		ps.owner[b] = t
 	}
-	t.st = lease{ps: ps, writer: req, tokens: int32(tokens), step: step, tainted: tainted}
+	st := ps.leaseOf(t)
+	for _, b := range t.Mamba {
+		if b != NullBlock {
+			ps.p[b].leased = true
+			ps.owner[b] = t
+		}
+	}
+	st.state, st.writer, st.tokens, st.step, st.tainted = true, req, int32(tokens), step, tainted
 }
 
 // AdvanceState is req's state write of `tokens` absorbed tokens to every
@@ -184,17 +256,17 @@ func (ps *Provenances) LeaseState(t *BlockTable, req RequestID, tokens int, step
 // slot.
 func (ps *Provenances) AdvanceState(t *BlockTable, req RequestID, computed, tokens int, step int64) (tainted, ok bool) {
 	st := &t.st
-	if st.ps != ps || st.writer != req || int(st.tokens) != computed {
+	if st.ps != ps || !st.state || st.writer != req || int(st.tokens) != computed {
 		return false, false
 	}
 	st.tokens, st.step = int32(tokens), step
 	return st.tainted, true
 }
 
-// Settle writes t's lease, if any, back to its slots' records.
-func (ps *Provenances) Settle(t *BlockTable) {
+// SettleState writes t's Mamba state lease, if any, back to its slots.
+func (ps *Provenances) SettleState(t *BlockTable) {
 	st := &t.st
-	if st.ps == nil {
+	if st.ps == nil || !st.state {
 		return
 	}
 	for _, b := range t.Mamba {
@@ -203,5 +275,20 @@ func (ps *Provenances) Settle(t *BlockTable) {
 			st.ps.owner[b] = nil
 		}
 	}
-	*st = lease{}
+	st.state = false
+}
+
+// Settle writes every lease t holds back to its blocks' records.
+func (ps *Provenances) Settle(t *BlockTable) {
+	st := &t.st
+	if st.ps == nil {
+		return
+	}
+	ps = st.ps
+	ps.SettleState(t)
+	for g := range st.tails {
+		ps.settleTail(t, g)
+	}
+	tails := st.tails[:0]
+	*st = lease{tails: tails}
 }
