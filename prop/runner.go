@@ -34,6 +34,9 @@ type Runner struct {
 	// Sets are --set overrides applied to every generated scenario (by
 	// marshalling it and parsing it back with the overrides).
 	Sets []string
+	// Policy, when set, replaces the version's scheduling policy in every
+	// run (a user policy under test; see statesim.Options.Policy).
+	Policy sched.Policy
 	// Runs counts simulations actually executed.
 	Runs  int
 	cache map[string]*Outcome
@@ -88,6 +91,7 @@ func (r *Runner) run(p *Params, opt statesim.Options) *Outcome {
 		return o
 	}
 	o.Scenario = sc
+	opt.Policy = r.Policy
 	opt.OnStep = o.observe(sc)
 	opt.OnFinish = func(q *sched.Request) {
 		if n := q.Blocks.NumHeld(); n != 0 && o.Conservation == "" {
