@@ -2,15 +2,17 @@ package statesim
 
 import (
 	"math"
-	"sort"
 
 	"statesim/sched"
 	"statesim/sim"
+	"statesim/sketch"
 )
 
-// metrics collects latency samples (seconds) for the report.
+// metrics streams latencies (seconds) into quantile sketches for the
+// report: memory is fixed however long the run, and every percentile is
+// within sketch.Alpha (0.1%) of the exact one; counts and maxima are exact.
 type metrics struct {
-	ttft, itl, e2e, queue []float64
+	ttft, itl, e2e, queue sketch.Sketch
 	maxRunning            int
 	rowSteps              int64
 }
@@ -25,20 +27,22 @@ func (m *metrics) step(out *sched.Output, now sim.Time) {
 		// A row with nothing computed and never preempted is a request's
 		// first scheduling: its queueing delay ends here.
 		if r := out.Rows[i].Req; out.Rows[i].NumComputed == 0 && r.NumPreemptions == 0 {
-			m.queue = append(m.queue, (now - r.ArrivalTime).Seconds())
+			m.queue.Add((now - r.ArrivalTime).Seconds())
 		}
 	}
 }
 
 func (m *metrics) finish(r *sched.Request) {
-	m.ttft = append(m.ttft, (r.FirstTokenTime - r.ArrivalTime).Seconds())
-	m.e2e = append(m.e2e, (r.FinishTime - r.ArrivalTime).Seconds())
+	m.ttft.Add((r.FirstTokenTime - r.ArrivalTime).Seconds())
+	m.e2e.Add((r.FinishTime - r.ArrivalTime).Seconds())
 	if r.NumOutputTokens > 1 {
-		m.itl = append(m.itl, (r.LastTokenTime-r.FirstTokenTime).Seconds()/float64(r.NumOutputTokens-1))
+		m.itl.Add((r.LastTokenTime - r.FirstTokenTime).Seconds() / float64(r.NumOutputTokens-1))
 	}
 }
 
-// Percentiles summarises a latency distribution in milliseconds.
+// Percentiles summarises a latency distribution in milliseconds. The
+// percentiles are within 0.1% of the exact ones (see package sketch);
+// Count and Max are exact.
 type Percentiles struct {
 	Count int     `json:"count"`
 	P50   float64 `json:"p50_ms"`
@@ -47,17 +51,12 @@ type Percentiles struct {
 	Max   float64 `json:"max_ms"`
 }
 
-func percentiles(xs []float64) Percentiles {
-	if len(xs) == 0 {
+func percentiles(s *sketch.Sketch) Percentiles {
+	if s.Count() == 0 {
 		return Percentiles{}
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return round3(s[max(i, 0)] * 1e3)
-	}
-	return Percentiles{Count: len(s), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: round3(s[len(s)-1] * 1e3)}
+	q := func(p float64) float64 { return round3(s.Quantile(p) * 1e3) }
+	return Percentiles{Count: int(s.Count()), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: round3(s.Max() * 1e3)}
 }
 
 // round3 keeps reports short and stable: microsecond resolution in ms.

@@ -134,10 +134,10 @@ func (r *runner) finishReport() {
 		rep.Throughput.OutputTokensPerS = round3(float64(rep.OutputTokens) / rep.SimTimeS)
 	}
 	rep.SimTimeS = round3(rep.SimTimeS*1e3) / 1e3
-	rep.Latency.TTFT = percentiles(r.metrics.ttft)
-	rep.Latency.ITL = percentiles(r.metrics.itl)
-	rep.Latency.E2E = percentiles(r.metrics.e2e)
-	rep.Latency.Queue = percentiles(r.metrics.queue)
+	rep.Latency.TTFT = percentiles(&r.metrics.ttft)
+	rep.Latency.ITL = percentiles(&r.metrics.itl)
+	rep.Latency.E2E = percentiles(&r.metrics.e2e)
+	rep.Latency.Queue = percentiles(&r.metrics.queue)
 	if x, ok := r.be.(interface{ ReportExtra() (string, any) }); ok {
 		k, v := x.ReportExtra()
 		rep.Extra = map[string]any{k: v}
