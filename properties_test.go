@@ -9,6 +9,7 @@ package statesim_test
 import (
 	"flag"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,6 +269,9 @@ func TestSearchFindsBugB(t *testing.T) {
 		t.Fatalf("seed %d: no wrapped write in %d scenarios", seed, res.Trials)
 	}
 	t.Logf("counterexample after %d trials, %d shrinks: %s", res.Trials, res.Shrinks, res.Shrunk)
+	if n := len(res.Shrunk.Requests); n > 3 {
+		t.Errorf("shrunk to %d requests, want at most 3 (one long prompt can reach the wrapping slot alone):\n%s", n, explain(t, r, res))
+	}
 	rep := replay(t, r, res)
 	if rep.Cache.FirstWrappingSlot < 0 || rep.Cache.HighestSlot < rep.Cache.FirstWrappingSlot {
 		t.Errorf("wrong-address-write without a slot past the first wrapping one (%d, highest %d)", rep.Cache.FirstWrappingSlot, rep.Cache.HighestSlot)
@@ -325,4 +329,59 @@ func TestCheckedInvariantsMatchProperties(t *testing.T) {
 			t.Errorf("invariant %s is not judged by any property", inv)
 		}
 	}
+}
+
+// benchFind runs one search per iteration, seeds 1, 2, 3, ..., and
+// reports medians over them: trials to the first counterexample, wall
+// time to it, and the shrunk size in requests.
+func benchFind(b *testing.B, c prop.Config, p prop.Property) {
+	r := newRunner(b)
+	var trials, ms, size []float64
+	for i := 0; b.Loop(); i++ {
+		res := search(b, r, c, p, int64(1+i), 5000)
+		if res.Holds {
+			b.Fatalf("seed %d: no counterexample in %d trials", 1+i, res.Trials)
+		}
+		trials = append(trials, float64(res.Trials))
+		ms = append(ms, float64(res.TimeToFind.Microseconds())/1e3)
+		size = append(size, float64(len(res.Shrunk.Requests)))
+	}
+	b.ReportMetric(median(trials), "trials-to-find")
+	b.ReportMetric(median(ms), "ms-to-find")
+	b.ReportMetric(median(size), "shrunk-requests")
+	b.ReportMetric(slices.Max(size), "max-shrunk-requests")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// BenchmarkFindBugA: v0.13, stale-slot-read, any budget.
+func BenchmarkFindBugA(b *testing.B) {
+	benchFind(b, prop.BugA("v0.13"), property(b, "stale-slot-read"))
+}
+
+// BenchmarkFindBugAIncidentShape: budget ≥ 2 and no preemption, the
+// incident's three-request shape.
+func BenchmarkFindBugAIncidentShape(b *testing.B) {
+	c := prop.BugA("v0.13")
+	c.MinBudget = 2
+	benchFind(b, c, prop.WithoutPreemption(property(b, "stale-slot-read")))
+}
+
+// BenchmarkFindBugAV014: the v0.14 residue, budget ≥ 2.
+func BenchmarkFindBugAV014(b *testing.B) {
+	c := prop.BugA("v0.14")
+	c.MinBudget = 2
+	benchFind(b, c, property(b, "no-decode-before-prefill"))
+}
+
+// BenchmarkFindBugB: a 16..20-bit index on the tiny hybrid.
+func BenchmarkFindBugB(b *testing.B) {
+	benchFind(b, prop.BugB(), property(b, "wrong-address-write"))
 }

@@ -74,7 +74,7 @@ func atLeastBudget2(c prop.Config) prop.Config { c.MinBudget = 2; return c }
 var regressions = []regression{
 	{name: "bug-a-budget-1", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "stale-slot-read", seed: 1, control: underFixed},
 	{name: "bug-a-incident-shape", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", noPre: true, seed: 1, control: underFixed},
-	{name: "bug-a-preempted-self", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", seed: 2, control: underFixed},
+	{name: "bug-a-preempted-self", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", seed: 4, control: underFixed},
 	{name: "v014-residual-split", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.14")) }, prop: "no-decode-before-prefill", seed: 1, control: underFixed},
 	{name: "v014-stale-read", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.14")) }, prop: "stale-slot-read", seed: 1},
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},

@@ -68,14 +68,15 @@ func BugA(version string) Config {
 }
 
 // BugB draws the tiny hybrid (stride 1024 elements, so a 16..20-bit index
-// wraps from slot 64..1024) with pools of a few hundred blocks and enough
-// requests to walk the free queue past the first wrapping slot.
+// wraps from slot 64..1024) with pools of a few hundred blocks, and
+// prompts long enough (up to 2048 tokens, 64 attention blocks of 32) that
+// one request can walk the free queue past the first wrapping slot.
 func BugB() Config {
 	c := DefaultConfig()
 	c.Presets = []string{"tiny-hybrid"}
 	c.MinBits, c.MaxBits = 16, 20
 	c.MaxRequests = 12
-	c.MaxPrompt = 400
+	c.MaxPrompt = 2048
 	c.MaxBudget = 1024
 	c.MinBudget = 16
 	c.MaxExtraBlocks = 400
@@ -137,17 +138,17 @@ func Gen(c Config) gopter.Gen {
 		bools[i] = b
 	}
 	req := gen.Struct(reflect.TypeOf(Request{}), map[string]gopter.Gen{
-		"GapUS":  gen.IntRange(0, c.MaxGapUS),
-		"Prompt": gen.IntRange(c.MinPrompt, c.MaxPrompt),
-		"Output": gen.IntRange(c.MinOutput, c.MaxOutput),
+		"GapUS":  intRange(0, c.MaxGapUS),
+		"Prompt": intRange(c.MinPrompt, c.MaxPrompt),
+		"Output": intRange(c.MinOutput, c.MaxOutput),
 	})
 	return gen.StructPtr(reflect.TypeOf(Params{}), map[string]gopter.Gen{
 		"Requests":                  requests(req, c.MinRequests, c.MaxRequests),
-		"MaxNumBatchedTokens":       gen.IntRange(c.MinBudget, c.MaxBudget),
-		"MaxNumSeqs":                gen.IntRange(1, c.MaxSeqs),
-		"ExtraBlocks":               gen.IntRange(0, c.MaxExtraBlocks),
-		"LongPrefillTokenThreshold": gen.IntRange(0, c.MaxLongPrefill),
-		"StateIndexBits":            gen.IntRange(c.MinBits, c.MaxBits),
+		"MaxNumBatchedTokens":       intRange(c.MinBudget, c.MaxBudget),
+		"MaxNumSeqs":                intRange(1, c.MaxSeqs),
+		"ExtraBlocks":               intRange(0, c.MaxExtraBlocks),
+		"LongPrefillTokenThreshold": intRange(0, c.MaxLongPrefill),
+		"StateIndexBits":            intRange(c.MinBits, c.MaxBits),
 		// Seeds do not shrink: a different seed is a different scenario,
 		// not a smaller one.
 		"Seed":           gen.UInt64Range(1, 1<<32).WithShrinker(gopter.NoShrinker),
@@ -202,4 +203,23 @@ func Sample(c Config, seed int64) *Params {
 			return v.(*Params)
 		}
 	}
+}
+
+// intRange draws lo..hi uniformly and shrinks towards lo: first lo
+// itself, then halving the distance. gopter's own integer shrinker aims at
+// 0, which a range filter then drops, so from 3 in 1..10 it would try 2
+// but never 1, and a search could stall one step from the minimum.
+func intRange(lo, hi int) gopter.Gen {
+	return gen.IntRange(lo, hi).WithShrinker(func(v any) gopter.Shrink {
+		x := v.(int)
+		d := x - lo
+		return func() (any, bool) {
+			if d <= 0 {
+				return nil, false
+			}
+			c := x - d
+			d /= 2
+			return c, true
+		}
+	})
 }

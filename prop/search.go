@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/leanovate/gopter"
 	gprop "github.com/leanovate/gopter/prop"
@@ -42,6 +43,10 @@ type Result struct {
 	Err error
 	// Runs is the number of simulations the search executed.
 	Runs int
+	// TimeToFind is the wall time from the start to the first
+	// counterexample (generation and runs, no shrinking); Elapsed is the
+	// whole search. Measurements only: nothing replays them.
+	TimeToFind, Elapsed time.Duration
 }
 
 // Check searches for a counterexample to p among scenarios drawn from c,
@@ -60,6 +65,7 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 	params.Workers = 1
 	res := Result{Property: p.Name, Seed: opt.Seed}
 	runs0 := r.Runs
+	start := time.Now()
 	shrinking := false
 	var unavailable error
 	g := gprop.ForAll(func(x *Params) bool {
@@ -74,12 +80,14 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 			unavailable = err
 			return true
 		}
-		if err != nil {
+		if err != nil && !shrinking {
 			shrinking = true
+			res.TimeToFind = time.Since(start)
 		}
 		return err == nil
 	}, Gen(c))
 	tr := g.Check(params)
+	res.Elapsed = time.Since(start)
 	res.Runs = r.Runs - runs0
 	if unavailable != nil {
 		res.Unavailable, res.Err = true, unavailable
