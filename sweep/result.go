@@ -1,0 +1,219 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+
+	"statesim"
+	"statesim/backend"
+	"statesim/check"
+	"statesim/scenarios"
+	"statesim/sched"
+)
+
+// Result is what one cell found. Every field is a function of the
+// scenario and seed, so results are byte-identical across machines,
+// worker counts and shards.
+type Result struct {
+	Cell
+	Key               string  `json:"key"`
+	Requests          int64   `json:"requests"`
+	Finished          int64   `json:"finished"`
+	Steps             int64   `json:"steps"`
+	Preemptions       int64   `json:"preemptions"`
+	NumGPUBlocks      int     `json:"num_gpu_blocks"`
+	HighestSlot       int64   `json:"highest_slot"`
+	FirstWrappingSlot int64   `json:"first_wrapping_slot"`
+	Violations        []int64 `json:"violations"` // per invariant, check.All order
+	Imposters         int64   `json:"imposters"`
+	Misclassified     int64   `json:"misclassified_rows"`
+	Corrupted         int64   `json:"corrupted_requests"`
+	// Divergent is the numeric backend's divergent requests, or -1 when
+	// the backend compares nothing (symbolic).
+	Divergent        int64   `json:"divergent_requests"`
+	RequestsPerS     float64 `json:"requests_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	// FirstWrap is the first prefill state write whose 32-bit address
+	// wrapped (bug B), or nil.
+	FirstWrap *Wrap `json:"first_wrap,omitempty"`
+}
+
+// Wrap locates bug B's first wrapped write.
+type Wrap struct {
+	Step      int64 `json:"step"`       // scheduler step
+	RequestID int64 `json:"request_id"` // the writer
+	// TrainingStep is the writer's workload group counted from 1: the RL
+	// training step for rollouts, the batch for batches; 0 for open-loop.
+	TrainingStep int   `json:"training_step"`
+	Slot         int64 `json:"slot"`
+}
+
+// RunCell runs one cell.
+func (s *Spec) RunCell(c Cell) (*Result, error) {
+	sc, err := scenarios.Load(s.Scenario, s.sets(c))
+	if err != nil {
+		return nil, err
+	}
+	var wrap *Wrap
+	var sym *backend.Symbolic
+	wrapped := int64(0)
+	opt := statesim.Options{OnStep: func(e *statesim.StepEvent) {
+		sym = e.Sym
+		if wrap != nil || e.Sym == nil {
+			return
+		}
+		// A wrapped write of this step shows as a new wrong-address-write;
+		// find its row with the same arithmetic the backend used.
+		if n := e.Sym.Rec.Count(check.WrongAddressWrite); n > wrapped {
+			wrapped = n
+			wrap = firstWrap(e)
+		}
+	}}
+	rep, err := statesim.Run(sc, opt)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Cell: c, Key: s.Key(c), Requests: rep.Requests, Finished: rep.Finished, Steps: rep.Steps,
+		Preemptions: rep.Preemptions, NumGPUBlocks: rep.Cache.NumGPUBlocks, HighestSlot: rep.Cache.HighestSlot,
+		FirstWrappingSlot: rep.Cache.FirstWrappingSlot, Misclassified: rep.MisclassifiedRows,
+		Corrupted: rep.CorruptedRequests, Divergent: divergent(rep.Extra),
+		RequestsPerS: rep.Throughput.RequestsPerS, OutputTokensPerS: rep.Throughput.OutputTokensPerS, FirstWrap: wrap}
+	for _, inv := range check.All() {
+		r.Violations = append(r.Violations, rep.Count(inv))
+	}
+	// The report keeps a bounded list of imposters; the backend's count
+	// is exact.
+	r.Imposters = int64(len(rep.Imposters))
+	if sym != nil {
+		r.Imposters = sym.Stats.Imposters
+	}
+	return r, nil
+}
+
+// firstWrap finds the first row of the step whose prefill state address
+// wraps; decode kernels index in 64 bits and never do.
+func firstWrap(e *statesim.StepEvent) *Wrap {
+	for i := range e.Out.Rows {
+		row := &e.Out.Rows[i]
+		if row.Path == sched.PathDecode {
+			continue
+		}
+		for _, slot := range row.Req.Blocks.Mamba {
+			if _, _, w := e.Sym.Index.Span(slot); w {
+				g := row.Req.Group + 1
+				if row.Req.Group < 0 {
+					g = 0
+				}
+				return &Wrap{Step: e.Out.Step, RequestID: int64(row.Req.ID), TrainingStep: g, Slot: int64(slot)}
+			}
+		}
+	}
+	return nil
+}
+
+// divergent digs the numeric backend's divergent-request count out of a
+// report's Extra section, whatever its key, or -1.
+func divergent(extra map[string]any) int64 {
+	if len(extra) == 0 {
+		return -1
+	}
+	b, err := json.Marshal(extra)
+	if err != nil {
+		return -1
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return -1
+	}
+	if n, ok := findNumber(v, "requests_divergent"); ok {
+		return int64(n)
+	}
+	return -1
+}
+
+func findNumber(v any, key string) (float64, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		if n, ok := x[key].(float64); ok {
+			return n, true
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if n, ok := findNumber(x[k], key); ok {
+				return n, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if n, ok := findNumber(e, key); ok {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Metric is a per-point incidence drawn in charts.
+type Metric struct {
+	Name  string
+	Label string // axis / colour-bar label, with its unit
+	// Of aggregates a point's cells (one per seed); NaN means "none".
+	Of func(rs []*Result) float64
+}
+
+func per1000(count func(r *Result) int64) func([]*Result) float64 {
+	return func(rs []*Result) float64 {
+		var n, req int64
+		for _, r := range rs {
+			c := count(r)
+			if c < 0 {
+				return math.NaN()
+			}
+			n += c
+			req += r.Requests
+		}
+		if req == 0 {
+			return math.NaN()
+		}
+		return float64(n) * 1000 / float64(req)
+	}
+}
+
+// Metrics are the incidences a sweep can chart.
+var Metrics = []Metric{
+	{"corrupted", "corrupted requests per 1,000", per1000(func(r *Result) int64 { return r.Corrupted })},
+	{"imposters", "imposters (stale decode reads by new requests) per 1,000 requests", per1000(func(r *Result) int64 { return r.Imposters })},
+	{"stale-reads", "stale-slot reads per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[check.StaleSlotRead] })},
+	{"divergent", "divergent requests per 1,000", per1000(func(r *Result) int64 { return r.Divergent })},
+	{"first-wrap", "first training step with a wrapped state write", func(rs []*Result) float64 {
+		// The earliest over seeds; NaN when no seed wrapped.
+		best := math.NaN()
+		for _, r := range rs {
+			if r.FirstWrap != nil && (math.IsNaN(best) || float64(r.FirstWrap.TrainingStep) < best) {
+				best = float64(r.FirstWrap.TrainingStep)
+			}
+		}
+		return best
+	}},
+}
+
+// MetricByName looks a metric up; "" is corrupted.
+func MetricByName(name string) (Metric, error) {
+	if name == "" {
+		name = "corrupted"
+	}
+	var names []string
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m, nil
+		}
+		names = append(names, m.Name)
+	}
+	return Metric{}, fmt.Errorf("unknown metric %q (known: %v)", name, names)
+}

@@ -1,0 +1,260 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Options steer one sweep invocation; none of them changes a result.
+type Options struct {
+	// Dir is the output directory: its manifest, one file per finished
+	// cell, and the tables. Empty runs in memory only (no resume).
+	Dir string
+	// Workers is the number of cells run at once (at least 1).
+	Workers int
+	// Shard restricts the run to a deterministic subset of the cells.
+	Shard Shard
+	// Progress, when set, is called after each cell (from one goroutine
+	// at a time), with whether the cell was resumed from Dir.
+	Progress func(done, total int, r *Result, resumed bool)
+}
+
+// ErrInterrupted means the context was cancelled; finished cells are on
+// disk and a rerun resumes after them.
+var ErrInterrupted = errors.New("sweep interrupted")
+
+const manifestName = "sweep.json"
+
+// manifest identifies a sweep directory's grid so that a resume or a merge
+// never mixes cells of different sweeps.
+type manifest struct {
+	Spec     *Spec  `json:"sweep"`
+	BaseSeed uint64 `json:"base_seed"`
+	Cells    int    `json:"cells"`
+}
+
+func (s *Spec) manifestBytes(cells []Cell) []byte {
+	b, _ := json.MarshalIndent(manifest{Spec: s, BaseSeed: cells[0].Seed, Cells: len(cells)}, "", "  ")
+	return append(b, '\n')
+}
+
+// cellPath is where a finished cell lives.
+func cellPath(dir string, c Cell) string {
+	return filepath.Join(dir, "cells", fmt.Sprintf("%06d.json", c.Index))
+}
+
+// writeAtomic writes data to path through a temp file and a rename, so a
+// killed sweep never leaves a half-written cell behind.
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// prepareDir writes the manifest or checks that an existing one is this
+// sweep's.
+func (s *Spec) prepareDir(dir string, cells []Cell) error {
+	want := s.manifestBytes(cells)
+	p := filepath.Join(dir, manifestName)
+	have, err := os.ReadFile(p)
+	if err == nil {
+		if !bytes.Equal(have, want) {
+			return fmt.Errorf("%s holds a different sweep (its %s differs); use another --out directory or remove it", dir, manifestName)
+		}
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return writeAtomic(p, want)
+}
+
+// loadCell reads a finished cell; ok is false when it is missing or not
+// this cell (then it is run again).
+func (s *Spec) loadCell(dir string, c Cell) (*Result, bool) {
+	b, err := os.ReadFile(cellPath(dir, c))
+	if err != nil {
+		return nil, false
+	}
+	var r Result
+	if json.Unmarshal(b, &r) != nil || r.Key != s.Key(c) || r.Index != c.Index {
+		return nil, false
+	}
+	return &r, true
+}
+
+func encodeResult(r *Result) []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return append(b, '\n')
+}
+
+// Run runs the shard's cells of the sweep, skipping cells already in
+// opt.Dir, and returns their results in grid order. On cancellation it
+// returns the finished results and ErrInterrupted.
+func (s *Spec) Run(ctx context.Context, opt Options) ([]*Result, error) {
+	cells, err := s.Plan()
+	if err != nil {
+		return nil, err
+	}
+	if opt.Dir != "" {
+		if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := s.prepareDir(opt.Dir, cells); err != nil {
+			return nil, err
+		}
+	}
+	var mine []Cell
+	for _, c := range cells {
+		if opt.Shard.Has(c.Index) {
+			mine = append(mine, c)
+		}
+	}
+	results := make([]*Result, len(mine))
+	var mu sync.Mutex
+	done := 0
+	report := func(r *Result, resumed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if opt.Progress != nil {
+			opt.Progress(done, len(mine), r, resumed)
+		}
+	}
+	var todo []int
+	for i, c := range mine {
+		if opt.Dir != "" {
+			if r, ok := s.loadCell(opt.Dir, c); ok {
+				results[i] = r
+				report(r, true)
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	workers := max(1, min(opt.Workers, len(todo)))
+	jobs := make(chan int)
+	errs := make([]error, len(mine))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				r, err := s.RunCell(mine[i])
+				if err == nil && opt.Dir != "" {
+					err = writeAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r))
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("cell %s: %w", s.Key(mine[i]), err)
+					continue
+				}
+				results[i] = r
+				report(r, false)
+			}
+		}()
+	}
+	interrupted := false
+feed:
+	for _, i := range todo {
+		select {
+		case <-ctx.Done():
+			interrupted = true
+			break feed
+		case jobs <- i:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	// The first error in grid order, so the message does not depend on
+	// goroutine timing.
+	for _, e := range errs {
+		if e != nil {
+			return compact(results), e
+		}
+	}
+	if interrupted {
+		return compact(results), ErrInterrupted
+	}
+	return results, nil
+}
+
+func compact(rs []*Result) []*Result {
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Merge joins the cells of shard directories of one sweep into grid
+// order. It fails when the directories hold different sweeps; missing
+// lists the keys of cells no directory has.
+func Merge(dirs []string) (spec *Spec, results []*Result, missing []string, err error) {
+	var first []byte
+	var m manifest
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, manifestName))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: not a sweep output directory: %w", d, err)
+		}
+		if first == nil {
+			first = b
+			if err := json.Unmarshal(b, &m); err != nil || m.Spec == nil {
+				return nil, nil, nil, fmt.Errorf("%s: unreadable %s", d, manifestName)
+			}
+			spec = m.Spec
+		} else if !bytes.Equal(first, b) {
+			return nil, nil, nil, fmt.Errorf("%s holds a different sweep than %s (their %s differ)", d, dirs[0], manifestName)
+		}
+	}
+	if spec == nil {
+		return nil, nil, nil, fmt.Errorf("sweep merge: no directories given")
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	// The manifest fixes the grid: merging needs no scenario file.
+	for _, c := range spec.cells(m.BaseSeed) {
+		var got *Result
+		for _, d := range dirs {
+			if r, ok := spec.loadCell(d, c); ok {
+				got = r
+				break
+			}
+		}
+		if got == nil {
+			missing = append(missing, spec.Key(c))
+			continue
+		}
+		results = append(results, got)
+	}
+	return spec, results, missing, nil
+}

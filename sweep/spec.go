@@ -1,0 +1,182 @@
+package sweep
+
+import (
+	"fmt"
+	"strings"
+
+	"statesim/scenarios"
+)
+
+// Axis is one varied scenario field and its values, in sweep order.
+type Axis struct {
+	Key    string   `yaml:"key" json:"key"`
+	Values []string `yaml:"values" json:"values"`
+}
+
+// Spec is a sweep: a scenario, fixed overrides, the varied axes and the
+// number of seeds per grid point.
+type Spec struct {
+	Name        string   `yaml:"name" json:"name"`
+	Description string   `yaml:"description" json:"description,omitempty"`
+	Scenario    string   `yaml:"scenario" json:"scenario"`
+	Sets        []string `yaml:"set" json:"set,omitempty"`
+	Axes        []Axis   `yaml:"vary" json:"vary"`
+	// Seeds runs seeds base, base+1, ... base+Seeds-1, where base is the
+	// scenario's seed (after Sets).
+	Seeds int `yaml:"seeds" json:"seeds"`
+	// Metric is the incidence the chart shows (see Metrics).
+	Metric string `yaml:"metric" json:"metric"`
+}
+
+// ParseVary reads one --vary KEY=v1,v2,... argument.
+func ParseVary(s string) (Axis, error) {
+	k, vs, ok := strings.Cut(s, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return Axis{}, fmt.Errorf("--vary %q: want KEY=v1,v2,... (e.g. engine.gpu_memory_utilization=0.2,0.5,0.9)", s)
+	}
+	var vals []string
+	seen := map[string]bool{}
+	for _, v := range strings.Split(vs, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return Axis{}, fmt.Errorf("--vary %q: empty value", s)
+		}
+		if seen[v] {
+			return Axis{}, fmt.Errorf("--vary %q: value %q listed twice", s, v)
+		}
+		seen[v] = true
+		vals = append(vals, v)
+	}
+	return Axis{Key: k, Values: vals}, nil
+}
+
+// Validate checks the spec's shape (not the values: Plan loads every cell).
+func (s *Spec) Validate() error {
+	if s.Scenario == "" {
+		return fmt.Errorf("sweep %s: no scenario", s.Name)
+	}
+	if s.Seeds < 1 {
+		return fmt.Errorf("sweep %s: seeds must be >= 1, got %d", s.Name, s.Seeds)
+	}
+	if len(s.Axes) == 0 {
+		return fmt.Errorf("sweep %s: nothing to vary: give at least one --vary KEY=v1,v2,...", s.Name)
+	}
+	keys := map[string]bool{}
+	for _, a := range s.Axes {
+		if a.Key == "seed" {
+			return fmt.Errorf("sweep %s: vary seeds with --seeds N, not --vary seed=...", s.Name)
+		}
+		if keys[a.Key] {
+			return fmt.Errorf("sweep %s: key %s varied twice", s.Name, a.Key)
+		}
+		keys[a.Key] = true
+		if len(a.Values) == 0 {
+			return fmt.Errorf("sweep %s: key %s has no values", s.Name, a.Key)
+		}
+	}
+	if _, err := MetricByName(s.Metric); err != nil {
+		return fmt.Errorf("sweep %s: %v", s.Name, err)
+	}
+	return nil
+}
+
+// Cell is one run of the grid: a value per axis and a seed. Index is its
+// position in grid order (first axis outermost, seed innermost).
+type Cell struct {
+	Index  int      `json:"index"`
+	Values []string `json:"values"`
+	Seed   uint64   `json:"seed"`
+}
+
+// Key names a cell by its values and seed, e.g.
+// "engine.vllm_version=v0.13 engine.gpu_memory_utilization=0.2 seed=3".
+func (s *Spec) Key(c Cell) string {
+	var b strings.Builder
+	for i, a := range s.Axes {
+		fmt.Fprintf(&b, "%s=%s ", a.Key, c.Values[i])
+	}
+	fmt.Fprintf(&b, "seed=%d", c.Seed)
+	return b.String()
+}
+
+// sets are the --set arguments that build a cell's scenario.
+func (s *Spec) sets(c Cell) []string {
+	out := append([]string(nil), s.Sets...)
+	for i, a := range s.Axes {
+		out = append(out, a.Key+"="+c.Values[i])
+	}
+	return append(out, fmt.Sprintf("seed=%d", c.Seed))
+}
+
+// Plan lists every cell in grid order, loading each grid point's scenario
+// so a bad key or value fails before anything runs.
+func (s *Spec) Plan() ([]Cell, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	base, err := scenarios.Load(s.Scenario, s.Sets)
+	if err != nil {
+		return nil, err
+	}
+	cells := s.cells(base.Seed)
+	for _, c := range cells {
+		if c.Seed != base.Seed {
+			continue // seeds do not change what validates
+		}
+		if _, err := scenarios.Load(s.Scenario, s.sets(c)); err != nil {
+			return nil, err
+		}
+	}
+	return cells, nil
+}
+
+// cells enumerates the grid: first axis outermost, seed innermost.
+func (s *Spec) cells(baseSeed uint64) []Cell {
+	n := s.Seeds
+	for _, a := range s.Axes {
+		n *= len(a.Values)
+	}
+	cells := make([]Cell, 0, n)
+	idx := make([]int, len(s.Axes))
+	for {
+		vals := make([]string, len(s.Axes))
+		for i, a := range s.Axes {
+			vals[i] = a.Values[idx[i]]
+		}
+		for k := 0; k < s.Seeds; k++ {
+			cells = append(cells, Cell{Index: len(cells), Values: vals, Seed: baseSeed + uint64(k)})
+		}
+		// Odometer over the axes, last axis fastest.
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(s.Axes[i].Values) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return cells
+		}
+	}
+}
+
+// Shard is a deterministic subset of the cells: shard i of n takes cells
+// whose index is i mod n, which spreads expensive corners of the grid.
+type Shard struct{ I, N int }
+
+// ParseShard reads "i/n" with 0 <= i < n (a Kubernetes Indexed Job's
+// JOB_COMPLETION_INDEX is i).
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	a, b, ok := strings.Cut(s, "/")
+	if _, err := fmt.Sscanf(a+" "+b, "%d %d", &sh.I, &sh.N); !ok || err != nil || sh.N < 1 || sh.I < 0 || sh.I >= sh.N ||
+		fmt.Sprintf("%d/%d", sh.I, sh.N) != strings.TrimSpace(s) {
+		return Shard{}, fmt.Errorf("--shard %q: want i/n with 0 <= i < n, e.g. 0/4", s)
+	}
+	return sh, nil
+}
+
+// Has reports whether the shard runs cell index i.
+func (sh Shard) Has(i int) bool { return sh.N <= 1 || i%sh.N == sh.I }
