@@ -105,6 +105,7 @@ type Trace struct {
 
 // reqData is what the engine produced for one request in flight.
 type reqData struct {
+	req      *sched.Request // valid only while in flight: engines recycle finished requests
 	seed     uint64
 	prompt   int
 	tokens   []int32
@@ -241,7 +242,7 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 	r := row.Req
 	rd := m.reqs[r.ID]
 	if rd == nil {
-		rd = &reqData{seed: r.Seed, prompt: r.NumPromptTokens}
+		rd = &reqData{req: r, seed: r.Seed, prompt: r.NumPromptTokens}
 		m.reqs[r.ID] = rd
 	}
 	if len(rd.tokens) != r.NumOutputTokens || rd.prompt != r.NumPromptTokens {
@@ -289,26 +290,44 @@ func (m *Mock) Finish(r *sched.Request) {
 // Pending is the number of requests holding engine data.
 func (m *Mock) Pending() int { return len(m.reqs) }
 
-// FlushPending compares every request still held, in id order, as if each
-// had finished (for runs cut short). CorruptStep comes from lookup, which
-// may be nil.
-func (m *Mock) FlushPending(lookup func(statecache.RequestID) *sched.Request) {
+// FlushPending compares every request still in flight, in id order, as
+// it stands (for runs cut short), and frees its data.
+func (m *Mock) FlushPending() {
 	ids := make([]statecache.RequestID, 0, len(m.reqs))
 	for id := range m.reqs {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		corrupt := int64(-1)
-		if lookup != nil {
-			if r := lookup(id); r != nil {
-				corrupt = r.CorruptStep
-			}
-		}
-		rd := m.reqs[id]
-		delete(m.reqs, id)
-		m.compare(int64(id), corrupt, rd)
+		m.Finish(m.reqs[id].req)
 	}
+}
+
+// KeepTrace keeps the per-token comparison of request id (call it before
+// the request finishes).
+func (m *Mock) KeepTrace(id int64) { m.keep[id] = true }
+
+// Report is the mock's section of a run report.
+type Report struct {
+	Stats
+	// Divergences lists divergent requests by id, at most MaxReported.
+	Divergences []Divergence `json:"divergences"`
+	Truncated   bool         `json:"divergences_truncated,omitempty"`
+}
+
+// MaxReported bounds the divergences a Report lists; Stats counts all.
+const MaxReported = 1000
+
+// ReportExtra is the run report's backend section: it compares requests
+// still in flight (FlushPending), then returns ("mock", Report).
+func (m *Mock) ReportExtra() (string, any) {
+	m.FlushPending()
+	d := m.Divergences()
+	rep := Report{Stats: m.stats, Divergences: d}
+	if len(d) > MaxReported {
+		rep.Divergences, rep.Truncated = d[:MaxReported], true
+	}
+	return "mock", rep
 }
 
 // RefPoint is the reference's view of one generated position: the
