@@ -231,6 +231,11 @@ func (r *runner) kickStep() error {
 	if r.stepPending || r.out != nil || !r.s.HasUnfinished() {
 		return nil
 	}
+	if ev, ok := r.loop.Peek(); !ok || ev.At > r.loop.Now() {
+		// Nothing else happens at this instant, so a step-start event
+		// would be the very next one: start the step now instead.
+		return r.startStep()
+	}
 	r.stepPending = true
 	return r.schedule(r.loop.Now(), evStepStart)
 }

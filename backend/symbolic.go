@@ -116,13 +116,14 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 	r := row.Req
 	c, q := row.NumComputed, row.NumScheduled
 	end := c + q
-	for g, blocks := range r.Blocks.Attn {
-		last := (end - 1) / s.bs
-		if last >= len(blocks) {
-			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, last, g, len(blocks))
-		}
+	for g := range r.Blocks.Attn {
 		// Write K/V for positions [c, end), then read [0, end).
-		if bi := s.Prov.AccessKV(&r.Blocks, g, r.ID, c, end, s.bs, s.step); bi >= 0 {
+		bi := s.Prov.AccessKV(&r.Blocks, g, r.ID, c, end, s.bs, s.step)
+		if bi == statecache.ErrShort {
+			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, (end-1)/s.bs, g, len(r.Blocks.Attn[g]))
+		}
+		if bi >= 0 {
+			blocks := r.Blocks.Attn[g]
 			p := s.Prov.Get(blocks[bi])
 			s.corrupt(r)
 			if s.Rec.Wants(check.StaleSlotRead) {

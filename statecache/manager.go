@@ -12,16 +12,37 @@ type BlockTable struct {
 	Attn  [][]int32
 	Mamba []int32 // 0 (the null block) until allocated
 
-	// Check caches (see Provenances): verified leading KV blocks per
-	// attention group and the clobber count they were verified at, and
-	// the state lease.
-	kvOK    []int32
-	kvEpoch uint64
-	st      lease
 	// covered: tokens every group's blocks hold room for (0 until the
 	// first allocation, and after Free); held: blocks in the table.
 	covered int
 	held    int
+	// Check caches (see Provenances), inline for the first attention
+	// group so that a decode stays within the table: the clobber count
+	// the KV checks were made at, per group the verified blocks and the
+	// leased last block, and the state lease.
+	kvEpoch uint64
+	kv0     kvGroup
+	kvN     []kvGroup // groups 1..
+	st      lease
+}
+
+// kvGroup is attention group g's check cache.
+func (t *BlockTable) kvGroup(g int) *kvGroup {
+	if g == 0 {
+		return &t.kv0
+	}
+	for len(t.kvN) < len(t.Attn)-1 {
+		t.kvN = append(t.kvN, kvGroup{})
+	}
+	return &t.kvN[g-1]
+}
+
+// resetKV forgets every verified KV block (leases stay).
+func (t *BlockTable) resetKV() {
+	t.kv0.ok = 0
+	for i := range t.kvN {
+		t.kvN[i].ok = 0
+	}
 }
 
 // Slot is the request's state slot in Mamba group g.
@@ -138,7 +159,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	if t.st.ps != nil {
 		t.st.ps.Settle(t)
 	}
-	clear(t.kvOK)
+	t.resetKV()
 	t.covered, t.held = 0, 0
 	for _, g := range m.order {
 		if g.mamba {

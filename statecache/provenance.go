@@ -126,74 +126,70 @@ func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 // AccessKV is attention group g's access for one row of req through t:
 // write K/V for positions [computed, end), then read [0, end). It returns
 // the index in t.Attn[g] of the first block that does not hold req's K/V
-// for the read (the read is stale from there), or -1. Blocks verified full
-// by an earlier access are not re-read unless a wrapped write happened
-// since, and the partly filled last block stays leased to t while only req
-// writes it, so a decode touches no block record at all.
+// for the read (the read is stale from there), or -1; ErrShort when t
+// holds too few blocks. Blocks verified full by an earlier access are not
+// re-read unless a wrapped write happened since, and the partly filled
+// last block stays leased to t while only req writes it, so a decode
+// touches no block record at all.
 func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, end, blockSize int, step int64) int {
-	if len(t.kvOK) != len(t.Attn) {
-		t.kvOK = make([]int32, len(t.Attn))
-	}
 	if t.kvEpoch != ps.clobbers {
-		clear(t.kvOK)
+		t.resetKV()
 		t.kvEpoch = ps.clobbers
 	}
-	blocks := t.Attn[g]
+	kg := t.kvGroup(g)
 	first, last := computed/blockSize, (end-1)/blockSize
-	if st := &t.st; st.ps == ps && g < len(st.tails) {
-		tl := &st.tails[g]
-		if int(tl.idx) == first && first == last && int(t.kvOK[g]) == first && tl.writer == req {
+	if tl := &kg.tail; tl.leased && t.st.ps == ps {
+		if int(tl.idx) == first && first == last && int(kg.ok) == first && tl.writer == req && end <= t.covered {
 			// Only req has written the leased block: it holds req's
 			// positions up to tl.tokens, and now up to end.
 			tl.tokens = max(tl.tokens, int32(end-first*blockSize))
 			tl.step = step
 			if end == (last+1)*blockSize {
-				t.kvOK[g] = int32(last + 1)
+				kg.ok = int32(last + 1)
 			}
 			return -1
 		}
-		ps.settleTail(t, g)
+		ps.settleTail(t, kg, g)
+	}
+	blocks := t.Attn[g]
+	if last >= len(blocks) {
+		return ErrShort
 	}
 	for bi := first; bi <= last; bi++ {
 		ps.WriteKV(blocks[bi], req, min(blockSize, end-bi*blockSize), step)
 	}
-	for bi := int(t.kvOK[g]); bi <= last; bi++ {
+	for bi := int(kg.ok); bi <= last; bi++ {
 		if !ps.KVValid(blocks[bi], req, min(blockSize, end-bi*blockSize)) {
-			t.kvOK[g] = int32(bi)
+			kg.ok = int32(bi)
 			return bi
 		}
 	}
-	t.kvOK[g] = int32(end / blockSize) // full blocks only: the last may grow
+	kg.ok = int32(end / blockSize) // full blocks only: the last may grow
 	if end%blockSize != 0 {
-		ps.leaseTail(t, g, last)
+		// Lease the partly filled block, whose record req just verified.
+		b := blocks[last]
+		ps.leaseOf(t)
+		p := &ps.p[b]
+		kg.tail = kvTail{leased: true, idx: int32(last), writer: p.Writer, tokens: p.Tokens, step: p.Step}
+		p.leased = true
+		ps.owner[b] = t
 	}
 	return -1
 }
 
-// leaseTail moves the record of block t.Attn[g][i], which its writer
-// has just verified, into t.
-func (ps *Provenances) leaseTail(t *BlockTable, g, i int) {
-	b := t.Attn[g][i]
-	st := ps.leaseOf(t)
-	for len(st.tails) < len(t.Attn) {
-		st.tails = append(st.tails, kvTail{idx: -1})
-	}
-	p := &ps.p[b]
-	st.tails[g] = kvTail{idx: int32(i), writer: p.Writer, tokens: p.Tokens, step: p.Step}
-	p.leased = true
-	ps.owner[b] = t
-}
+// ErrShort is AccessKV's answer when the table lacks a block to access.
+const ErrShort = -2
 
-// settleTail writes t's lease of attention group g's block back.
-func (ps *Provenances) settleTail(t *BlockTable, g int) {
-	tl := &t.st.tails[g]
-	if tl.idx < 0 {
+// settleTail writes t's lease of attention group g's last block back.
+func (ps *Provenances) settleTail(t *BlockTable, kg *kvGroup, g int) {
+	tl := &kg.tail
+	if !tl.leased {
 		return
 	}
 	b := t.Attn[g][tl.idx]
 	ps.p[b] = Provenance{Writer: tl.writer, Content: KV, Tokens: tl.tokens, Step: tl.step, Intended: b}
 	ps.owner[b] = nil
-	tl.idx = -1
+	tl.leased = false
 }
 
 // leaseOf readies t to hold leases over ps's records.
@@ -209,21 +205,27 @@ func (ps *Provenances) leaseOf(t *BlockTable) *lease {
 	return st
 }
 
-// lease holds records of t's blocks while t's request alone writes them
-// (see Provenances): its Mamba slots' shared state record, and per
-// attention group the partly filled last block.
+// lease holds the record of t's Mamba slots while t's request alone
+// writes them (see Provenances); ps is set while t holds any lease.
 type lease struct {
-	ps      *Provenances // nil: nothing leased
-	state   bool         // the Mamba slots are leased
-	writer  RequestID
-	tokens  int32
-	step    int64
+	ps      *Provenances
+	state   bool // the Mamba slots are leased
 	tainted bool
-	tails   []kvTail // per attention group
+	tokens  int32
+	writer  RequestID
+	step    int64
 }
 
-// kvTail is a leased KV block: t.Attn[g][idx], or none when idx < 0.
+// kvGroup is one attention group's check cache: ok leading blocks are
+// verified full, and tail is the leased partly filled block.
+type kvGroup struct {
+	ok   int32
+	tail kvTail
+}
+
+// kvTail is a leased KV block, t.Attn[g][idx].
 type kvTail struct {
+	leased      bool
 	idx, tokens int32
 	writer      RequestID
 	step        int64
@@ -286,9 +288,8 @@ func (ps *Provenances) Settle(t *BlockTable) {
 	}
 	ps = st.ps
 	ps.SettleState(t)
-	for g := range st.tails {
-		ps.settleTail(t, g)
+	for g := range t.Attn {
+		ps.settleTail(t, t.kvGroup(g), g)
 	}
-	tails := st.tails[:0]
-	*st = lease{tails: tails}
+	st.ps = nil
 }
