@@ -9,13 +9,48 @@ import (
 
 	"statesim"
 	"statesim/scenarios"
+	"statesim/sched"
+	"statesim/timeline"
 )
 
 func init() {
 	commands["run"] = command{
-		summary: "run SCENARIO [--json] [--trace FILE] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
+		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
 		run:     cmdRun,
 	}
+}
+
+// startTimeline hooks a timeline writer into opt when path is set; done
+// finishes and closes the file.
+func startTimeline(path string, opt *statesim.Options) (*timeline.Writer, func() error, error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	tl := timeline.New(f)
+	prevStep, prevFinish := opt.OnStep, opt.OnFinish
+	opt.OnStep = func(e *statesim.StepEvent) {
+		if prevStep != nil {
+			prevStep(e)
+		}
+		tl.OnStep(e)
+	}
+	opt.OnFinish = func(q *sched.Request) {
+		if prevFinish != nil {
+			prevFinish(q)
+		}
+		tl.OnFinish(q)
+	}
+	return tl, func() error {
+		err := tl.Close()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -23,6 +58,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	tracePath := fs.String("trace", "", "write one JSON line per step to `FILE`")
+	timelinePath := fs.String("timeline", "", "write a Chrome trace-event timeline to `FILE.json` (open in ui.perfetto.dev or chrome://tracing)")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
 	pos, err := parseInterleaved(fs, args)
@@ -49,6 +85,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer traceFile.Close()
 		opt.Trace = traceFile
 	}
+	tl, tlDone, err := startTimeline(*timelinePath, &opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: --timeline: %v\n", err)
+		return exitBadInput
+	}
 	rep, err := statesim.Run(sc, opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
@@ -57,6 +98,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return exitBadInput
 		}
 		return exitInternal
+	}
+	if tl != nil {
+		tl.Violations(rep.Violations)
+		if err := tlDone(); err != nil {
+			fmt.Fprintf(stderr, "statesim: --timeline: %v\n", err)
+			return exitInternal
+		}
 	}
 	if traceFile != nil {
 		if err := traceFile.Close(); err != nil {
