@@ -52,6 +52,7 @@ type State struct {
 	Waiting []*Request // head first; see PushWaiting
 	Running []*Request
 	Now     sim.Time
+	waitBuf []*Request // Waiting's backing array, reused as the head pops
 }
 
 // Policy decides one step. It appends rows (in running-then-new order,
@@ -112,15 +113,32 @@ func (st *State) PreemptVictim() *Request {
 func (st *State) AddRequest(r *Request) {
 	r.Status = Waiting
 	if st.Cfg.Policy == FCFS {
-		st.Waiting = append(st.Waiting, r)
+		st.appendWaiting(r)
 		return
 	}
 	st.insertByPriority(r)
 }
 
+// appendWaiting appends to the waiting queue without allocating in steady
+// state: PopWaiting reslices from the head, so when the tail runs out of
+// room the queue moves back to the front of its buffer, which grows only
+// when it is less than half free.
+func (st *State) appendWaiting(r *Request) {
+	if n := len(st.Waiting); n == cap(st.Waiting) {
+		if cap(st.waitBuf) < 2*n+16 {
+			st.waitBuf = make([]*Request, 0, 2*n+16)
+		}
+		buf := st.waitBuf[:n]
+		copy(buf, st.Waiting) // may overlap: copy moves
+		clear(buf[n:cap(buf)])
+		st.Waiting = buf
+	}
+	st.Waiting = append(st.Waiting, r)
+}
+
 func (st *State) pushWaitingFront(r *Request) {
 	if st.Cfg.Policy == FCFS {
-		st.Waiting = append(st.Waiting, nil)
+		st.appendWaiting(nil)
 		copy(st.Waiting[1:], st.Waiting)
 		st.Waiting[0] = r
 		return
@@ -140,7 +158,7 @@ func prioLess(a, b *Request) bool {
 
 func (st *State) insertByPriority(r *Request) {
 	i := sort.Search(len(st.Waiting), func(i int) bool { return prioLess(r, st.Waiting[i]) })
-	st.Waiting = append(st.Waiting, nil)
+	st.appendWaiting(nil)
 	copy(st.Waiting[i+1:], st.Waiting[i:])
 	st.Waiting[i] = r
 }
