@@ -69,6 +69,9 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 	shrinking := false
 	var unavailable error
 	g := gprop.ForAll(func(x *Params) bool {
+		if unavailable != nil {
+			return true // nothing to learn from more trials
+		}
 		if !shrinking {
 			res.Trials++
 			if opt.OnTrial != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -110,7 +111,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(*trials*len(ps), progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+			progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond))
 	}
 	failed := 0
 	for _, p := range ps {
