@@ -80,6 +80,10 @@ const (
 	evStepStart
 )
 
+// plainChecks runs the symbolic backend without its check shortcuts
+// (statecache.Provenances.Plain); tests compare the two.
+var plainChecks bool
+
 type runner struct {
 	sc      *scenarios.Scenario
 	opt     Options
@@ -144,6 +148,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
+	r.sym.Prov.Plain = plainChecks
 	r.be = r.sym
 	if k := sc.Backend.Kind; k != "symbolic" {
 		f, ok := factories[k]

@@ -46,6 +46,10 @@ type Provenance struct {
 //     carry one record, kept in the request's BlockTable (a lease) and
 //     advanced there; any other access, and Free, writes it back first.
 type Provenances struct {
+	// Plain turns both shortcuts off: every access reads and writes every
+	// block's record. It is the reference the shortcuts are tested against.
+	Plain bool
+
 	p        []Provenance
 	owner    []*BlockTable // owner[b]: the lease holding b's record
 	clobbers uint64        // wrapped writes so far: the KV checks' epoch
@@ -132,7 +136,7 @@ func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 // last block stays leased to t while only req writes it, so a decode
 // touches no block record at all.
 func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, end, blockSize int, step int64) int {
-	if t.kvEpoch != ps.clobbers {
+	if t.kvEpoch != ps.clobbers || ps.Plain {
 		t.resetKV()
 		t.kvEpoch = ps.clobbers
 	}
@@ -165,7 +169,7 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		}
 	}
 	kg.ok = int32(end / blockSize) // full blocks only: the last may grow
-	if end%blockSize != 0 {
+	if end%blockSize != 0 && !ps.Plain {
 		// Lease the partly filled block, whose record req just verified.
 		b := blocks[last]
 		ps.leaseOf(t)
@@ -235,6 +239,9 @@ type kvTail struct {
 // written alike with WriteState(slot, req, tokens, step, tainted), into t,
 // so that AdvanceState can update all of them at once.
 func (ps *Provenances) LeaseState(t *BlockTable, req RequestID, tokens int, step int64, tainted bool) {
+	if ps.Plain {
+		return
+	}
 	for _, b := range t.Mamba {
 		if b != NullBlock {
 			ps.touch(b)

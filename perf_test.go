@@ -1,0 +1,64 @@
+package statesim
+
+import (
+	"bytes"
+	"testing"
+
+	"statesim/scenarios"
+	"statesim/sched"
+)
+
+// The check shortcuts (verified KV prefixes, leased records; see
+// statecache.Provenances) must not change a single byte of a run: every
+// violation, imposter and trace line is the same with them off.
+func TestShortcutsChangeNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays several scenarios twice")
+	}
+	for _, c := range []struct {
+		name string
+		sets []string
+	}{
+		{"imposter", nil},
+		// Bug B clobbering KV blocks and state slots, step after step.
+		{"wrap32", []string{"workload.steps=3", "engine.state_index_bits=30"}},
+		// Production arrivals under pressure: preemptions, chunked
+		// prefills, bug A and a wrapping index on a small pool.
+		{"azure-conv", []string{"workload.limit=3000", "workload.rate_scale=6", "engine.num_gpu_blocks_override=700"}},
+		{"azure-conv", []string{"workload.limit=3000", "workload.rate_scale=6", "engine.num_gpu_blocks_override=900",
+			"engine.state_index_bits=24", "engine.vllm_version=v0.14", "engine.scheduling_policy=priority"}},
+	} {
+		j1, t1 := runBytes(t, c.name, c.sets...)
+		plainChecks = true
+		j2, t2 := runBytes(t, c.name, c.sets...)
+		plainChecks = false
+		if !bytes.Equal(j1, j2) {
+			t.Errorf("%s %v: --json differs with the shortcuts off:\n%s\nvs\n%s", c.name, c.sets, j1, j2)
+		}
+		if !bytes.Equal(t1, t2) {
+			t.Errorf("%s %v: --trace differs with the shortcuts off", c.name, c.sets)
+		}
+	}
+}
+
+// A trace is streamed: requests are read as the clock reaches them and
+// their objects recycled, so a run holds as many requests as are in
+// flight, however long the trace.
+func TestMemoryBoundedByInFlight(t *testing.T) {
+	sc, err := scenarios.Load("synthetic-1m", []string{"workload.count=30000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := map[any]bool{}
+	rep, err := Run(sc, Options{OnFinish: func(r *sched.Request) { objects[r] = true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Finished != 30000 {
+		t.Fatalf("%d of 30000 requests finished", rep.Finished)
+	}
+	// In flight: at most max_batch_rows running plus a short queue.
+	if n := len(objects); n > 2*rep.MaxBatchRows+256 {
+		t.Errorf("%d request objects for 30000 requests with at most %d running: memory grows with the trace", n, rep.MaxBatchRows)
+	}
+}
