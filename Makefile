@@ -35,3 +35,19 @@ bench:
 
 clean:
 	rm -rf bin out
+
+# The README's and docs/sweeps.md's figures (docs/img/): charts of the
+# imposter and wrap32 runs and the built-in sweeps' charts. Sweeps resume
+# from finished cells, so their output directories are cleared first.
+.PHONY: figures
+figures: build
+	rm -rf out/figures
+	./$(BIN) plot imposter --out out/figures
+	./$(BIN) plot wrap32 --out out/figures
+	./$(BIN) sweep bug-a-memory --quiet --out out/figures/bug-a-memory
+	./$(BIN) sweep bug-b-rollouts --quiet --out out/figures/bug-b-rollouts
+	./$(BIN) sweep bug-b-memory --quiet --out out/figures/bug-b-memory
+	mkdir -p docs/img
+	cp out/figures/imposter-budget.png out/figures/imposter-cache.png out/figures/wrap32-cache.png docs/img/
+	cp out/figures/bug-a-memory/bug-a-memory-incidence.png out/figures/bug-b-rollouts/bug-b-rollouts-incidence.png \
+	   out/figures/bug-b-memory/bug-b-memory-incidence.png docs/img/

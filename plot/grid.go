@@ -220,8 +220,8 @@ func lineChart(g *Grid, dc draw.Canvas) {
 	if _, log := p.X.Scale.(plot.LogScale); log {
 		p.X.Min, p.X.Max = x0/1.2, x1*1.2
 	} else {
-		pad := max((x1-x0)*0.05, 0.5*float64(min(1, len(xs)-1)))
-		if pad == 0 {
+		pad := (x1 - x0) * 0.06
+		if !numeric || pad == 0 {
 			pad = 0.5
 		}
 		p.X.Min, p.X.Max = x0-pad, x1+pad
