@@ -15,7 +15,8 @@
 // operation order, so a request's numbers are bit-identical whether it is
 // processed in one prefill, in chunks, token by token through the decode
 // kernel, batched or alone; on a healthy run every |Δ log-prob| is exactly 0.
-// The math is specified in docs/numeric-model.md.
+// The math is specified in docs/numeric-model.md. Subpackage register wires
+// the mock into the engine as backend kind "mock".
 //
 // It must never read the wall clock or a global RNG, never iterate a map
 // where order reaches an output, and never clear a cache page on free.

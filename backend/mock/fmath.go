@@ -28,7 +28,7 @@ func exp64(x float64) float64 {
 	case x < -745.2:
 		return 0
 	}
-	k := math.Floor(x*log2e + 0.5)
+	k := math.Floor(float64(x*log2e) + 0.5)
 	r := float64(x-float64(k*ln2Hi)) - float64(k*ln2Lo)
 	p := 1.0 / 6227020800 // 1/13!
 	for _, c := range [...]float64{1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
@@ -67,7 +67,9 @@ func exp32(x float32) float32 {
 	k := int64(math.Float64bits(t)) << 13 >> 13 // low 51 bits, sign-extended
 	kf := t - 0x1.8p52
 	r := xd - float64(kf*c1)
-	p := float64(float64(float64(float64(tf*r)+six)*r)+half)*r + 1
+	p := float64(tf*r) + six
+	p = float64(p*r) + half
+	p = float64(p*r) + 1
 	p = float64(p*r) + 1
 	scale := math.Float64frombits(uint64((k>>6)+1023) << 52)
 	return float32(float64(p*exp2Table[k&63]) * scale)

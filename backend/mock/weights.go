@@ -17,7 +17,7 @@ import (
 // greedy token usually holds most of the probability mass. A corrupted state
 // then yields confident garbage, not a flat distribution. Tuned on the
 // imposter schedule (bug A): median healthy greedy log-prob ≈ −0.1, and the
-// reference log-prob of an imposter's first token ≈ −10.
+// reference log-prob of an imposter's confidently chosen first token ≈ −13.
 const (
 	// WeightStream is the PCG stream (second seed word) of the weights.
 	WeightStream uint64 = 0x6d6f636b5f77 // "mock_w"
