@@ -125,6 +125,9 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	tr := s.Kind == "trace" || s.Kind == "synthetic"
+	if s.RateScale != 0 && !tr {
+		return ferr("rate_scale", "only trace and synthetic workloads replay at a scale (this is %s)", s.Kind)
+	}
 	if err := s.PromptLen.Validate(tr); err != nil {
 		return &FieldError{Path: "prompt_len." + fieldOf(err), Err: errAfterField(err)}
 	}

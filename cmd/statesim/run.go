@@ -15,7 +15,7 @@ import (
 
 func init() {
 	commands["run"] = command{
-		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
+		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--rate-scale X] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
 		run:     cmdRun,
 	}
 }
@@ -61,6 +61,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	timelinePath := fs.String("timeline", "", "write a Chrome trace-event timeline to `FILE.json` (open in ui.perfetto.dev or chrome://tracing)")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
+	fs.Func("rate-scale", "replay a trace `X` times faster (X > 1 is more load): --set workload.rate_scale=X", func(v string) error {
+		return sets.Set("workload.rate_scale=" + v)
+	})
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitBadInput

@@ -1,0 +1,104 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"statesim/sim"
+)
+
+func drain(t *testing.T, s *Spec) []Arrival {
+	t.Helper()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := New(s, sim.NewStreams(1), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Arrival
+	for {
+		a, ok, err := src.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		out = append(out, a)
+	}
+	if !src.Done() {
+		t.Error("source not done after its last arrival")
+	}
+	return out
+}
+
+func synth(count int, scale float64) *Spec {
+	return &Spec{Kind: "synthetic", Count: count, Rate: 10, PromptMedian: 1020, OutputMedian: 129, RateScale: scale,
+		PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
+}
+
+func TestSyntheticIsSeededAndScaled(t *testing.T) {
+	a, b := drain(t, synth(500, 0)), drain(t, synth(500, 0))
+	if len(a) != 500 {
+		t.Fatalf("%d arrivals, want 500", len(a))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("arrival %d differs between runs: %+v vs %+v", i, a[i], b[i])
+		}
+	}
+	// 500 arrivals at 10/s span about 50 s; at rate_scale 2, about 25 s.
+	if end := a[len(a)-1].At.Seconds(); end < 40 || end > 60 {
+		t.Errorf("500 arrivals at 10/s end at %.1f s", end)
+	}
+	if end := drain(t, synth(500, 2))[499].At.Seconds(); end < 20 || end > 30 {
+		t.Errorf("at rate_scale 2 they end at %.1f s", end)
+	}
+}
+
+func TestTraceJSONLFieldsAndLimit(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "t.jsonl")
+	data := `{"t": 0, "in": 10, "out": 3}` + "\n" + `{"t": 1500, "in": 20, "out": 0}` + "\n" + `{"t": 3000, "in": 30, "out": 5}` + "\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Spec{Kind: "trace", Path: p, TimeField: "t", PromptField: "in", OutputField: "out", TimeUnit: "ms",
+		RateScale: 3, Limit: 2, PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
+	got := drain(t, s)
+	if len(got) != 2 {
+		t.Fatalf("limit 2 gave %d arrivals", len(got))
+	}
+	// 1.5 s at three times the rate is 0.5 s; zero output tokens become 1.
+	if got[1].At != 500*sim.Millisecond || got[1].PromptLen != 20 || got[1].OutputLen != 1 || got[1].Line != 2 {
+		t.Errorf("second arrival %+v", got[1])
+	}
+}
+
+func TestAzureSampleReplays(t *testing.T) {
+	s := &Spec{Kind: "trace", Path: "../testdata/traces/AzureLLMInferenceTrace_conv.csv", Limit: 100,
+		PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
+	got := drain(t, s)
+	if len(got) != 100 || got[0].At != 0 || got[0].PromptLen != 374 || got[0].OutputLen != 44 {
+		t.Fatalf("%d arrivals, first %+v", len(got), got[0])
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Kind: "synthetic", Count: 5, Rate: 1, OutputMedian: 3}, "prompt_median"},
+		{Spec{Kind: "synthetic", Count: 5, Rate: 0, PromptMedian: 3, OutputMedian: 3}, "rate"},
+		{Spec{Kind: "batches", NumPrompts: 2, BatchSize: 1, RateScale: 2, PromptLen: Dist{Kind: "constant", Value: 1}, OutputLen: Dist{Kind: "constant", Value: 1}}, "rate_scale"},
+	} {
+		err := c.spec.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), c.want+":") {
+			t.Errorf("%+v: error %v, want one about %s", c.spec, err, c.want)
+		}
+	}
+}
