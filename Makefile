@@ -30,8 +30,13 @@ fuzz:
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzAzureCSV$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 
+# Replay benchmarks (one replay per op, 5 runs: quote the median), the
+# trace readers and the sketch, then wall time and peak RSS of the binary
+# (scripts/bench-rss.sh). About two minutes on a quiet machine.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
+	$(GO) test -run '^$$' -bench 'Replay(AzureConv|Synthetic1M)$$' -benchtime 1x -benchmem -count 5 .
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./trace ./sketch
+	./scripts/bench-rss.sh 5
 
 clean:
 	rm -rf bin out
