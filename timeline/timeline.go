@@ -21,27 +21,42 @@ const (
 	tidSteps     = 1
 )
 
-// event is one trace event. Dur is set on complete ("X") events only.
-type event struct {
-	Name  string         `json:"name"`
-	Cat   string         `json:"cat,omitempty"`
-	Ph    string         `json:"ph"`
-	Ts    json.Number    `json:"ts"`
-	Dur   json.Number    `json:"dur,omitempty"`
-	Pid   int            `json:"pid"`
-	Tid   int64          `json:"tid"`
-	S     string         `json:"s,omitempty"`
-	Cname string         `json:"cname,omitempty"`
-	Args  map[string]any `json:"args,omitempty"`
+// arg is one key of an event's args: an integer, or a string when isStr.
+type arg struct {
+	k     string
+	i     int64
+	s     string
+	isStr bool
 }
+
+func num(k string, v int64) arg                        { return arg{k: k, i: v} }
+func str(k, v string) arg                              { return arg{k: k, s: v, isStr: true} }
+func inum[T ~int | ~int32 | ~int64](k string, v T) arg { return num(k, int64(v)) }
 
 // tid is a request's track: its id + 1, since tid 0 reads as a
 // process's main thread in some viewers.
 func tid(id int64) int64 { return id + 1 }
 
-// us turns simulated nanoseconds into the format's microseconds.
-func us(ns int64) json.Number {
-	return json.Number(strconv.FormatFloat(float64(ns)/1e3, 'f', 3, 64))
+// appendUS writes simulated nanoseconds as the format's microseconds with
+// three decimals, exactly (no floating point).
+func appendUS(b []byte, ns int64) []byte {
+	ns = max(ns, 0)
+	b = strconv.AppendInt(b, ns/1000, 10)
+	f := ns % 1000
+	return append(b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+}
+
+// appendString writes a JSON string; plain ASCII goes straight through.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // request is what the writer remembers of a live request.
@@ -58,6 +73,7 @@ type request struct {
 // statesim.Options.OnStep and OnFinish, then call Close.
 type Writer struct {
 	w     *bufio.Writer
+	buf   []byte
 	n     int
 	err   error
 	live  map[int64]*request
@@ -79,25 +95,75 @@ func (t *Writer) raw(s string) {
 	}
 }
 
-func (t *Writer) emit(e event) {
-	b, err := json.Marshal(e)
-	if err != nil && t.err == nil {
-		t.err = err
-		return
-	}
+// emit writes one event; dur < 0 means none (not a complete event).
+func (t *Writer) emit(name, cat, ph string, ts, dur int64, pid int, track int64, scope, cname string, args ...arg) {
+	b := t.buf[:0]
 	if t.n > 0 {
-		t.raw(",\n")
+		b = append(b, ",\n"...)
 	}
 	t.n++
-	t.raw(string(b))
+	b = append(b, `{"name":`...)
+	b = appendString(b, name)
+	if cat != "" {
+		b = append(b, `,"cat":"`...)
+		b = append(b, cat...)
+		b = append(b, '"')
+	}
+	b = append(b, `,"ph":"`...)
+	b = append(b, ph...)
+	b = append(b, `","ts":`...)
+	b = appendUS(b, ts)
+	if dur >= 0 {
+		b = append(b, `,"dur":`...)
+		b = appendUS(b, dur)
+	}
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, track, 10)
+	if scope != "" {
+		b = append(b, `,"s":"`...)
+		b = append(b, scope...)
+		b = append(b, '"')
+	}
+	if cname != "" {
+		b = append(b, `,"cname":"`...)
+		b = append(b, cname...)
+		b = append(b, '"')
+	}
+	if len(args) > 0 {
+		b = append(b, `,"args":{`...)
+		for i, a := range args {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, a.k)
+			b = append(b, ':')
+			if a.isStr {
+				b = appendString(b, a.s)
+			} else {
+				b = strconv.AppendInt(b, a.i, 10)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	t.buf = b
+	if t.err == nil {
+		_, t.err = t.w.Write(b)
+	}
 }
 
-func (t *Writer) span(pid int, tid int64, name, cat string, start, end int64, args map[string]any) {
-	t.emit(event{Name: name, Cat: cat, Ph: "X", Ts: us(start), Dur: us(max(0, end-start)), Pid: pid, Tid: tid, Args: args})
+func (t *Writer) span(pid int, track int64, name, cat string, start, end int64, args ...arg) {
+	t.emit(name, cat, "X", start, max(0, end-start), pid, track, "", "", args...)
 }
 
-func (t *Writer) instant(pid int, tid int64, name, cname string, at int64, args map[string]any) {
-	t.emit(event{Name: name, Ph: "i", S: "t", Ts: us(at), Pid: pid, Tid: tid, Cname: cname, Args: args})
+func (t *Writer) instant(pid int, track int64, name, cname string, at int64, args ...arg) {
+	t.emit(name, "", "i", at, -1, pid, track, "t", cname, args...)
+}
+
+func (t *Writer) counter(name string, at int64, args ...arg) {
+	t.emit(name, "", "C", at, -1, pidScheduler, tidSteps, "", "", args...)
 }
 
 func (t *Writer) req(q *sched.Request) *request {
@@ -116,8 +182,7 @@ func (t *Writer) closeDecode(id int64, r *request) {
 	if r.decSteps == 0 {
 		return
 	}
-	t.span(pidRequests, tid(id), "decode", "decode", r.decStart, r.decEnd,
-		map[string]any{"steps": r.decSteps, "tokens": r.decTokens})
+	t.span(pidRequests, tid(id), "decode", "decode", r.decStart, r.decEnd, num("steps", r.decSteps), num("tokens", r.decTokens))
 	r.decSteps, r.decTokens = 0, 0
 }
 
@@ -131,7 +196,7 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 		id := int64(q.ID)
 		r := t.req(q)
 		t.closeDecode(id, r)
-		t.instant(pidRequests, tid(id), "preempted", "bad", start, map[string]any{"step": out.Step})
+		t.instant(pidRequests, tid(id), "preempted", "bad", start, num("step", out.Step))
 		r.queuedSince = start
 	}
 	var decode, extend, prefill, cut int
@@ -141,7 +206,7 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 		id := int64(q.ID)
 		r := t.req(q)
 		if r.queuedSince >= 0 {
-			t.span(pidRequests, tid(id), "queued", "queued", r.queuedSince, start, nil)
+			t.span(pidRequests, tid(id), "queued", "queued", r.queuedSince, start)
 			r.queuedSince = -1
 		}
 		if row.NumComputed >= q.NumPromptTokens {
@@ -169,21 +234,19 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 		default:
 			prefill += row.NumScheduled
 		}
-		t.span(pidRequests, tid(id), name, "prefill", start, end, map[string]any{
-			"step": out.Step, "tokens": row.NumScheduled, "num_computed_tokens": row.NumComputed,
-			"prompt_tokens": q.NumPromptTokens, "region": row.Region.String(), "mamba_path": row.Path.String()})
+		t.span(pidRequests, tid(id), name, "prefill", start, end, num("step", out.Step), inum("tokens", row.NumScheduled),
+			inum("num_computed_tokens", row.NumComputed), inum("prompt_tokens", q.NumPromptTokens),
+			str("region", row.Region.String()), str("mamba_path", row.Path.String()))
 		if row.NumComputed == 0 && row.Path == sched.PathDecode && len(q.Blocks.Mamba) > 0 {
 			t.instant(pidRequests, tid(id), "new request on the Mamba decode path", "terrible", start,
-				map[string]any{"step": out.Step, "tokens": row.NumScheduled, "slot": q.Blocks.Mamba[0]})
+				num("step", out.Step), inum("tokens", row.NumScheduled), inum("slot", q.Blocks.Mamba[0]))
 		}
 	}
-	t.span(pidScheduler, tidSteps, "step "+strconv.FormatInt(out.Step, 10), "step", start, end, map[string]any{
-		"rows": len(out.Rows), "tokens": out.NumScheduledTokens, "decode_rows": out.NumDecodes, "preempted": len(out.Preempted)})
-	t.emit(event{Name: "token budget", Ph: "C", Ts: us(start), Pid: pidScheduler, Tid: tidSteps,
-		Args: map[string]any{"decode": decode, "extend": extend, "prefill": prefill, "new request cut": cut}})
+	t.span(pidScheduler, tidSteps, "step "+strconv.FormatInt(out.Step, 10), "step", start, end, inum("rows", len(out.Rows)),
+		inum("tokens", out.NumScheduledTokens), inum("decode_rows", out.NumDecodes), inum("preempted", len(out.Preempted)))
+	t.counter("token budget", start, inum("decode", decode), inum("extend", extend), inum("prefill", prefill), inum("new request cut", cut))
 	if s := e.Sched; s != nil {
-		t.emit(event{Name: "queues", Ph: "C", Ts: us(start), Pid: pidScheduler, Tid: tidSteps,
-			Args: map[string]any{"waiting": len(s.Waiting), "running": len(s.Running)}})
+		t.counter("queues", start, inum("waiting", len(s.Waiting)), inum("running", len(s.Running)))
 	}
 }
 
@@ -195,7 +258,7 @@ func (t *Writer) OnFinish(q *sched.Request) {
 		return
 	}
 	t.closeDecode(id, r)
-	t.instant(pidRequests, tid(id), "finished", "good", int64(q.FinishTime), map[string]any{"output_tokens": q.NumOutputTokens})
+	t.instant(pidRequests, tid(id), "finished", "good", int64(q.FinishTime), inum("output_tokens", q.NumOutputTokens))
 	delete(t.live, id)
 }
 
@@ -207,7 +270,7 @@ func (t *Writer) Violations(vs []check.Violation) {
 		if v.RequestID < 0 {
 			pid, track = pidScheduler, tidSteps
 		}
-		t.instant(pid, track, v.Name, "terrible", v.TimeNS, map[string]any{"step": v.Step, "detail": v.Detail})
+		t.instant(pid, track, v.Name, "terrible", v.TimeNS, num("step", v.Step), str("detail", v.Detail))
 	}
 }
 
@@ -223,20 +286,20 @@ func (t *Writer) Close() error {
 		r := t.live[id]
 		t.closeDecode(id, r)
 		if r.queuedSince >= 0 {
-			t.span(pidRequests, tid(id), "queued (never scheduled)", "queued", r.queuedSince, t.end, nil)
+			t.span(pidRequests, tid(id), "queued (never scheduled)", "queued", r.queuedSince, t.end)
 		}
 	}
-	meta := func(pid int, track int64, name string, args map[string]any) {
-		t.emit(event{Name: name, Ph: "M", Ts: "0", Pid: pid, Tid: track, Args: args})
+	meta := func(pid int, track int64, name string, a arg) {
+		t.emit(name, "", "M", 0, -1, pid, track, "", "", a)
 	}
-	meta(pidScheduler, 0, "process_name", map[string]any{"name": "scheduler"})
-	meta(pidScheduler, tidSteps, "thread_name", map[string]any{"name": "steps"})
-	meta(pidRequests, 0, "process_name", map[string]any{"name": "requests"})
+	meta(pidScheduler, 0, "process_name", str("name", "scheduler"))
+	meta(pidScheduler, tidSteps, "thread_name", str("name", "steps"))
+	meta(pidRequests, 0, "process_name", str("name", "requests"))
 	seen := append([]int64(nil), t.seen...)
 	sort.Slice(seen, func(i, j int) bool { return seen[i] < seen[j] })
 	for _, id := range seen {
-		meta(pidRequests, tid(id), "thread_name", map[string]any{"name": fmt.Sprintf("request %d", id)})
-		meta(pidRequests, tid(id), "thread_sort_index", map[string]any{"sort_index": id})
+		meta(pidRequests, tid(id), "thread_name", str("name", fmt.Sprintf("request %d", id)))
+		meta(pidRequests, tid(id), "thread_sort_index", num("sort_index", id))
 	}
 	t.raw("\n]}\n")
 	if t.err == nil {

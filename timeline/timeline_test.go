@@ -145,3 +145,17 @@ func TestTimelineIsDeterministic(t *testing.T) {
 		t.Fatal("two runs of the same scenario wrote different timelines")
 	}
 }
+
+func TestAppendHelpers(t *testing.T) {
+	for _, s := range []string{"", "plain", `quote " and \ slash`, "47663 × 90112 ≥ 2^32", "tab\tnewline\n"} {
+		var got string
+		if err := json.Unmarshal(appendString(nil, s), &got); err != nil || got != s {
+			t.Errorf("appendString(%q): %v, round trip %q", s, err, got)
+		}
+	}
+	for ns, want := range map[int64]string{0: "0.000", 7: "0.007", 1500: "1.500", 39976757680: "39976757.680", -5: "0.000"} {
+		if got := string(appendUS(nil, ns)); got != want {
+			t.Errorf("appendUS(%d) = %s, want %s", ns, got, want)
+		}
+	}
+}
