@@ -56,3 +56,34 @@ figures: build
 	cp out/figures/imposter-budget.png out/figures/imposter-cache.png out/figures/wrap32-cache.png docs/img/
 	cp out/figures/bug-a-memory/bug-a-memory-incidence.png out/figures/bug-b-rollouts/bug-b-rollouts-incidence.png \
 	   out/figures/bug-b-memory/bug-b-memory-incidence.png docs/img/
+
+# ---- CUDA backend (tag cuda; see GPU.md). Build here with `make cuda`;
+# run `make confirm` and `make kernel-bench` on a GPU machine. ----
+NVCC        ?= $(shell command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+CUDA_DIR    := $(CURDIR)/.cuda
+CUDA_ENV    := CGO_CFLAGS=-I$(CUDA_DIR)/usr/include CGO_LDFLAGS=-L$(CUDA_DIR)/usr/lib/x86_64-linux-gnu/stubs
+CONFIRM_OUT ?= docs
+
+.PHONY: cuda ptx confirm kernel-bench
+
+$(CUDA_DIR)/usr/include/cuda.h:
+	scripts/gpu/cuda-headers.sh $(CUDA_DIR)
+
+# The cuda-tagged binary, bin/statesim-cuda (links the driver's libcuda.so.1).
+cuda: $(CUDA_DIR)/usr/include/cuda.h
+	$(CUDA_ENV) $(GO) vet -tags cuda ./backend/cuda ./cmd/statesim
+	$(CUDA_ENV) $(GO) build -tags cuda -o bin/statesim-cuda ./cmd/statesim
+
+# Regenerate kernels/*.ptx (sm_90) where nvcc is; commit the result.
+ptx:
+	NVCC=$(NVCC) scripts/gpu/ptx.sh
+
+# GPU parity, bug A and bug B on real kernels: writes docs/gpu-confirmation.{md,json}.
+confirm:
+	@test -x bin/statesim-cuda || { echo "no bin/statesim-cuda: run 'make cuda' on a machine with Go and copy the binary here"; exit 2; }
+	bin/statesim-cuda gpu-confirm --out $(CONFIRM_OUT)
+
+# Decode state update and prefill scan against copy bandwidth and PyTorch: writes docs/kernel-bench.md.
+kernel-bench:
+	NVCC=$(NVCC) scripts/gpu/kernel-bench.sh out/kernel-bench
+	cp out/kernel-bench/kernel-bench.md docs/kernel-bench.md

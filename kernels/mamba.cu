@@ -15,6 +15,7 @@
 
 #define MAX_CONV 8    // d_conv at most
 #define MAX_DSTATE 16 // d_state at most (Jamba: 16)
+#define SCAN_CHUNK 8  // tokens whose inputs the scan loads ahead
 
 // One channel of one row through the causal conv1d: start from the cached
 // window (or zeros), run the row's tokens, write the window back. The
@@ -97,23 +98,40 @@ __device__ __forceinline__ void scan_row(float* y, const float* xc, const float*
         a[n] = n < N ? A[d * N + n] : 0.0f;
     }
     float bias = dt_bias[d], skip = Dp[d];
-    for (int t = t0; t < t1; t++) {
-        float dt = softplus_f(dtp[(long long)t * di + d] + bias);
-        float u = xc[(long long)t * di + d];
-        float du = dt * u;
-        const float* B = dbc + (long long)t * dbc_stride + R;
-        const float* C = B + N;
-        float acc = 0.0f;
+    // Tokens in chunks of SCAN_CHUNK: the chunk's per-channel inputs are
+    // all loaded before the recurrence uses them, so the loads overlap
+    // instead of each waiting on the previous token's arithmetic.
+    for (int tc = t0; tc < t1; tc += SCAN_CHUNK) {
+        float dtv[SCAN_CHUNK], uv[SCAN_CHUNK], zv[SCAN_CHUNK];
 #pragma unroll
-        for (int n = 0; n < MAX_DSTATE; n++) {
-            if (n < N) {
-                h[n] = expf(a[n] * dt) * h[n] + B[n] * du;
-                acc += C[n] * h[n];
+        for (int c = 0; c < SCAN_CHUNK; c++) {
+            int t = tc + c;
+            if (t < t1) {
+                dtv[c] = dtp[(long long)t * di + d];
+                uv[c] = xc[(long long)t * di + d];
+                zv[c] = xz[(long long)t * xz_stride + di + d];
             }
         }
-        acc += skip * u;
-        float z = xz[(long long)t * xz_stride + di + d];
-        y[(long long)t * di + d] = acc * silu_f(z);
+#pragma unroll
+        for (int c = 0; c < SCAN_CHUNK; c++) {
+            int t = tc + c;
+            if (t >= t1) break;
+            float dt = softplus_f(dtv[c] + bias);
+            float u = uv[c];
+            float du = dt * u;
+            const float* B = dbc + (long long)t * dbc_stride + R;
+            const float* C = B + N;
+            float acc = 0.0f;
+#pragma unroll
+            for (int n = 0; n < MAX_DSTATE; n++) {
+                if (n < N) {
+                    h[n] = expf(a[n] * dt) * h[n] + __ldg(B + n) * du;
+                    acc += __ldg(C + n) * h[n];
+                }
+            }
+            acc += skip * u;
+            y[(long long)t * di + d] = acc * silu_f(zv[c]);
+        }
     }
 #pragma unroll
     for (int n = 0; n < MAX_DSTATE; n++)
@@ -141,67 +159,88 @@ SCAN_ENTRY(selective_scan_fwd_u64, uint64_t)
 // Selective state update (decode): one token per row from the cached
 // state, written back in place. Memory-bound on the fp32 state (read +
 // write), so each thread owns V consecutive state elements of one channel
-// (V = 4: 16-byte loads, consecutive threads on consecutive addresses) and
-// the G = N/V threads of a channel sum C·h with shuffles. The slot index is
-// 64-bit. grid (ceil(di·G/blockDim), len(rows)); blockDim a multiple of 32;
+// (V = 4: 16-byte loads, consecutive threads on consecutive addresses) for
+// RPT rows, issuing every row's loads before any arithmetic so that RPT
+// independent loads are in flight; the G = N/V threads of a channel sum C·h
+// with shuffles. The slot index is 64-bit.
+// grid (ceil(di·G/blockDim), ceil(nrows/RPT)); blockDim a multiple of 32;
 // G a power of two.
+#define SSU_RPT 4
+
 template <int V>
 __device__ __forceinline__ void state_update(float* y, const float* xc, const float* dtp, const float* dbc,
                                              int dbc_stride, int R, const float* xz, int xz_stride,
                                              const float* A, const float* Dp, const float* dt_bias,
-                                             float* states, long long stride, const int* rows, const int* qsl,
-                                             const int* cache_idx, int di, int N) {
+                                             float* states, long long stride, const int* rows, int nrows,
+                                             const int* qsl, const int* cache_idx, int di, int N) {
     int G = N / V;
     long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int d = (int)(tid / G), j = (int)(tid % G);
     bool live = d < di;
-    int r = rows[blockIdx.y];
-    int t = qsl[r];
-    float part = 0.0f, u = 0.0f, z = 0.0f;
-    if (live) {
-        float dt = softplus_f(dtp[(long long)t * di + d] + dt_bias[d]);
-        u = xc[(long long)t * di + d];
-        z = xz[(long long)t * xz_stride + di + d];
-        float du = dt * u;
-        const float* B = dbc + (long long)t * dbc_stride + R + j * V;
-        const float* C = B + N;
-        const float* a = A + (long long)d * N + j * V;
-        float* hp = states + (long long)cache_idx[r] * stride + (long long)d * N + j * V;
-        float h[V];
+    float h[SSU_RPT][V], draw[SSU_RPT], u[SSU_RPT], z[SSU_RPT];
+    int t[SSU_RPT];
+    float* hp[SSU_RPT];
+    bool on[SSU_RPT];
+#pragma unroll
+    for (int k = 0; k < SSU_RPT; k++) {
+        int ri = blockIdx.y * SSU_RPT + k;
+        on[k] = live && ri < nrows;
+        if (!on[k]) continue;
+        int r = rows[ri];
+        t[k] = qsl[r];
+        hp[k] = states + (long long)cache_idx[r] * stride + (long long)d * N + j * V;
         if constexpr (V == 4) {
-            float4 v = *reinterpret_cast<const float4*>(hp);
-            h[0] = v.x, h[1] = v.y, h[2] = v.z, h[3] = v.w;
+            float4 v = *reinterpret_cast<const float4*>(hp[k]);
+            h[k][0] = v.x, h[k][1] = v.y, h[k][2] = v.z, h[k][3] = v.w;
         } else {
 #pragma unroll
-            for (int k = 0; k < V; k++) h[k] = hp[k];
+            for (int e = 0; e < V; e++) h[k][e] = hp[k][e];
         }
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-            h[k] = expf(a[k] * dt) * h[k] + B[k] * du;
-            part += C[k] * h[k];
-        }
-        if constexpr (V == 4) {
-            *reinterpret_cast<float4*>(hp) = make_float4(h[0], h[1], h[2], h[3]);
-        } else {
-#pragma unroll
-            for (int k = 0; k < V; k++) hp[k] = h[k];
-        }
+        draw[k] = dtp[(long long)t[k] * di + d];
+        u[k] = xc[(long long)t[k] * di + d];
+        z[k] = xz[(long long)t[k] * xz_stride + di + d];
     }
-    // Groups of G lanes never straddle a warp (G divides 32).
-    for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-    if (live && j == 0) y[(long long)t * di + d] = (part + Dp[d] * u) * silu_f(z);
+    float a[V], bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
+#pragma unroll
+    for (int e = 0; e < V; e++) a[e] = live ? A[(long long)d * N + j * V + e] : 0.0f;
+#pragma unroll
+    for (int k = 0; k < SSU_RPT; k++) {
+        float part = 0.0f;
+        if (on[k]) {
+            float dt = softplus_f(draw[k] + bias);
+            float du = dt * u[k];
+            const float* B = dbc + (long long)t[k] * dbc_stride + R + j * V;
+            const float* C = B + N;
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                h[k][e] = expf(a[e] * dt) * h[k][e] + B[e] * du;
+                part += C[e] * h[k][e];
+            }
+            if constexpr (V == 4) {
+                *reinterpret_cast<float4*>(hp[k]) = make_float4(h[k][0], h[k][1], h[k][2], h[k][3]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++) hp[k][e] = h[k][e];
+            }
+        }
+        // Groups of G lanes never straddle a warp (G divides 32).
+        for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        if (on[k] && j == 0) y[(long long)t[k] * di + d] = (part + skip * u[k]) * silu_f(z[k]);
+    }
 }
 
 #define SSU_ENTRY(NAME, V)                                                                                    \
     extern "C" __global__ void NAME(float* y, const float* xc, const float* dtp, const float* dbc,            \
                                     int dbc_stride, int R, const float* xz, int xz_stride, const float* A,    \
                                     const float* Dp, const float* dt_bias, float* states, long long stride,   \
-                                    const int* rows, const int* qsl, const int* cache_idx, int di, int N) {   \
+                                    const int* rows, int nrows, const int* qsl, const int* cache_idx, int di, \
+                                    int N) {                                                                  \
         state_update<V>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, rows,  \
-                        qsl, cache_idx, di, N);                                                               \
+                        nrows, qsl, cache_idx, di, N);                                                        \
     }
 
 // selective_state_update_v4: 16-byte state accesses (d_state, stride and
-// state offset multiples of 4); _v1 is the scalar fallback.
+// state offset multiples of 4); _v1 is the scalar fallback. Both take
+// SSU_RPT rows per thread.
 SSU_ENTRY(selective_state_update_v4, 4)
 SSU_ENTRY(selective_state_update_v1, 1)

@@ -1,0 +1,112 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"math"
+	"sort"
+
+	"statesim/backend/mock"
+	"statesim/sched"
+)
+
+// Finish compares a finished request's GPU log-probs with the mock's
+// reference run (and, with a shadow, with the mock engine's).
+func (b *Backend) Finish(r *sched.Request) {
+	rd := b.reqs[r.ID]
+	if rd == nil {
+		return
+	}
+	delete(b.reqs, r.ID)
+	if b.shadow != nil {
+		b.shadow.Finish(r)
+		if tr, ok := b.shadow.Trace(int64(r.ID)); ok {
+			b.compareShadow(rd, tr)
+		}
+	}
+	b.compare(int64(r.ID), r.CorruptStep, rd)
+}
+
+func absDelta(a, c float64) float64 {
+	d := math.Abs(a - c)
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return math.MaxFloat64
+	}
+	return d
+}
+
+// compareShadow compares token by token until the sampled ids differ.
+func (b *Backend) compareShadow(rd *reqData, tr *mock.Trace) {
+	for i, t := range tr.Tokens {
+		if i >= len(rd.tokens) {
+			break
+		}
+		if t.EngineToken != rd.tokens[i] {
+			b.parity.TokenMismatches++
+			return
+		}
+		b.parity.TokensCompared++
+		b.parity.MaxDelta = max(b.parity.MaxDelta, absDelta(rd.logprobs[i], t.EngineLogProb))
+	}
+}
+
+// compare is the mock's differential check against the reference, with
+// the GPU's log-probs as the engine's.
+func (b *Backend) compare(id, corruptStep int64, rd *reqData) {
+	if len(rd.tokens) == 0 {
+		return
+	}
+	ref, err := b.ref.Reference(rd.seed, rd.prompt, rd.tokens)
+	if err != nil {
+		ref = make([]mock.RefPoint, len(rd.tokens))
+		for i := range ref {
+			ref[i] = mock.RefPoint{LogProb: math.NaN(), Greedy: -1, GreedyLogProb: math.NaN()}
+		}
+	}
+	b.stats.ReferenceTokens += int64(rd.prompt + len(rd.tokens) - 1)
+	b.stats.RequestsCompared++
+	b.stats.TokensCompared += int64(len(rd.tokens))
+	dv := mock.Divergence{RequestID: id, FirstBadToken: -1, NumGenerated: len(rd.tokens), NumPromptToken: rd.prompt, CorruptStep: corruptStep}
+	for k, tok := range rd.tokens {
+		d := absDelta(rd.logprobs[k], ref[k].LogProb)
+		dv.MaxDelta = max(dv.MaxDelta, d)
+		if d > b.cfg.Threshold {
+			dv.NumBadTokens++
+			if dv.FirstBadToken < 0 {
+				dv.FirstBadToken, dv.FirstBadStep = k, rd.steps[k]
+				dv.EngineLogProb, dv.RefLogProb = rd.logprobs[k], ref[k].LogProb
+				dv.EngineToken, dv.RefToken = tok, ref[k].Greedy
+			}
+		}
+	}
+	b.stats.MaxDelta = max(b.stats.MaxDelta, dv.MaxDelta)
+	b.stats.TokensDivergent += int64(dv.NumBadTokens)
+	if dv.FirstBadToken >= 0 {
+		b.stats.RequestsDivergent++
+		b.divs = append(b.divs, dv)
+	}
+}
+
+// Divergences are the divergent requests so far, by id.
+func (b *Backend) Divergences() []mock.Divergence {
+	out := append([]mock.Divergence(nil), b.divs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].RequestID < out[j].RequestID })
+	return out
+}
+
+// Stats are the comparison counters.
+func (b *Backend) Stats() mock.Stats { return b.stats }
+
+// Summary is the report section, also returned by ReportExtra.
+func (b *Backend) Summary() Summary {
+	s := Summary{Device: b.dev.Name, IndexBits: b.cfg.IndexBits, Stats: b.stats, Divergences: b.Divergences()}
+	if b.shadow != nil {
+		st := b.shadow.Stats()
+		p := b.parity
+		s.ShadowStats, s.ShadowDivergences, s.Parity = &st, b.shadow.Divergences(), &p
+	}
+	return s
+}
+
+// ReportExtra puts the summary into the run's report under "cuda".
+func (b *Backend) ReportExtra() (string, any) { return "cuda", b.Summary() }

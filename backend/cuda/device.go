@@ -1,0 +1,157 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"statesim/kernels"
+)
+
+// Device is a CUDA context with statesim's kernels loaded.
+type Device struct {
+	Name  string
+	Mem   int64 // total device memory, bytes
+	ctx   cu.CUContext
+	fn    map[string]cu.Function
+	alloc []cu.DevicePtr
+}
+
+// Open makes a context on GPU 0 current on the calling OS thread and loads
+// every kernel module. The caller must stay on this goroutine.
+func Open() (*Device, error) {
+	d, err := cu.GetDevice(0)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: no device: %w", err)
+	}
+	name, _ := d.Name()
+	mem, _ := d.TotalMem()
+	ctx, err := d.MakeContext(cu.SchedAuto)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: context: %w", err)
+	}
+	if err := ctx.Lock(); err != nil {
+		return nil, fmt.Errorf("cuda: context: %w", err)
+	}
+	dev := &Device{Name: name, Mem: mem, ctx: ctx, fn: map[string]cu.Function{}}
+	for _, m := range kernels.Modules() {
+		mod, err := cu.LoadData(m.PTX)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: loading %s.ptx: %w", m.Name, err)
+		}
+		for _, k := range m.Kernels {
+			f, err := mod.Function(k)
+			if err != nil {
+				return nil, fmt.Errorf("cuda: kernel %s in %s.ptx: %w", k, m.Name, err)
+			}
+			dev.fn[k] = f
+		}
+	}
+	return dev, nil
+}
+
+// Alloc takes n bytes of plain device memory (never managed memory).
+func (d *Device) Alloc(n int64) (cu.DevicePtr, error) {
+	p, err := cu.MemAlloc(max(n, 4))
+	if err != nil {
+		return 0, fmt.Errorf("cuda: allocating %d bytes: %w", n, err)
+	}
+	d.alloc = append(d.alloc, p)
+	return p, nil
+}
+
+// Free releases one allocation.
+func (d *Device) Free(p cu.DevicePtr) error {
+	for i, q := range d.alloc {
+		if q == p {
+			d.alloc = append(d.alloc[:i], d.alloc[i+1:]...)
+			break
+		}
+	}
+	return cu.MemFree(p)
+}
+
+// Close frees everything and destroys the context.
+func (d *Device) Close() error {
+	for _, p := range d.alloc {
+		cu.MemFree(p)
+	}
+	d.alloc = nil
+	return d.ctx.Destroy()
+}
+
+// Zero sets n float32s (or int32s) at p to 0.
+func (d *Device) Zero(p cu.DevicePtr, n int64) error { return cu.MemsetD32(p, 0, n) }
+
+// Upload copies a host slice into device memory at p.
+func Upload[T int32 | int64 | float32](p cu.DevicePtr, v []T) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return cu.MemcpyHtoD(p, unsafe.Pointer(&v[0]), int64(len(v))*int64(unsafe.Sizeof(v[0])))
+}
+
+// Download copies device memory at p into a host slice.
+func Download[T int32 | int64 | float32](v []T, p cu.DevicePtr) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return cu.MemcpyDtoH(unsafe.Pointer(&v[0]), p, int64(len(v))*int64(unsafe.Sizeof(v[0])))
+}
+
+// NewBuffer allocates and uploads v.
+func NewBuffer[T int32 | int64 | float32](d *Device, v []T) (cu.DevicePtr, error) {
+	p, err := d.Alloc(int64(len(v)) * int64(unsafe.Sizeof(v[0])))
+	if err != nil {
+		return 0, err
+	}
+	return p, Upload(p, v)
+}
+
+// Sync waits for the device and reports the first asynchronous error.
+func (d *Device) Sync() error { return cu.Synchronize() }
+
+// Launch runs kernel name on a grid of blocks and waits for it, so a
+// fault names the kernel that caused it. Arguments are
+// cu.DevicePtr, int (passed as a C int), int64 (long long) or float32;
+// each is widened into an 8-byte slot, as cu copies 8 bytes per argument.
+func (d *Device) Launch(name string, grid, block [3]int, shared int, args ...any) error {
+	f, ok := d.fn[name]
+	if !ok {
+		return fmt.Errorf("cuda: kernel %s not loaded", name)
+	}
+	slots := make([]uint64, len(args))
+	ptrs := make([]unsafe.Pointer, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case cu.DevicePtr:
+			slots[i] = uint64(v)
+		case int:
+			slots[i] = uint64(uint32(int32(v)))
+		case int64:
+			slots[i] = uint64(v)
+		case float32:
+			slots[i] = uint64(math.Float32bits(v))
+		default:
+			return fmt.Errorf("cuda: kernel %s argument %d: unsupported type %T", name, i, a)
+		}
+		ptrs[i] = unsafe.Pointer(&slots[i])
+	}
+	if grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0 {
+		return nil // an empty launch
+	}
+	if err := f.LaunchAndSync(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, cu.Stream{}, ptrs); err != nil {
+		return fmt.Errorf("cuda: kernel %s: %w", name, err)
+	}
+	return nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+type devPtr = cu.DevicePtr
+
+func cuMemsetD32(p cu.DevicePtr, v uint32, n int64) error { return cu.MemsetD32(p, v, n) }

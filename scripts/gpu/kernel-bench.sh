@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Kernel benchmark, run on the GPU machine from the repository root:
+#   scripts/gpu/kernel-bench.sh OUT_DIR
+# Builds the harness from kernels/*.cu with nvcc, checks the kernels against
+# a CPU reference, times them and the PyTorch baseline, and writes
+# OUT_DIR/kernel-bench.md (commit it as docs/kernel-bench.md).
+set -euo pipefail
+out=${1:?usage: kernel-bench.sh OUT_DIR}
+mkdir -p "$out"
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+tmp=$(mktemp -d)
+"$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
+"$tmp/kernel_bench" check
+"$tmp/kernel_bench" bench "$out/kernel-bench-cuda.json"
+PYTHONUNBUFFERED=1 python3 scripts/gpu/torch_baseline.py "$out/kernel-bench-torch.json"
+python3 scripts/gpu/bench_report.py "$out/kernel-bench-cuda.json" "$out/kernel-bench-torch.json" \
+	"$(date -u +%Y-%m-%d)" >"$out/kernel-bench.md"
+cat "$out/kernel-bench.md"

@@ -1,0 +1,347 @@
+// Standalone harness for statesim's Mamba kernels, compiled by nvcc on the
+// GPU machine from the very sources the Go backend loads as PTX.
+//
+//   kernel_bench check        correctness against a float64 CPU reference
+//   kernel_bench bench JSON   timings, written as JSON
+//
+// Every CUDA call is checked; inputs are random, never zeros; outputs are
+// poisoned with NaN before each checked launch.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../kernels/layers.cu"
+#include "../../kernels/mamba.cu"
+
+#define CK(x)                                                                                   \
+    do {                                                                                        \
+        cudaError_t e_ = (x);                                                                   \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(2);                                                                            \
+        }                                                                                       \
+    } while (0)
+#define CKL() CK(cudaGetLastError())
+
+// splitmix64: a fixed, portable stream of random inputs.
+static unsigned long long rng_state = 20261129;
+static unsigned long long next_u64() {
+    unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static std::vector<float> randv(size_t n, float lo, float hi) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = lo + (hi - lo) * (float)((next_u64() >> 40) * (1.0 / (1 << 24)));
+    return v;
+}
+template <typename T> static T* dev(const std::vector<T>& h) {
+    T* p;
+    CK(cudaMalloc(&p, h.size() * sizeof(T)));
+    CK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return p;
+}
+template <typename T> static std::vector<T> host(const T* p, size_t n) {
+    std::vector<T> h(n);
+    CK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+// One Mamba batch: rows of tokens with their inputs, on host and device.
+struct Batch {
+    int rows, di, N, R, T;
+    std::vector<int> qsl, slot, init, rowids;
+    std::vector<float> xc, dtp, dbc, xz, A, D, bias;
+    long long stride, offset;
+    int *d_qsl, *d_slot, *d_init, *d_rows;
+    float *d_xc, *d_dtp, *d_dbc, *d_xz, *d_A, *d_D, *d_bias, *d_y;
+};
+
+static Batch make_batch(int rows, int L, int di, int N, int nslots, long long stride, long long offset) {
+    Batch b{rows, di, N, 4, rows * L};
+    b.stride = stride, b.offset = offset;
+    std::vector<int> perm(nslots - 1);
+    for (int i = 0; i < nslots - 1; i++) perm[i] = i + 1; // slot 0 is the null block
+    for (int i = (int)perm.size() - 1; i > 0; i--) std::swap(perm[i], perm[next_u64() % (i + 1)]);
+    for (int r = 0; r <= rows; r++) b.qsl.push_back(r * L);
+    for (int r = 0; r < rows; r++) b.slot.push_back(perm[r]), b.init.push_back(r % 3 != 0), b.rowids.push_back(r);
+    b.xc = randv((size_t)b.T * di, -1, 1);
+    b.dtp = randv((size_t)b.T * di, -3, 0);
+    b.dbc = randv((size_t)b.T * (b.R + 2 * N), -1, 1);
+    b.xz = randv((size_t)b.T * 2 * di, -2, 2);
+    b.A.resize((size_t)di * N);
+    for (int d = 0; d < di; d++)
+        for (int n = 0; n < N; n++) b.A[(size_t)d * N + n] = -(float)(n + 1);
+    b.D = randv(di, 0, 0.2f);
+    b.bias = randv(di, -4, -2);
+    b.d_qsl = dev(b.qsl), b.d_slot = dev(b.slot), b.d_init = dev(b.init), b.d_rows = dev(b.rowids);
+    b.d_xc = dev(b.xc), b.d_dtp = dev(b.dtp), b.d_dbc = dev(b.dbc), b.d_xz = dev(b.xz);
+    b.d_A = dev(b.A), b.d_D = dev(b.D), b.d_bias = dev(b.bias);
+    CK(cudaMalloc(&b.d_y, (size_t)b.T * di * sizeof(float)));
+    return b;
+}
+
+static void launch_scan(Batch& b, float* states, bool u32) {
+    dim3 g((b.di + 127) / 128, b.rows);
+    auto f = u32 ? selective_scan_fwd_u32 : selective_scan_fwd_u64;
+    f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
+                  states + b.offset, b.stride, b.d_rows, b.d_qsl, b.d_slot, b.d_init, b.di, b.N);
+    CKL();
+}
+
+static void launch_ssu(Batch& b, float* states, int V) {
+    int G = b.N / V;
+    dim3 g((unsigned)(((long long)b.di * G + 127) / 128), (b.rows + SSU_RPT - 1) / SSU_RPT);
+    auto f = V == 4 ? selective_state_update_v4 : selective_state_update_v1;
+    f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
+                  states + b.offset, b.stride, b.d_rows, b.rows, b.d_qsl, b.d_slot, b.di, b.N);
+    CKL();
+}
+
+// cpu_rows runs the Mamba1 recurrence in float64 over every row; decode
+// treats each row's state as initial.
+static void cpu_rows(const Batch& b, std::vector<float>& st, std::vector<double>& y, bool decode) {
+    y.assign((size_t)b.T * b.di, 0);
+    for (int r = 0; r < b.rows; r++) {
+        float* h = st.data() + b.offset + (size_t)b.slot[r] * b.stride;
+        for (int d = 0; d < b.di; d++) {
+            std::vector<double> hd(b.N);
+            for (int n = 0; n < b.N; n++) hd[n] = (decode || b.init[r]) ? h[(size_t)d * b.N + n] : 0;
+            for (int t = b.qsl[r]; t < b.qsl[r + 1]; t++) {
+                double x = b.dtp[(size_t)t * b.di + d] + b.bias[d];
+                double dt = x > 20 ? x : std::log1p(std::exp(x));
+                double u = b.xc[(size_t)t * b.di + d];
+                const float* B = &b.dbc[(size_t)t * (b.R + 2 * b.N) + b.R];
+                double acc = 0;
+                for (int n = 0; n < b.N; n++) {
+                    hd[n] = std::exp(b.A[(size_t)d * b.N + n] * dt) * hd[n] + B[n] * dt * u;
+                    acc += B[b.N + n] * hd[n];
+                }
+                double z = b.xz[(size_t)t * 2 * b.di + b.di + d];
+                y[(size_t)t * b.di + d] = (acc + b.D[d] * u) * z / (1 + std::exp(-z));
+            }
+            for (int n = 0; n < b.N; n++) h[(size_t)d * b.N + n] = (float)hd[n];
+        }
+    }
+}
+
+static double relerr(const std::vector<float>& got, const std::vector<double>& want) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        if (std::isnan(got[i])) return INFINITY;
+        num += (got[i] - want[i]) * (got[i] - want[i]);
+        den += want[i] * want[i];
+    }
+    return std::sqrt(num / den);
+}
+
+static int failures = 0;
+static void report(const char* what, double err, double tol) {
+    bool ok = err <= tol;
+    failures += !ok;
+    printf("%-48s rel err %.3g (tol %.0e) %s\n", what, err, tol, ok ? "ok" : "FAIL");
+}
+
+// check_mamba compares the scan (both index widths, below the wrap) and
+// both state-update variants with the CPU reference.
+static void check_mamba() {
+    int di = 512, N = 16, rows = 12, L = 37, nslots = 40;
+    long long stride = (long long)di * (N + 3) + 64, offset = 3LL * di;
+    for (int variant = 0; variant < 4; variant++) {
+        bool decode = variant >= 2;
+        Batch b = make_batch(rows, decode ? 1 : L, di, N, nslots, stride, offset);
+        std::vector<float> st = randv((size_t)nslots * stride, -1, 1);
+        float* d_st = dev(st);
+        CK(cudaMemset(b.d_y, 0xff, (size_t)b.T * di * sizeof(float))); // NaN poison
+        if (decode) launch_ssu(b, d_st, variant == 2 ? 4 : 1);
+        else launch_scan(b, d_st, variant == 0);
+        CK(cudaDeviceSynchronize());
+        std::vector<double> y;
+        cpu_rows(b, st, y, decode);
+        std::vector<double> stw(st.begin(), st.end());
+        const char* names[] = {"selective_scan_fwd_u32 output", "selective_scan_fwd_u64 output",
+                               "selective_state_update_v4 output", "selective_state_update_v1 output"};
+        report(names[variant], relerr(host(b.d_y, (size_t)b.T * di), y), 1e-5);
+        report("  ... state after", relerr(host(d_st, st.size()), stw), 1e-5);
+        CK(cudaFree(d_st));
+    }
+    // Chunked prefill then decodes equals one prefill: the state carries.
+    int Lt = 24, L1 = 16;
+    Batch whole = make_batch(4, Lt, di, N, 8, stride, offset);
+    for (auto& i : whole.init) i = 0;
+    CK(cudaMemcpy(whole.d_init, whole.init.data(), 4 * sizeof(int), cudaMemcpyHostToDevice));
+    std::vector<float> st = randv((size_t)8 * stride, -1, 1);
+    float *s1 = dev(st), *s2 = dev(st);
+    launch_scan(whole, s1, false);
+    std::vector<float> y1 = host(whole.d_y, (size_t)whole.T * di);
+    // The same rows as a prefill of L1 tokens, then token by token.
+    // A table of 8 rows, row 2r = [r·Lt, r·Lt + L1): launch over the even rows.
+    std::vector<int> qtab;
+    for (int r = 0; r < 4; r++) qtab.push_back(r * Lt), qtab.push_back(r * Lt + L1);
+    qtab.push_back(4 * Lt);
+    std::vector<int> slot8, init8, even = {0, 2, 4, 6};
+    for (int r = 0; r < 4; r++) slot8.push_back(whole.slot[r]), slot8.push_back(whole.slot[r]);
+    for (int r = 0; r < 4; r++) init8.push_back(0), init8.push_back(1);
+    int *d_q = dev(qtab), *d_s = dev(slot8), *d_i = dev(init8), *d_even = dev(even);
+    CK(cudaMemset(whole.d_y, 0xff, (size_t)whole.T * di * sizeof(float)));
+    selective_scan_fwd_u64<<<dim3(di / 128, 4), 128>>>(whole.d_y, whole.d_xc, whole.d_dtp, whole.d_dbc, whole.R + 2 * N,
+                                                       whole.R, whole.d_xz, 2 * di, whole.d_A, whole.d_D, whole.d_bias,
+                                                       s2 + offset, stride, d_even, d_q, d_s, d_i, di, N);
+    CKL();
+    // Decode the remaining tokens one at a time: a row table of single tokens.
+    for (int k = L1; k < Lt; k++) {
+        std::vector<int> qq, ss, ev = {0, 2, 4, 6};
+        for (int r = 0; r < 4; r++) qq.push_back(r * Lt + k), qq.push_back(r * Lt + k + 1);
+        for (int r = 0; r < 4; r++) ss.push_back(whole.slot[r]), ss.push_back(whole.slot[r]);
+        int *dq = dev(qq), *ds = dev(ss), *dv = dev(ev);
+        selective_state_update_v4<<<dim3(di * 4 / 128, 1), 128>>>(whole.d_y, whole.d_xc, whole.d_dtp, whole.d_dbc,
+                                                                  whole.R + 2 * N, whole.R, whole.d_xz, 2 * di, whole.d_A,
+                                                                  whole.d_D, whole.d_bias, s2 + offset, stride, dv, 4, dq,
+                                                                  ds, di, N);
+        CKL();
+        CK(cudaDeviceSynchronize());
+        cudaFree(dq), cudaFree(ds), cudaFree(dv);
+    }
+    std::vector<float> y2 = host(whole.d_y, (size_t)whole.T * di);
+    std::vector<double> y1d(y1.begin(), y1.end());
+    report("prefill 16 + 8 decodes == prefill 24 (y)", relerr(y2, y1d), 1e-5);
+    std::vector<float> h1 = host(s1, st.size());
+    std::vector<double> h1d(h1.begin(), h1.end());
+    report("  ... final state", relerr(host(s2, st.size()), h1d), 1e-5);
+}
+
+static void check_matmul() {
+    int n = 70, out = 133, in = 91;
+    auto x = randv((size_t)n * in, -1, 1), w = randv((size_t)out * in, -1, 1);
+    float *dx = dev(x), *dw = dev(w), *dy;
+    CK(cudaMalloc(&dy, (size_t)n * out * 4));
+    CK(cudaMemset(dy, 0xff, (size_t)n * out * 4));
+    matmul_nt<<<dim3((out + 15) / 16, (n + 15) / 16), dim3(16, 16)>>>(dy, dx, dw, n, out, in, in, out);
+    CKL();
+    std::vector<double> want((size_t)n * out);
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double s = 0;
+            for (int k = 0; k < in; k++) s += (double)x[(size_t)i * in + k] * w[(size_t)o * in + k];
+            want[(size_t)i * out + o] = s;
+        }
+    report("matmul_nt", relerr(host(dy, (size_t)n * out), want), 1e-5);
+}
+
+// ---- benchmark ----
+
+static float median(std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+template <typename F> static float time_ms(F f, int reps) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++) f();
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ts;
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(a));
+        f();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        ts.push_back(ms);
+    }
+    return median(ts);
+}
+
+static void bench(const char* path) {
+    FILE* js = fopen(path, "w");
+    if (!js) { perror(path); exit(2); }
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    // Device-to-device copy: bytes read + bytes written.
+    size_t cb = 4ull << 30;
+    void *ca, *cb2;
+    CK(cudaMalloc(&ca, cb));
+    CK(cudaMalloc(&cb2, cb));
+    CK(cudaMemset(ca, 1, cb));
+    float cms = time_ms([&] { CK(cudaMemcpy(cb2, ca, cb, cudaMemcpyDeviceToDevice)); }, 20);
+    double copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
+    CK(cudaFree(ca));
+    CK(cudaFree(cb2));
+    printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", p.name, p.multiProcessorCount,
+           copy_gbs);
+    fprintf(js, "{\"device\": \"%s\", \"sms\": %d, \"copy_gbs\": %.1f, \"decode\": [", p.name, p.multiProcessorCount,
+            copy_gbs);
+    int N = 16;
+    const char* sep = "";
+    printf("\nselective_state_update (decode), d_state %d, fp32 state, slots scattered over a pool twice the batch\n", N);
+    printf("%6s %7s %4s %10s %10s %8s\n", "batch", "d_inner", "vec", "time_us", "GB/s", "of_copy");
+    for (int di : {4096, 8192})
+        for (int batch : {64, 256, 1024})
+            for (int V : {4, 1}) {
+                long long stride = (long long)di * (N + 3), offset = 3LL * di;
+                Batch b = make_batch(batch, 1, di, N, 2 * batch + 1, stride, offset);
+                float* st;
+                size_t sn = (size_t)(2 * batch + 1) * stride;
+                CK(cudaMalloc(&st, sn * 4));
+                std::vector<float> init = randv(1 << 20, -1, 1);
+                for (size_t o = 0; o < sn; o += init.size())
+                    CK(cudaMemcpy(st + o, init.data(), std::min(init.size(), sn - o) * 4, cudaMemcpyHostToDevice));
+                float ms = time_ms([&] { launch_ssu(b, st, V); }, 50);
+                // Counted bytes: the state read and written, plus x, dt, z in and y out.
+                double bytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
+                double gbs = bytes / (ms * 1e-3) / 1e9;
+                printf("%6d %7d %4d %10.1f %10.0f %7.0f%%\n", batch, di, V, ms * 1e3, gbs, 100 * gbs / copy_gbs);
+                fprintf(js, "%s{\"batch\": %d, \"d_inner\": %d, \"d_state\": %d, \"vec\": %d, \"time_us\": %.2f, \"bytes\": %.0f, \"gbs\": %.1f}",
+                        sep, batch, di, N, V, ms * 1e3, bytes, gbs);
+                sep = ", ";
+                CK(cudaFree(st));
+            }
+    fprintf(js, "], \"prefill\": [");
+    sep = "";
+    printf("\nselective_scan_fwd (prefill), d_state %d, 64-bit index\n", N);
+    printf("%6s %6s %7s %10s %10s %8s\n", "rows", "tokens", "d_inner", "time_us", "GB/s", "of_copy");
+    struct { int rows, L, di; } cfgs[] = {{1024, 16, 4096}, {256, 64, 8192}, {64, 512, 8192}, {16, 2048, 4096}};
+    for (auto c : cfgs) {
+        long long stride = (long long)c.di * (N + 3), offset = 3LL * c.di;
+        Batch b = make_batch(c.rows, c.L, c.di, N, 2 * c.rows + 1, stride, offset);
+        float* st;
+        size_t sn = (size_t)(2 * c.rows + 1) * stride;
+        CK(cudaMalloc(&st, sn * 4));
+        CK(cudaMemset(st, 0, sn * 4));
+        float ms = time_ms([&] { launch_scan(b, st, false); }, 20);
+        // Counted bytes: per token u, dt, z in and y out per channel, B and
+        // C once; per row the state read and written.
+        double bytes = (double)b.T * c.di * 16.0 + (double)b.T * 2 * N * 4 + (double)c.rows * c.di * N * 8.0;
+        double gbs = bytes / (ms * 1e-3) / 1e9;
+        printf("%6d %6d %7d %10.1f %10.0f %7.0f%%\n", c.rows, c.L, c.di, ms * 1e3, gbs, 100 * gbs / copy_gbs);
+        fprintf(js, "%s{\"rows\": %d, \"tokens_per_row\": %d, \"d_inner\": %d, \"d_state\": %d, \"time_us\": %.2f, \"bytes\": %.0f, \"gbs\": %.1f}",
+                sep, c.rows, c.L, c.di, N, ms * 1e3, bytes, gbs);
+        sep = ", ";
+        CK(cudaFree(st));
+    }
+    fprintf(js, "]}\n");
+    fclose(js);
+}
+
+int main(int argc, char** argv) {
+    std::string mode = argc > 1 ? argv[1] : "check";
+    if (mode == "check") {
+        check_mamba();
+        check_matmul();
+        printf(failures ? "kernel check: %d FAILED\n" : "kernel check: all ok\n", failures);
+        return failures ? 1 : 0;
+    }
+    if (mode == "bench" && argc > 2) {
+        bench(argv[2]);
+        return 0;
+    }
+    fprintf(stderr, "usage: kernel_bench check | bench OUT.json\n");
+    return 2;
+}
