@@ -193,7 +193,7 @@ func (V1) Schedule(st *State, out *Output) error {
 			continue
 		}
 		scheduled := true
-		for {
+		for r.NumComputedTokens+n > r.Blocks.Covered() { // a decode mostly fits
 			ok, err := st.Allocate(r, r.NumComputedTokens+n)
 			if err != nil {
 				return err

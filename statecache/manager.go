@@ -26,6 +26,11 @@ type BlockTable struct {
 	st      lease
 }
 
+// Covered is how many tokens t's blocks have room for in every group, as
+// of its last Allocate (0 when unknown): a schedule of up to that many
+// tokens needs no new block.
+func (t *BlockTable) Covered() int { return t.covered }
+
 // kvGroup is attention group g's check cache.
 func (t *BlockTable) kvGroup(g int) *kvGroup {
 	if g == 0 {

@@ -107,12 +107,15 @@ func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, ste
 	ps.p[b] = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
 }
 
-// WriteKV records req writing positions up to `filled` of block b.
-func (ps *Provenances) WriteKV(b int32, req RequestID, filled int, step int64) {
+// WriteKV records req writing positions [from, filled) of block b. A write
+// that starts mid-block onto bytes that are not req's own K/V (a wrapped
+// state write clobbered them) leaves positions before `from` damaged: the
+// record is tainted until a read reports it (AdoptKV).
+func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step int64) {
 	ps.touch(b)
 	p := &ps.p[b]
 	if p.Content != KV || p.Writer != req {
-		*p = Provenance{Writer: req, Content: KV, Step: step, Intended: b}
+		*p = Provenance{Writer: req, Content: KV, Step: step, Intended: b, Tainted: from > 0}
 	}
 	if int32(filled) > p.Tokens {
 		p.Tokens = int32(filled)
@@ -124,7 +127,15 @@ func (ps *Provenances) WriteKV(b int32, req RequestID, filled int, step int64) {
 func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 	ps.touch(b)
 	p := &ps.p[b]
-	return p.Content == KV && p.Writer == req && int(p.Tokens) >= need
+	return p.Content == KV && p.Writer == req && !p.Tainted && int(p.Tokens) >= need
+}
+
+// AdoptKV records that req's read of block b, reported stale, now carries
+// the damage: b counts as req's K/V for `filled` positions from here on, so
+// one corruption is reported once, as a tainted state is.
+func (ps *Provenances) AdoptKV(b int32, req RequestID, filled int, step int64) {
+	ps.touch(b)
+	ps.p[b] = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
 }
 
 // AccessKV is attention group g's access for one row of req through t:
@@ -140,7 +151,10 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		t.resetKV()
 		t.kvEpoch = ps.clobbers
 	}
-	kg := t.kvGroup(g)
+	kg := &t.kv0
+	if g > 0 {
+		kg = t.kvGroup(g)
+	}
 	first, last := computed/blockSize, (end-1)/blockSize
 	if tl := &kg.tail; tl.leased && t.st.ps == ps {
 		if int(tl.idx) == first && first == last && int(kg.ok) == first && tl.writer == req && end <= t.covered {
@@ -160,7 +174,7 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		return ErrShort
 	}
 	for bi := first; bi <= last; bi++ {
-		ps.WriteKV(blocks[bi], req, min(blockSize, end-bi*blockSize), step)
+		ps.WriteKV(blocks[bi], req, max(0, computed-bi*blockSize), min(blockSize, end-bi*blockSize), step)
 	}
 	for bi := int(kg.ok); bi <= last; bi++ {
 		if !ps.KVValid(blocks[bi], req, min(blockSize, end-bi*blockSize)) {
