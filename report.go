@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"statesim/backend"
+	"statesim/backend/mock"
 	"statesim/check"
 	"statesim/model"
 	"statesim/scenarios"
@@ -56,6 +57,12 @@ type Report struct {
 	MisclassifiedRows int64 `json:"misclassified_rows"`
 	// CorruptedRequests had their state computed from bytes not their own.
 	CorruptedRequests int64 `json:"corrupted_requests"`
+
+	// Divergence and DivergentRequests are the numeric backends'
+	// comparison with the reference: requests whose log-probs for their
+	// own generated tokens differ by more than the threshold.
+	Divergence        *mock.Stats       `json:"divergence,omitempty"`
+	DivergentRequests []mock.Divergence `json:"divergent_requests,omitempty"`
 
 	// Extra holds backend-specific sections (the numeric backends'
 	// divergent requests), keyed by a stable name.
@@ -142,6 +149,24 @@ func (r *runner) finishReport() {
 		k, v := x.ReportExtra()
 		rep.Extra = map[string]any{k: v}
 	}
+	if d, ok := r.be.(Differ); ok {
+		st := d.Stats()
+		rep.Divergence = &st
+		rep.DivergentRequests = d.Divergences()
+		if len(rep.DivergentRequests) > mock.MaxReported {
+			rep.DivergentRequests = rep.DivergentRequests[:mock.MaxReported]
+		}
+		if rep.DivergentRequests == nil {
+			rep.DivergentRequests = []mock.Divergence{}
+		}
+	}
+}
+
+// Differ is a numeric backend that compares every finished request's
+// log-probs with a reference run (the mock and CUDA backends).
+type Differ interface {
+	Stats() mock.Stats
+	Divergences() []mock.Divergence
 }
 
 // Count is the number of violations of the named invariant.
@@ -206,8 +231,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("\n")
 	for _, im := range r.Imposters {
 		p("IMPOSTER: request %d, brand new (0 computed tokens), was given %d token at step %d and classified as a decode;\n", im.RequestID, im.NumScheduled, im.Step)
-		p("          the Mamba decode kernel read state slot %d, left by request %d (%s after %d tokens, step %d).\n",
-			im.Slot, im.PrevOwner, im.PrevContent, im.PrevTokens, im.PrevStep)
+		what := fmt.Sprintf("its SSM state after %d tokens", im.PrevTokens)
+		if im.PrevContent == "kv" {
+			what = fmt.Sprintf("the page held %d tokens of its attention KV", im.PrevTokens)
+		}
+		p("          the Mamba decode kernel read state slot %d, left by request %d (%s, written at step %d).\n",
+			im.Slot, im.PrevOwner, what, im.PrevStep)
 	}
 	if len(r.Imposters) > 0 {
 		p("\n")
@@ -236,9 +265,21 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.CorruptedRequests > 0 {
 		p("requests with corrupted state: %d\n", r.CorruptedRequests)
 	}
-	if len(r.Extra) > 0 {
-		if x, ok := r.Extra["_text"].(string); ok {
-			p("%s", x)
+	if d := r.Divergence; d != nil {
+		p("\ndivergent requests (log-probs of the engine's own tokens against a reference that recomputes each request alone):\n")
+		p("  %d of %d requests compared diverge (threshold %g); max |Δ log-prob| over all tokens %.4g\n",
+			d.RequestsDivergent, d.RequestsCompared, d.Threshold, d.MaxDelta)
+		for i, v := range r.DivergentRequests {
+			if i == 10 {
+				p("  ... and %d more (see --json)\n", len(r.DivergentRequests)-i)
+				break
+			}
+			cause := "UNEXPLAINED: no stale read or wrapped write recorded"
+			if v.CorruptStep >= 0 {
+				cause = fmt.Sprintf("state corrupted at step %d", v.CorruptStep)
+			}
+			p("  request %d: first bad token %d (step %d): engine log-prob %.3f for token %d, reference %.3f (it would pick %d); max |Δ| %.3g; %s\n",
+				v.RequestID, v.FirstBadToken, v.FirstBadStep, v.EngineLogProb, v.EngineToken, v.RefLogProb, v.RefToken, v.MaxDelta, cause)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

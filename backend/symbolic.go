@@ -133,6 +133,12 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 			} else {
 				s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
 			}
+			// Report the damage once; the request carries it from here.
+			for k := bi; k < len(blocks) && k <= (end-1)/s.bs; k++ {
+				if !s.Prov.KVValid(blocks[k], r.ID, min(s.bs, end-k*s.bs)) {
+					s.Prov.AdoptKV(blocks[k], r.ID, min(s.bs, end-k*s.bs), s.step)
+				}
+			}
 		}
 	}
 	return nil

@@ -102,7 +102,7 @@ func TestLeasesMatchPlainRecords(t *testing.T) {
 func plainAccessKV(ps *Provenances, blocks []int32, req RequestID, computed, end, bs int, step int64) int {
 	last := (end - 1) / bs
 	for bi := computed / bs; bi <= last; bi++ {
-		ps.WriteKV(blocks[bi], req, min(bs, end-bi*bs), step)
+		ps.WriteKV(blocks[bi], req, max(0, computed-bi*bs), min(bs, end-bi*bs), step)
 	}
 	for bi := 0; bi <= last; bi++ {
 		if !ps.KVValid(blocks[bi], req, min(bs, end-bi*bs)) {

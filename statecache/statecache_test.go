@@ -117,8 +117,19 @@ func TestProvenanceJudgesReads(t *testing.T) {
 	if ps.StateValid(1, 5, 10) {
 		t.Error("a clobbered slot is stale for its owner")
 	}
-	ps.WriteKV(2, 5, 7, 1)
+	ps.WriteKV(2, 5, 0, 7, 1)
 	if !ps.KVValid(2, 5, 7) || ps.KVValid(2, 5, 8) || ps.KVValid(2, 6, 1) {
 		t.Error("KV validity")
+	}
+	// A clobber of a partly filled block, then its owner writing on from
+	// mid-block: the earlier positions are damaged until reported.
+	ps.Clobber(2, 3, 9, 4, 2)
+	ps.WriteKV(2, 5, 7, 9, 3)
+	if ps.KVValid(2, 5, 9) {
+		t.Error("positions before a mid-block write onto clobbered bytes must read stale")
+	}
+	ps.AdoptKV(2, 5, 9, 3)
+	if !ps.KVValid(2, 5, 9) {
+		t.Error("after the stale read is reported the damage is carried, not re-reported")
 	}
 }

@@ -185,7 +185,9 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	}
 	index := geo.StateIndex()
 	index.Bits = cfg.IndexBits
-	if sym != nil && (sym.Index.Stride != index.Stride || sym.Index.Offset != index.Offset || sym.Index.Elems != index.Elems) {
+	// Without Mamba layers there is no state to address.
+	hasMamba := cfg.Shape.NumMambaLayers() > 0
+	if sym != nil && hasMamba && (sym.Index.Stride != index.Stride || sym.Index.Offset != index.Offset || sym.Index.Elems != index.Elems) {
 		return nil, fmt.Errorf("mock: state index (stride %d, offset %d, elems %d) differs from the symbolic backend's (%d, %d, %d)",
 			index.Stride, index.Offset, index.Elems, sym.Index.Stride, sym.Index.Offset, sym.Index.Elems)
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	_ "statesim/backend/mock/register"
 	"statesim/scenarios"
 )
 
