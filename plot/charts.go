@@ -15,26 +15,11 @@ import (
 	"statesim/check"
 )
 
-// maxBins bounds the points of a time series; beyond it steps are binned.
-const maxBins = 600
-
-// bin is a run of consecutive steps drawn as one point.
-type bin struct{ lo, hi int } // indices into Run.Steps, [lo, hi)
-
-func bins(n int) []bin {
-	w := max(1, (n+maxBins-1)/maxBins)
-	var out []bin
-	for lo := 0; lo < n; lo += w {
-		out = append(out, bin{lo, min(n, lo+w)})
-	}
-	return out
-}
-
 // Write draws every chart the run supports into dir, named after the
 // run: NAME-budget, NAME-cache, NAME-queue and (not from a trace)
 // NAME-latency, each as .png and .svg. It returns the files written.
 func Write(run *Run, dir string) ([]string, error) {
-	if len(run.Steps) == 0 {
+	if run.NumSteps == 0 {
 		return nil, fmt.Errorf("plot %s: the run executed no steps", run.Name)
 	}
 	base := fileBase(run.Name)
@@ -80,8 +65,8 @@ func markers(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer, r vg.Length
 }
 
 func stepsLabel(run *Run) string {
-	if w := bins(len(run.Steps)); len(w) > 0 && w[0].hi-w[0].lo > 1 {
-		return fmt.Sprintf("scheduler step (bins of %d steps)", w[0].hi-w[0].lo)
+	if run.BinWidth > 1 {
+		return fmt.Sprintf("scheduler step (bins of %d steps)", run.BinWidth)
 	}
 	return "scheduler step"
 }
@@ -101,15 +86,18 @@ var invariantGlyphs = [check.NumInvariants]struct {
 // (or the first new request given one token).
 func budgetChart(run *Run, dc draw.Canvas) {
 	title := fmt.Sprintf("%s: token budget per step", run.Name)
-	full, leg := budgetPanel(run, run.Steps, title)
+	full, leg := budgetPanel(run, run.Bins, run.BinWidth, title, math.MinInt64, math.MaxInt64)
 	legendW := 3.3 * vg.Inch
-	lo, hi, ok := zoomWindow(run)
-	if !ok {
+	if run.BinWidth == 1 || len(run.Zoom) == 0 {
 		withLegend(dc, full, leg, legendW)
 		return
 	}
-	zoom, _ := budgetPanel(run, run.Steps[lo:hi],
-		fmt.Sprintf("zoom: steps %d to %d, one point per step", run.Steps[lo].Step, run.Steps[hi-1].Step))
+	zb := make([]Bin, len(run.Zoom))
+	for i := range run.Zoom {
+		zb[i] = newBin(&run.Zoom[i])
+	}
+	lo, hi := zb[0].FirstStep, zb[len(zb)-1].LastStep
+	zoom, _ := budgetPanel(run, zb, 1, fmt.Sprintf("zoom: steps %d to %d, one point per step", lo, hi), lo, hi)
 	zoom.Title.TextStyle.Font.Size = 13
 	plotsC := dc
 	plotsC.Max.X -= legendW
@@ -124,47 +112,14 @@ func budgetChart(run *Run, dc draw.Canvas) {
 	leg.Draw(legC)
 }
 
-// zoomWindow picks up to 60 steps around the first violation, else the
-// first new request given one token, when the run is binned.
-func zoomWindow(run *Run) (lo, hi int, ok bool) {
-	n := len(run.Steps)
-	if n <= maxBins {
-		return 0, 0, false
-	}
-	at := -1
-	for k := range run.Steps {
-		for _, v := range run.Steps[k].Violations {
-			if v > 0 && at < 0 {
-				at = k
-			}
-		}
-	}
-	if at < 0 {
-		for k := range run.Steps {
-			if run.Steps[k].OneToken > 0 {
-				at = k
-				break
-			}
-		}
-	}
-	if at < 0 {
-		return 0, 0, false
-	}
-	lo = max(0, at-15)
-	hi = min(n, lo+60)
-	return lo, hi, true
-}
-
-// budgetPanel draws the stacked token split of steps with the marker rows.
-func budgetPanel(run *Run, steps []Step, title string) (*plot.Plot, plot.Legend) {
+// budgetPanel draws the stacked token split of bins with the marker rows
+// of steps lo..hi.
+func budgetPanel(run *Run, bins []Bin, width int64, title string, lo, hi int64) (*plot.Plot, plot.Legend) {
 	ylab := "tokens scheduled per step"
-	bs := bins(len(steps))
 	xlab := "scheduler step"
-	if w := bs[0].hi - bs[0].lo; w > 1 {
-		// A mean would hide the short bursts that exhaust the budget, so
-		// each bin shows its busiest step.
+	if width > 1 {
 		ylab = "tokens (busiest step of bin)"
-		xlab = fmt.Sprintf("scheduler step (bins of %d steps)", w)
+		xlab = fmt.Sprintf("scheduler step (bins of %d steps)", width)
 	}
 	p := newPlot(title, xlab, ylab)
 	p.X.Tick.Marker = intTicks{}
@@ -181,26 +136,19 @@ func budgetPanel(run *Run, steps []Step, title string) (*plot.Plot, plot.Legend)
 		{"prefill (whole prompt)", orange, func(s *Step) int32 { return s.Prefill }},
 		{"new request cut by the budget", red, func(s *Step) int32 { return s.NewCut }},
 	}
-	total := func(s *Step) int32 { return s.Decode + s.Extend + s.Prefill + s.NewCut }
 	cum := make([]plotter.XYs, len(layers))
 	peak := 0.0
-	for _, b := range bs {
-		busiest := &steps[b.lo]
-		for k := b.lo + 1; k < b.hi; k++ {
-			if total(&steps[k]) > total(busiest) {
-				busiest = &steps[k]
-			}
-		}
-		x := float64(steps[b.lo].Step)
+	for i := range bins {
+		b := &bins[i]
 		sum := 0.0
-		for i, l := range layers {
-			sum += float64(l.v(busiest))
-			cum[i] = append(cum[i], plotter.XY{X: x, Y: sum})
+		for k, l := range layers {
+			sum += float64(l.v(&b.Busiest))
+			cum[k] = append(cum[k], plotter.XY{X: float64(b.FirstStep), Y: sum})
 		}
 		peak = max(peak, sum)
 	}
 	// The post-step fill needs a closing point at the end of the last bin.
-	xEnd := float64(steps[len(steps)-1].Step + 1)
+	x0, xEnd := float64(bins[0].FirstStep), float64(bins[len(bins)-1].LastStep+1)
 	for i := range cum {
 		cum[i] = append(cum[i], plotter.XY{X: xEnd, Y: cum[i][len(cum[i])-1].Y})
 	}
@@ -216,7 +164,6 @@ func budgetPanel(run *Run, steps []Step, title string) (*plot.Plot, plot.Legend)
 		l.FillColor = layers[i].c
 		leg.Add(layers[i].name, l)
 	}
-	x0 := float64(steps[0].Step)
 	top := peak
 	if b := run.MaxNumBatchedTokens; b > 0 {
 		top = max(top, float64(b))
@@ -232,49 +179,37 @@ func budgetPanel(run *Run, steps []Step, title string) (*plot.Plot, plot.Legend)
 		name  string
 		c     color.Color
 		shape draw.GlyphDrawer
-		xs    plotter.XYs
-		n     int64
+		ms    []Marker
 	}
-	cut := &row{name: "new request given < its prompt", c: red, shape: draw.TriangleGlyph{}}
-	one := &row{name: "new request given 1 token", c: black, shape: draw.CrossGlyph{}}
-	rows := []*row{cut, one}
-	var inv [check.NumInvariants]*row
-	for i := range inv {
+	rows := []row{
+		{"new request given < its prompt", red, draw.TriangleGlyph{}, run.Cut},
+		{"new request given 1 token", black, draw.CrossGlyph{}, run.OneToken},
+	}
+	for i := range run.Violations {
 		g := invariantGlyphs[i]
-		inv[i] = &row{name: "violation: " + check.Invariant(i).String(), c: g.c, shape: g.shape}
-		rows = append(rows, inv[i])
-	}
-	for k := range steps {
-		s := &steps[k]
-		x := float64(s.Step) + 0.5
-		if s.CutNew > 0 {
-			cut.xs = append(cut.xs, plotter.XY{X: x})
-			cut.n += int64(s.CutNew)
-		}
-		if s.OneToken > 0 {
-			one.xs = append(one.xs, plotter.XY{X: x})
-			one.n += int64(s.OneToken)
-		}
-		for i, v := range s.Violations {
-			if v > 0 {
-				inv[i].xs = append(inv[i].xs, plotter.XY{X: x})
-				inv[i].n += int64(v)
-			}
-		}
+		rows = append(rows, row{"violation: " + check.Invariant(i).String(), g.c, g.shape, run.Violations[i]})
 	}
 	k := 0
 	for _, r := range rows {
-		if r.n == 0 {
+		var xys plotter.XYs
+		var n int64
+		for _, m := range r.ms {
+			if m.Step >= lo && m.Step <= hi {
+				xys = append(xys, plotter.XY{X: float64(m.Step) + 0.5})
+				n += m.Count
+			}
+		}
+		if n == 0 {
 			continue
 		}
 		k++
 		y := top * (1 + 0.08*float64(k))
-		for i := range r.xs {
-			r.xs[i].Y = y
+		for i := range xys {
+			xys[i].Y = y
 		}
-		m := markers(r.xs, r.c, r.shape, vg.Points(4))
+		m := markers(xys, r.c, r.shape, vg.Points(4))
 		p.Add(m)
-		leg.Add(fmt.Sprintf("%s (%d)", r.name, r.n), m)
+		leg.Add(fmt.Sprintf("%s (%d)", r.name, n), m)
 	}
 	p.Y.Min = 0
 	p.Y.Max = top * (1.08 + 0.08*float64(k))
@@ -287,17 +222,15 @@ func cacheChart(run *Run, dc draw.Canvas) {
 	p := newPlot(fmt.Sprintf("%s: cache occupancy", run.Name), stepsLabel(run), "blocks / slot index")
 	p.X.Tick.Marker, p.Y.Tick.Marker = intTicks{}, intTicks{}
 	leg := newLegend()
-	bs := bins(len(run.Steps))
 	series := []struct {
 		name string
 		c    color.Color
-		v    func(*Step) int32
-		agg  func(a, b int32) int32
+		v    func(*Bin) int32
 	}{
-		{"blocks in use (max in bin)", blue, func(s *Step) int32 { return s.BlocksHeld }, max32},
-		{"state slots in use (max in bin)", green, func(s *Step) int32 { return s.SlotsHeld }, max32},
-		{"free queue length (min in bin)", orange, func(s *Step) int32 { return s.FreeQueue }, min32},
-		{"highest slot index touched", purple, func(s *Step) int32 { return s.HighestSlot }, max32},
+		{"blocks in use (max in bin)", blue, func(b *Bin) int32 { return b.MaxBlocksHeld }},
+		{"state slots in use (max in bin)", green, func(b *Bin) int32 { return b.MaxSlotsHeld }},
+		{"free queue length (min in bin)", orange, func(b *Bin) int32 { return b.MinFreeQueue }},
+		{"highest slot index touched", purple, func(b *Bin) int32 { return b.HighestSlot }},
 	}
 	if run.FromTrace {
 		series[1].name = "state slots of scheduled requests (max in bin)"
@@ -305,15 +238,12 @@ func cacheChart(run *Run, dc draw.Canvas) {
 	top := 0.0
 	for _, s := range series {
 		var xys plotter.XYs
-		for _, b := range bs {
-			v := s.v(&run.Steps[b.lo])
-			for k := b.lo + 1; k < b.hi; k++ {
-				v = s.agg(v, s.v(&run.Steps[k]))
-			}
+		for i := range run.Bins {
+			v := s.v(&run.Bins[i])
 			if v < 0 {
 				continue // unknown (from a trace)
 			}
-			xys = append(xys, plotter.XY{X: float64(run.Steps[b.hi-1].Step), Y: float64(v)})
+			xys = append(xys, plotter.XY{X: float64(run.Bins[i].LastStep), Y: float64(v)})
 			top = max(top, float64(v))
 		}
 		if len(xys) == 0 {
@@ -323,7 +253,7 @@ func cacheChart(run *Run, dc draw.Canvas) {
 		p.Add(l)
 		leg.Add(s.name, l)
 	}
-	x0, x1 := float64(run.Steps[0].Step), float64(run.Steps[len(run.Steps)-1].Step)
+	x0, x1 := float64(run.Bins[0].FirstStep), float64(run.Bins[len(run.Bins)-1].LastStep)
 	if run.NumGPUBlocks > 0 {
 		h := hline(x0, x1, float64(run.NumGPUBlocks), grey)
 		p.Add(h)
@@ -346,10 +276,9 @@ func cacheChart(run *Run, dc draw.Canvas) {
 // queueChart shows queue depth over simulated time and, below it,
 // preemptions per bin.
 func queueChart(run *Run, dc draw.Canvas) {
-	bs := bins(len(run.Steps))
 	per := ""
-	if bs[0].hi-bs[0].lo > 1 {
-		per = fmt.Sprintf(" per bin of %d steps", bs[0].hi-bs[0].lo)
+	if run.BinWidth > 1 {
+		per = fmt.Sprintf(" per bin of %d steps", run.BinWidth)
 	}
 	top := newPlot(fmt.Sprintf("%s: queue depth and preemptions", run.Name), "", "requests")
 	bottom := newPlot("", "simulated time (s)", "preemptions"+per)
@@ -358,25 +287,21 @@ func queueChart(run *Run, dc draw.Canvas) {
 	series := []struct {
 		name string
 		c    color.Color
-		v    func(*Step) int32
+		v    func(*Bin) int32
 	}{
-		{"waiting (max in bin)", orange, func(s *Step) int32 { return s.Waiting }},
-		{"running (max in bin)", blue, func(s *Step) int32 { return s.Running }},
+		{"waiting (max in bin)", orange, func(b *Bin) int32 { return b.MaxWaiting }},
+		{"running (max in bin)", blue, func(b *Bin) int32 { return b.MaxRunning }},
 	}
 	if run.FromTrace {
 		series = series[1:]
 		series[0].name = "rows scheduled (max in bin)"
-		series[0].v = func(s *Step) int32 { return s.Rows }
+		series[0].v = func(b *Bin) int32 { return b.MaxRows }
 	}
-	tEnd := func(b bin) float64 { return float64(run.Steps[b.hi-1].EndNS) / 1e9 }
+	tEnd := func(b *Bin) float64 { return float64(b.EndNS) / 1e9 }
 	for _, s := range series {
 		var xys plotter.XYs
-		for _, b := range bs {
-			v := s.v(&run.Steps[b.lo])
-			for k := b.lo + 1; k < b.hi; k++ {
-				v = max(v, s.v(&run.Steps[k]))
-			}
-			xys = append(xys, plotter.XY{X: tEnd(b), Y: float64(v)})
+		for i := range run.Bins {
+			xys = append(xys, plotter.XY{X: tEnd(&run.Bins[i]), Y: float64(s.v(&run.Bins[i]))})
 		}
 		l := line(xys, s.c, vg.Points(2), false)
 		top.Add(l)
@@ -384,20 +309,16 @@ func queueChart(run *Run, dc draw.Canvas) {
 	}
 	var pre plotter.XYs
 	var total int64
-	for _, b := range bs {
-		n := 0
-		for k := b.lo; k < b.hi; k++ {
-			n += int(run.Steps[k].Preempted)
-		}
-		total += int64(n)
-		pre = append(pre, plotter.XY{X: tEnd(b), Y: float64(n)})
+	for i := range run.Bins {
+		total += run.Bins[i].Preempted
+		pre = append(pre, plotter.XY{X: tEnd(&run.Bins[i]), Y: float64(run.Bins[i].Preempted)})
 	}
 	pl := line(pre, red, vg.Points(1.5), false)
 	pl.StepStyle = plotter.PreStep
 	pl.FillColor = color.NRGBA{213, 94, 0, 110}
 	bottom.Add(pl)
 	leg.Add(fmt.Sprintf("preemptions (%d in all)", total), pl)
-	t0, t1 := float64(run.Steps[0].StartNS)/1e9, tEnd(bs[len(bs)-1])
+	t0, t1 := float64(run.Bins[0].StartNS)/1e9, tEnd(&run.Bins[len(run.Bins)-1])
 	for _, p := range []*plot.Plot{top, bottom} {
 		p.X.Min, p.X.Max = t0, max(t1, t0+1e-3)
 		p.Y.Min = 0
@@ -453,9 +374,6 @@ func latencyChart(run *Run, dc draw.Canvas) {
 	p.Y.Min, p.Y.Max = 0, 1.02
 	withLegend(dc, p, leg, 3.3*vg.Inch)
 }
-
-func max32(a, b int32) int32 { return max(a, b) }
-func min32(a, b int32) int32 { return min(a, b) }
 
 // intTicks labels ticks as whole numbers (steps, tokens, blocks), never
 // "18575.00".

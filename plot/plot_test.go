@@ -73,28 +73,34 @@ func checkFiles(t *testing.T, files []string) {
 }
 
 func TestWriteFromRun(t *testing.T) {
-	sc := smallImposter(t)
+	// The full imposter run: long enough to be binned, with violations.
+	sc, err := scenarios.Load("imposter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := NewRecorder()
 	rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
-	if int64(len(run.Steps)) != rep.Steps {
-		t.Fatalf("recorded %d steps, report says %d", len(run.Steps), rep.Steps)
+	if run.NumSteps != rep.Steps {
+		t.Fatalf("recorded %d steps, report says %d", run.NumSteps, rep.Steps)
 	}
-	var tokens, viol int64
-	for _, s := range run.Steps {
-		tokens += int64(s.Decode + s.Extend + s.Prefill + s.NewCut)
-		for _, v := range s.Violations {
-			viol += int64(v)
+	var viol, pre int64
+	for _, ms := range run.Violations {
+		for _, m := range ms {
+			viol += m.Count
 		}
 	}
-	if viol != rep.TotalViolations() {
+	for _, b := range run.Bins {
+		pre += b.Preempted
+	}
+	if viol != rep.TotalViolations() || viol == 0 {
 		t.Fatalf("markers for %d violations, report has %d", viol, rep.TotalViolations())
 	}
-	if tokens == 0 || len(run.E2E) != int(rep.Finished) {
-		t.Fatalf("tokens %d, latencies %d of %d finished", tokens, len(run.E2E), rep.Finished)
+	if pre != rep.Preemptions || len(run.E2E) != int(rep.Finished) {
+		t.Fatalf("preemptions %d (report %d), latencies %d of %d finished", pre, rep.Preemptions, len(run.E2E), rep.Finished)
 	}
 	dir := t.TempDir()
 	files, err := Write(run, dir)
@@ -121,15 +127,18 @@ func TestWriteFromTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(run.Steps)) != rep.Steps {
-		t.Fatalf("trace gave %d steps, report says %d", len(run.Steps), rep.Steps)
+	if run.NumSteps != rep.Steps {
+		t.Fatalf("trace gave %d steps, report says %d", run.NumSteps, rep.Steps)
 	}
 	// The trace and the hooks must agree on what they both see.
 	live := rec.Done(rep, 0)
-	for i := range run.Steps {
-		a, b := run.Steps[i], live.Steps[i]
-		if a.Decode != b.Decode || a.Extend != b.Extend || a.Prefill != b.Prefill || a.NewCut != b.NewCut || a.HighestSlot != b.HighestSlot {
-			t.Fatalf("step %d: trace %+v, hooks %+v", a.Step, a, b)
+	if len(run.Bins) != len(live.Bins) || len(run.Cut) != len(live.Cut) || len(run.OneToken) != len(live.OneToken) {
+		t.Fatalf("trace: %d bins, %d cut markers; hooks: %d bins, %d cut markers", len(run.Bins), len(run.Cut), len(live.Bins), len(live.Cut))
+	}
+	for i := range run.Bins {
+		a, b := run.Bins[i], live.Bins[i]
+		if a.Busiest.tokens() != b.Busiest.tokens() || a.Busiest.NewCut != b.Busiest.NewCut || a.HighestSlot != b.HighestSlot || a.Preempted != b.Preempted {
+			t.Fatalf("bin %d: trace %+v, hooks %+v", i, a, b)
 		}
 	}
 	files, err := Write(run, t.TempDir())

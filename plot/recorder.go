@@ -27,15 +27,16 @@ type Step struct {
 	Violations [check.NumInvariants]int32
 }
 
-// Run is a recorded run: its steps, its finished requests' latencies and
-// the settings the charts draw reference lines for.
+// Run is a recorded run: its steps (binned, with exact markers), its
+// finished requests' latencies and the settings the charts draw reference
+// lines for. Its size does not grow with the number of steps.
 type Run struct {
 	Name                string
 	MaxNumBatchedTokens int // 0: unknown
 	NumGPUBlocks        int // 0: unknown
 	StateIndexBits      int
 	FirstWrappingSlot   int64 // -1: none
-	Steps               []Step
+	series
 	// Latencies of finished requests, seconds; ITL is each request's mean
 	// inter-token gap.
 	TTFT, ITL, E2E []float64
@@ -84,7 +85,7 @@ func (r *Recorder) OnStep(e *statesim.StepEvent) {
 		}
 	}
 	st.HighestSlot = r.highest
-	r.run.Steps = append(r.run.Steps, st)
+	r.run.add(&st)
 }
 
 // classify splits a step's tokens by each row's own state.
@@ -128,12 +129,9 @@ func (r *Recorder) Done(rep *statesim.Report, maxNumBatchedTokens int) *Run {
 	run.NumGPUBlocks = rep.Cache.NumGPUBlocks
 	run.StateIndexBits = rep.StateIndexBits
 	run.FirstWrappingSlot = rep.Cache.FirstWrappingSlot
-	if n := len(run.Steps); n > 0 {
-		last := &run.Steps[n-1]
-		for i, ic := range rep.Invariants {
-			if i < len(r.counts) && ic.Count > r.counts[i] {
-				last.Violations[i] += int32(ic.Count - r.counts[i])
-			}
+	for i, ic := range rep.Invariants {
+		if i < len(r.counts) {
+			run.addLate(check.Invariant(i), ic.Count-r.counts[i])
 		}
 	}
 	return &run

@@ -77,12 +77,12 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 			}
 		}
 		st.HighestSlot = int32(highest)
-		run.Steps = append(run.Steps, st)
+		run.add(&st)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("line %d: %v", line+1, err)
 	}
-	if len(run.Steps) == 0 {
+	if run.NumSteps == 0 {
 		return nil, fmt.Errorf("no steps: empty trace")
 	}
 	return run, nil
