@@ -80,6 +80,9 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 		FirstWrappingSlot: rep.Cache.FirstWrappingSlot, Misclassified: rep.MisclassifiedRows,
 		Corrupted: rep.CorruptedRequests, Divergent: divergent(rep.Extra),
 		RequestsPerS: rep.Throughput.RequestsPerS, OutputTokensPerS: rep.Throughput.OutputTokensPerS, FirstWrap: wrap}
+	if rep.Divergence != nil {
+		r.Divergent = rep.Divergence.RequestsDivergent
+	}
 	for _, inv := range check.All() {
 		r.Violations = append(r.Violations, rep.Count(inv))
 	}
@@ -113,8 +116,9 @@ func firstWrap(e *statesim.StepEvent) *Wrap {
 	return nil
 }
 
-// divergent digs the numeric backend's divergent-request count out of a
-// report's Extra section, whatever its key, or -1.
+// divergent digs a divergent-request count out of a report's Extra
+// section, whatever its key, or -1: the fallback for a numeric backend
+// that does not fill Report.Divergence.
 func divergent(extra map[string]any) int64 {
 	if len(extra) == 0 {
 		return -1

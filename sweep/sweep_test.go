@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	_ "statesim/backend/mock/register"
 )
 
 // small is a 16-cell sweep of a cut-down imposter workload that runs in
@@ -255,5 +257,27 @@ func TestDivergentFromExtra(t *testing.T) {
 		if got := divergent(c.extra); got != c.want {
 			t.Errorf("divergent(%+v) = %d, want %d", c.extra, got, c.want)
 		}
+	}
+}
+
+// With the numeric backend, the divergent column is its count (the mock's
+// log-prob comparison); with the symbolic one it stays blank (-1).
+func TestDivergentColumn(t *testing.T) {
+	s := &Spec{Name: "mock", Scenario: "imposter-mock", Axes: []Axis{{Key: "engine.vllm_version", Values: []string{"v0.13", "fixed"}}},
+		Seeds: 1, Metric: "divergent"}
+	rs := run(t, s, Options{Workers: 2})
+	if rs[0].Divergent <= 0 || rs[0].Corrupted <= 0 || rs[1].Divergent != 0 {
+		t.Fatalf("v0.13: %d divergent, %d corrupted; fixed: %d divergent", rs[0].Divergent, rs[0].Corrupted, rs[1].Divergent)
+	}
+	sym := run(t, small(), Options{Workers: 2})
+	if sym[0].Divergent != -1 {
+		t.Fatalf("symbolic backend: divergent %d, want -1 (blank)", sym[0].Divergent)
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, s, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "divergent_per_1000") {
+		t.Fatal("CSV lacks divergent_per_1000")
 	}
 }
