@@ -20,7 +20,7 @@ import (
 func init() {
 	commands["sweep"] = command{
 		summary: "sweep SCENARIO --vary KEY=v1,v2,... [--vary ...] [--set k=v]... [--seeds N] [--workers N] [--out DIR] [--shard i/n] [--metric M]\n" +
-			"  statesim sweep BUILTIN-SWEEP [--seeds N] [--workers N] [--out DIR] [--shard i/n]\n" +
+			"  statesim sweep SWEEP [--seeds N] [--workers N] [--out DIR] [--shard i/n]   (a built-in sweep or a sweep .yaml file)\n" +
 			"  statesim sweep merge [--out DIR] DIR...\n" +
 			"  statesim sweep list\n" +
 			"      run a scenario over a grid of values and seeds (parallel, resumable, shardable); table, CSV, JSON, chart",
@@ -78,14 +78,14 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim sweep: want exactly one SCENARIO or built-in sweep, got %d\n", len(pos))
 		return exitBadInput
 	}
-	spec, builtin, err := sweeps.Load(pos[0])
+	spec, defined, err := sweeps.Load(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
-		return exitInternal
+		return exitBadInput
 	}
-	if builtin {
+	if defined {
 		if len(vary) > 0 {
-			fmt.Fprintf(stderr, "statesim sweep: %s is a built-in sweep with its own axes; to vary other keys, sweep its scenario %s\n", spec.Name, spec.Scenario)
+			fmt.Fprintf(stderr, "statesim sweep: %s is a sweep definition with its own axes; to vary other keys, sweep its scenario %s\n", pos[0], spec.Scenario)
 			return exitBadInput
 		}
 		spec.Sets = append(spec.Sets, sets...)

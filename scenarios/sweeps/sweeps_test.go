@@ -92,3 +92,34 @@ func TestLoadRejectsUnknown(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sc := write("sc.yaml", "name: sc\nmodel: {preset: tiny-hybrid}\nworkload: {kind: batches, num_prompts: 4, batch_size: 2}\n")
+	sw := write("grid.yml", "scenario: sc.yaml\nvary:\n  - key: engine.max_num_seqs\n    values: [\"1\", \"2\"]\n")
+	spec, ok, err := Load(sw)
+	if err != nil || !ok {
+		t.Fatalf("Load(%s): %v, %v", sw, ok, err)
+	}
+	if spec.Name != "grid" || spec.Scenario != sc || spec.Seeds != 1 {
+		t.Fatalf("name %q, scenario %q (want %q), seeds %d", spec.Name, spec.Scenario, sc, spec.Seeds)
+	}
+	if cells, err := spec.Plan(); err != nil || len(cells) != 2 {
+		t.Fatalf("plan: %d cells, %v", len(cells), err)
+	}
+	// A scenario file is not a sweep; a sweep with an unknown field is an error.
+	if _, ok, err := Load(sc); ok || err != nil {
+		t.Fatalf("scenario file taken for a sweep: %v, %v", ok, err)
+	}
+	bad := write("bad.yaml", "scenario: sc.yaml\nvary: []\nbogus: 1\n")
+	if _, ok, err := Load(bad); !ok || err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("unknown field: %v, %v", ok, err)
+	}
+}
