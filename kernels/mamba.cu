@@ -15,7 +15,6 @@
 
 #define MAX_CONV 8    // d_conv at most
 #define MAX_DSTATE 16 // d_state at most (Jamba: 16)
-#define SCAN_CHUNK 8  // tokens whose inputs the scan loads ahead
 
 // One channel of one row through the causal conv1d: start from the cached
 // window (or zeros), run the row's tokens, write the window back. The
@@ -79,63 +78,70 @@ extern "C" __global__ void causal_conv1d_update(float* xc, const float* xz, int 
     conv_row(xc, xz, xz_stride, w, b, cache, page_elems, cache_idx[r], true, qsl[r], qsl[r + 1], di, K, d);
 }
 
-// Selective scan over one row's tokens for channel d, state in registers.
+// Selective scan over one row's tokens. Each channel's d_state values are
+// split over G = N/4 consecutive threads, 4 each, held in registers; the
+// per-channel inputs of G consecutive tokens are loaded one token per
+// thread (softplus computed once) and passed round with shuffles, and the
+// G partial sums of C·h meet by shuffles too. Few registers per thread, so
+// the chip is full of independent rows and channels.
+//
 // The state address is formed as vLLM's selective_scan_fwd formed it,
 // ssm_states + cache_index × batch_stride, with the product in index_t:
 // uint32_t reproduces the wrap of bug B (PR #35275), uint64_t is the fix.
+// grid (ceil(di·G/blockDim), len(rows)); blockDim a multiple of 32.
 template <typename index_t>
 __device__ __forceinline__ void scan_row(float* y, const float* xc, const float* dtp, const float* dbc,
                                          int dbc_stride, int R, const float* xz, int xz_stride, const float* A,
                                          const float* Dp, const float* dt_bias, float* states,
                                          long long stride, int slot, bool init, int t0, int t1, int di,
-                                         int N, int d) {
+                                         int N) {
+    int G = N / 4;
+    long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int d = (int)(tid / G), j = (int)(tid % G);
+    bool live = d < di;
+    int lane0 = (threadIdx.x & 31) & ~(G - 1);
     index_t base = (index_t)slot * (index_t)stride;
-    float* hp = states + (size_t)base + (size_t)d * N;
-    float h[MAX_DSTATE], a[MAX_DSTATE];
+    float* hp = states + (size_t)base + (size_t)d * N + j * 4;
+    float h[4], a[4];
 #pragma unroll
-    for (int n = 0; n < MAX_DSTATE; n++) {
-        h[n] = (n < N && init) ? hp[n] : 0.0f;
-        a[n] = n < N ? A[d * N + n] : 0.0f;
+    for (int e = 0; e < 4; e++) {
+        h[e] = (live && init) ? hp[e] : 0.0f;
+        a[e] = live ? A[(long long)d * N + j * 4 + e] : 0.0f;
     }
-    float bias = dt_bias[d], skip = Dp[d];
-    // Tokens in chunks of SCAN_CHUNK: the chunk's per-channel inputs are
-    // all loaded before the recurrence uses them, so the loads overlap
-    // instead of each waiting on the previous token's arithmetic.
-    for (int tc = t0; tc < t1; tc += SCAN_CHUNK) {
-        float dtv[SCAN_CHUNK], uv[SCAN_CHUNK], zv[SCAN_CHUNK];
-#pragma unroll
-        for (int c = 0; c < SCAN_CHUNK; c++) {
-            int t = tc + c;
-            if (t < t1) {
-                dtv[c] = dtp[(long long)t * di + d];
-                uv[c] = xc[(long long)t * di + d];
-                zv[c] = xz[(long long)t * xz_stride + di + d];
-            }
+    float bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
+    for (int tc = t0; tc < t1; tc += G) {
+        int tj = tc + j;
+        float dtj = 0.0f, uj = 0.0f, zj = 0.0f;
+        if (live && tj < t1) {
+            dtj = softplus_f(dtp[(long long)tj * di + d] + bias);
+            uj = xc[(long long)tj * di + d];
+            zj = xz[(long long)tj * xz_stride + di + d];
         }
-#pragma unroll
-        for (int c = 0; c < SCAN_CHUNK; c++) {
+        for (int c = 0; c < G; c++) {
             int t = tc + c;
-            if (t >= t1) break;
-            float dt = softplus_f(dtv[c] + bias);
-            float u = uv[c];
-            float du = dt * u;
-            const float* B = dbc + (long long)t * dbc_stride + R;
-            const float* C = B + N;
-            float acc = 0.0f;
+            if (t >= t1) break; // the same for the whole block: one row per block
+            float dt = __shfl_sync(0xffffffffu, dtj, lane0 + c);
+            float u = __shfl_sync(0xffffffffu, uj, lane0 + c);
+            float z = __shfl_sync(0xffffffffu, zj, lane0 + c);
+            float part = 0.0f;
+            if (live) {
+                const float* B = dbc + (long long)t * dbc_stride + R + j * 4;
+                const float* C = B + N;
+                float du = dt * u;
 #pragma unroll
-            for (int n = 0; n < MAX_DSTATE; n++) {
-                if (n < N) {
-                    h[n] = expf(a[n] * dt) * h[n] + __ldg(B + n) * du;
-                    acc += __ldg(C + n) * h[n];
+                for (int e = 0; e < 4; e++) {
+                    h[e] = expf(a[e] * dt) * h[e] + __ldg(B + e) * du;
+                    part += __ldg(C + e) * h[e];
                 }
             }
-            acc += skip * u;
-            y[(long long)t * di + d] = acc * silu_f(zv[c]);
+            for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+            if (live && j == 0) y[(long long)t * di + d] = (part + skip * u) * silu_f(z);
         }
     }
+    if (live) {
 #pragma unroll
-    for (int n = 0; n < MAX_DSTATE; n++)
-        if (n < N) hp[n] = h[n];
+        for (int e = 0; e < 4; e++) hp[e] = h[e];
+    }
 }
 
 #define SCAN_ENTRY(NAME, INDEX_T)                                                                              \
@@ -144,11 +150,9 @@ __device__ __forceinline__ void scan_row(float* y, const float* xc, const float*
                                     const float* Dp, const float* dt_bias, float* states, long long stride,   \
                                     const int* rows, const int* qsl, const int* cache_idx,                    \
                                     const int* has_init, int di, int N) {                                     \
-        int d = blockIdx.x * blockDim.x + threadIdx.x;                                                        \
-        if (d >= di) return;                                                                                  \
         int r = rows[blockIdx.y];                                                                             \
         scan_row<INDEX_T>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride,      \
-                          cache_idx[r], has_init[r] != 0, qsl[r], qsl[r + 1], di, N, d);                      \
+                          cache_idx[r], has_init[r] != 0, qsl[r], qsl[r + 1], di, N);                         \
     }
 
 // selective_scan_fwd_u32: the state index as vLLM had it before PR #35275.
@@ -158,74 +162,83 @@ SCAN_ENTRY(selective_scan_fwd_u64, uint64_t)
 
 // Selective state update (decode): one token per row from the cached
 // state, written back in place. Memory-bound on the fp32 state (read +
-// write), so each thread owns V consecutive state elements of one channel
-// (V = 4: 16-byte loads, consecutive threads on consecutive addresses) for
-// RPT rows, issuing every row's loads before any arithmetic so that RPT
-// independent loads are in flight; the G = N/V threads of a channel sum C·h
-// with shuffles. The slot index is 64-bit.
-// grid (ceil(di·G/blockDim), ceil(nrows/RPT)); blockDim a multiple of 32;
-// G a power of two.
-#define SSU_RPT 4
+// write): each thread owns V consecutive state elements of one channel
+// (V = 4: 16-byte accesses, consecutive threads on consecutive addresses)
+// and walks SSU_ROWS decode rows, loading the next row's state while it
+// computes the current one, so a load is always in flight; the G = N/V
+// threads of a channel sum C·h with shuffles. Rows come as their token
+// index and state slot; the slot index is 64-bit.
+// grid (ceil(di·G/blockDim), ceil(nrows/SSU_ROWS)); blockDim a multiple of
+// 32; G a power of two.
+#define SSU_ROWS 8
+
+template <int V>
+struct RowIn {
+    float h[V];
+    float dtr, u, z;
+    int t;
+    float* hp;
+};
+
+template <int V>
+__device__ __forceinline__ void ssu_load(RowIn<V>& in, int r, const int* tok, const int* slot, const float* xc,
+                                         const float* dtp, const float* xz, int xz_stride, float* states,
+                                         long long stride, int di, int N, int d, int j) {
+    in.t = tok[r];
+    in.hp = states + (long long)slot[r] * stride + (long long)d * N + j * V;
+    if constexpr (V == 4) {
+        float4 v = *reinterpret_cast<const float4*>(in.hp);
+        in.h[0] = v.x, in.h[1] = v.y, in.h[2] = v.z, in.h[3] = v.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; e++) in.h[e] = in.hp[e];
+    }
+    in.dtr = dtp[(long long)in.t * di + d];
+    in.u = xc[(long long)in.t * di + d];
+    in.z = xz[(long long)in.t * xz_stride + di + d];
+}
 
 template <int V>
 __device__ __forceinline__ void state_update(float* y, const float* xc, const float* dtp, const float* dbc,
                                              int dbc_stride, int R, const float* xz, int xz_stride,
                                              const float* A, const float* Dp, const float* dt_bias,
-                                             float* states, long long stride, const int* rows, int nrows,
-                                             const int* qsl, const int* cache_idx, int di, int N) {
+                                             float* states, long long stride, const int* tok, const int* slot,
+                                             int nrows, int di, int N) {
     int G = N / V;
     long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int d = (int)(tid / G), j = (int)(tid % G);
     bool live = d < di;
-    float h[SSU_RPT][V], draw[SSU_RPT], u[SSU_RPT], z[SSU_RPT];
-    int t[SSU_RPT];
-    float* hp[SSU_RPT];
-    bool on[SSU_RPT];
-#pragma unroll
-    for (int k = 0; k < SSU_RPT; k++) {
-        int ri = blockIdx.y * SSU_RPT + k;
-        on[k] = live && ri < nrows;
-        if (!on[k]) continue;
-        int r = rows[ri];
-        t[k] = qsl[r];
-        hp[k] = states + (long long)cache_idx[r] * stride + (long long)d * N + j * V;
-        if constexpr (V == 4) {
-            float4 v = *reinterpret_cast<const float4*>(hp[k]);
-            h[k][0] = v.x, h[k][1] = v.y, h[k][2] = v.z, h[k][3] = v.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < V; e++) h[k][e] = hp[k][e];
-        }
-        draw[k] = dtp[(long long)t[k] * di + d];
-        u[k] = xc[(long long)t[k] * di + d];
-        z[k] = xz[(long long)t[k] * xz_stride + di + d];
-    }
-    float a[V], bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
+    int r0 = blockIdx.y * SSU_ROWS, r1 = min(r0 + SSU_ROWS, nrows);
+    float a[V];
 #pragma unroll
     for (int e = 0; e < V; e++) a[e] = live ? A[(long long)d * N + j * V + e] : 0.0f;
-#pragma unroll
-    for (int k = 0; k < SSU_RPT; k++) {
+    float bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
+    RowIn<V> cur, nxt;
+    if (live && r0 < r1) ssu_load<V>(cur, r0, tok, slot, xc, dtp, xz, xz_stride, states, stride, di, N, d, j);
+    for (int r = r0; r < r1; r++) {
+        if (live && r + 1 < r1) ssu_load<V>(nxt, r + 1, tok, slot, xc, dtp, xz, xz_stride, states, stride, di, N, d, j);
         float part = 0.0f;
-        if (on[k]) {
-            float dt = softplus_f(draw[k] + bias);
-            float du = dt * u[k];
-            const float* B = dbc + (long long)t[k] * dbc_stride + R + j * V;
+        if (live) {
+            float dt = softplus_f(cur.dtr + bias);
+            float du = dt * cur.u;
+            const float* B = dbc + (long long)cur.t * dbc_stride + R + j * V;
             const float* C = B + N;
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                h[k][e] = expf(a[e] * dt) * h[k][e] + B[e] * du;
-                part += C[e] * h[k][e];
+                cur.h[e] = expf(a[e] * dt) * cur.h[e] + __ldg(B + e) * du;
+                part += __ldg(C + e) * cur.h[e];
             }
             if constexpr (V == 4) {
-                *reinterpret_cast<float4*>(hp[k]) = make_float4(h[k][0], h[k][1], h[k][2], h[k][3]);
+                *reinterpret_cast<float4*>(cur.hp) = make_float4(cur.h[0], cur.h[1], cur.h[2], cur.h[3]);
             } else {
 #pragma unroll
-                for (int e = 0; e < V; e++) hp[k][e] = h[k][e];
+                for (int e = 0; e < V; e++) cur.hp[e] = cur.h[e];
             }
         }
         // Groups of G lanes never straddle a warp (G divides 32).
         for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-        if (on[k] && j == 0) y[(long long)t[k] * di + d] = (part + skip * u[k]) * silu_f(z[k]);
+        if (live && j == 0) y[(long long)cur.t * di + d] = (part + skip * cur.u) * silu_f(cur.z);
+        cur = nxt;
     }
 }
 
@@ -233,14 +246,12 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
     extern "C" __global__ void NAME(float* y, const float* xc, const float* dtp, const float* dbc,            \
                                     int dbc_stride, int R, const float* xz, int xz_stride, const float* A,    \
                                     const float* Dp, const float* dt_bias, float* states, long long stride,   \
-                                    const int* rows, int nrows, const int* qsl, const int* cache_idx, int di, \
-                                    int N) {                                                                  \
-        state_update<V>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, rows,  \
-                        nrows, qsl, cache_idx, di, N);                                                        \
+                                    const int* tok, const int* slot, int nrows, int di, int N) {              \
+        state_update<V>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, tok,   \
+                        slot, nrows, di, N);                                                                  \
     }
 
 // selective_state_update_v4: 16-byte state accesses (d_state, stride and
-// state offset multiples of 4); _v1 is the scalar fallback. Both take
-// SSU_RPT rows per thread.
+// state offset multiples of 4); _v1 is the scalar fallback.
 SSU_ENTRY(selective_state_update_v4, 4)
 SSU_ENTRY(selective_state_update_v1, 1)

@@ -28,10 +28,12 @@ type BugB struct {
 	FirstWrappingSlot int64 `json:"first_wrapping_slot"`
 	// Predicted is the block the simulator's StateIndex says the final
 	// state lands in (Slot itself when nothing wraps).
-	Predicted int32 `json:"predicted_block"`
+	Predicted     int32 `json:"predicted_block"`
+	PredictedLast int32 `json:"predicted_last_block"`
 	// Victim is the slot holding another request's state at the
 	// predicted address under 32 bits (the same block id in both runs).
-	Victim int32 `json:"victim_slot"`
+	Victim     int32 `json:"victim_slot"`
+	VictimLast int32 `json:"victim_last_block"`
 	// What the read-back shows: the final state's relative error where it
 	// landed, whether the intended slot still holds its old bytes, and
 	// whether the victim's state was overwritten.
@@ -54,9 +56,10 @@ func BugBShape() (model.Shape, error) {
 }
 
 // ConfirmBugB runs the backend's selective_scan_fwd kernel for bits (32
-// or 64) over one prefill row of tokens in the first slot past the wrap
-// whose wrapped address falls cleanly inside one other slot, and reads
-// both slots back. buf must hold numSlots pages (BugBBuffer).
+// or 64) over one prefill row of tokens (no initial state) in the first
+// slot whose 32-bit address wraps past the null block, in a buffer of that
+// many pages holding a sentinel everywhere and another request's state in
+// the victim slot, and reads the slots back.
 func ConfirmBugB(dev *Device, shape model.Shape, bits uint, tokens int) (BugB, error) {
 	layout := shape.Layout(16)
 	geo, err := mock.NewGeometry(&shape, &layout)
@@ -65,20 +68,22 @@ func ConfirmBugB(dev *Device, shape model.Shape, bits uint, tokens int) (BugB, e
 	}
 	ix := statecache.StateIndex{Stride: geo.PageElems, Bits: 32, Elems: geo.StateElems, Offset: geo.StateOffset}
 	first := ix.FirstWrappingSlot()
-	slot, victim := int32(-1), int32(-1)
+	// The first wrapping slot whose write misses the null block; the
+	// write may straddle two pages, the first is the victim.
+	slot, victim, victimEnd := int32(-1), int32(-1), int32(-1)
 	for s := first; s < first+4096; s++ {
 		f, l, wrapped := ix.Span(int32(s))
-		if wrapped && f == l && f > statecache.NullBlock {
-			slot, victim = int32(s), f
+		if wrapped && f > statecache.NullBlock {
+			slot, victim, victimEnd = int32(s), f, l
 			break
 		}
 	}
 	if slot < 0 {
-		return BugB{}, fmt.Errorf("cuda: no slot past %d wraps cleanly into one page", first)
+		return BugB{}, fmt.Errorf("cuda: no slot in [%d, %d) wraps past the null block", first, first+4096)
 	}
 	ix.Bits = bits
-	pred, _, _ := ix.Span(slot)
-	r := BugB{Bits: bits, Model: shape.Name, DInner: shape.DInner(), DState: shape.MambaDState, StrideElems: geo.PageElems,
+	pred, predEnd, _ := ix.Span(slot)
+	r := BugB{PredictedLast: predEnd, VictimLast: victimEnd, Bits: bits, Model: shape.Name, DInner: shape.DInner(), DState: shape.MambaDState, StrideElems: geo.PageElems,
 		StateOffset: geo.StateOffset, NumSlots: int(slot) + 1, Slot: slot, FirstWrappingSlot: first, Predicted: pred,
 		Victim: victim, Tokens: tokens}
 	total := int64(r.NumSlots) * geo.PageElems
@@ -136,7 +141,7 @@ func ConfirmBugB(dev *Device, shape model.Shape, bits uint, tokens int) (BugB, e
 	if bits == 32 {
 		name = "selective_scan_fwd_u32"
 	}
-	if err := dev.Launch(name, [3]int{ceilDiv(di, 128), 1, 1}, [3]int{128, 1, 1}, 0,
+	if err := dev.Launch(name, [3]int{ceilDiv(di*N/4, 128), 1, 1}, [3]int{128, 1, 1}, 0,
 		y, ptrs[0], ptrs[1], ptrs[2], R+2*N, R, ptrs[3], 2*di, ptrs[4], ptrs[5], ptrs[6],
 		states+devPtr(4*geo.StateOffset), geo.PageElems, meta[0], meta[1], meta[2], meta[3], di, N); err != nil {
 		return r, err

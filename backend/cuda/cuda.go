@@ -118,8 +118,8 @@ func New(dev *Device, cfg Config, sym *backend.Symbolic) (*Backend, error) {
 		return nil, fmt.Errorf("cuda: state_index_bits %d: the kernels index the state in 32 (bug B) or 64 bits only", cfg.IndexBits)
 	}
 	s := &cfg.Shape
-	if s.NumMambaLayers() > 0 && (s.MambaDState > 16 || s.MambaDState&(s.MambaDState-1) != 0 || s.MambaDConv > 8) {
-		return nil, fmt.Errorf("cuda: d_state %d, d_conv %d: the kernels take d_state a power of two ≤ 16 and d_conv ≤ 8", s.MambaDState, s.MambaDConv)
+	if s.NumMambaLayers() > 0 && (s.MambaDState != 4 && s.MambaDState != 8 && s.MambaDState != 16 || s.MambaDConv > 8) {
+		return nil, fmt.Errorf("cuda: d_state %d, d_conv %d: the kernels take d_state 4, 8 or 16 and d_conv ≤ 8", s.MambaDState, s.MambaDConv)
 	}
 	if s.NumAttentionLayers() > 0 && s.HeadDim > 128 {
 		return nil, fmt.Errorf("cuda: head_dim %d: the attention kernel takes at most 128", s.HeadDim)
@@ -402,6 +402,15 @@ func (b *Backend) run(out *sched.Output) error {
 	}
 	qsl[nr] = int32(len(tokens))
 	T := len(tokens)
+	// The decode kernels take each decode row's token and slots directly.
+	dTok := make([]int32, len(dRows))
+	dSlot := make([]int32, nm*len(dRows))
+	for k, i := range dRows {
+		dTok[k] = qsl[i]
+		for gi := 0; gi < nm; gi++ {
+			dSlot[gi*len(dRows)+k] = cacheIdx[gi*nr+int(i)]
+		}
+	}
 	// Attention block tables and slot mappings, per attention group.
 	bt := make([]int32, na*nr*maxB)
 	slotMap := make([]int64, na*T)
@@ -436,7 +445,7 @@ func (b *Backend) run(out *sched.Output) error {
 		name string
 		v    []int32
 	}{{"qsl", qsl}, {"hasInit", hasInit}, {"dRows", dRows}, {"pRows", pRows}, {"tokens", tokens},
-		{"tokRow", tokRow}, {"tokPos", tokPos}, {"cacheIdx", cacheIdx}, {"bt", bt}}
+		{"tokRow", tokRow}, {"tokPos", tokPos}, {"cacheIdx", cacheIdx}, {"bt", bt}, {"dTok", dTok}, {"dSlot", dSlot}}
 	P := map[string]cu.DevicePtr{}
 	for _, u := range up {
 		p, err := put(b, u.name, u.v)
@@ -482,6 +491,7 @@ func (b *Backend) run(out *sched.Output) error {
 		}
 		if m := l.mamba; m != nil {
 			ci := P["cacheIdx"] + cu.DevicePtr(4*gi*nr)
+			ds := P["dSlot"] + cu.DevicePtr(4*gi*nd)
 			states := tensor + cu.DevicePtr(4*g.StateOffset)
 			steps := []func() error{
 				func() error { return mm(xz, nrm, m.inProj, T, 2*di, H, H, 2*di) },
@@ -501,16 +511,16 @@ func (b *Backend) run(out *sched.Output) error {
 						name, vec = "selective_state_update_v4", 4
 					}
 					G := N / vec
-					return d.Launch(name, [3]int{ceilDiv(di*G, 128), ceilDiv(nd, ssuRowsPerThread), 1}, blk, 0,
+					return d.Launch(name, [3]int{ceilDiv(di*G, 128), ceilDiv(nd, ssuRowsPerBlock), 1}, blk, 0,
 						y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
-						P["dRows"], nd, P["qsl"], ci, di, N)
+						P["dTok"], ds, nd, di, N)
 				},
 				func() error {
 					name := "selective_scan_fwd_u64"
 					if b.cfg.IndexBits == 32 {
 						name = "selective_scan_fwd_u32"
 					}
-					return d.Launch(name, [3]int{ceilDiv(di, 128), np, 1}, blk, 0,
+					return d.Launch(name, [3]int{ceilDiv(di*N/4, 128), np, 1}, blk, 0,
 						y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
 						P["pRows"], P["qsl"], ci, P["hasInit"], di, N)
 				},
@@ -599,5 +609,5 @@ func (b *Backend) run(out *sched.Output) error {
 	return nil
 }
 
-// ssuRowsPerThread is SSU_RPT in kernels/mamba.cu.
-const ssuRowsPerThread = 4
+// ssuRowsPerBlock is SSU_ROWS in kernels/mamba.cu.
+const ssuRowsPerBlock = 8

@@ -252,8 +252,8 @@ func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 			ok = ok && !r.IntendedStale && !r.VictimClobbered && r.Predicted == r.Slot
 		}
 		c.BugBPass = c.BugBPass && ok
-		say("bug B  %d-bit: slot %d (first wrapping %d, stride %d elems, %.1f GiB buffer): final state at block %d (rel err %.1e); intended slot stale %v; victim slot %d clobbered %v (%d elems): %s",
-			bits, r.Slot, r.FirstWrappingSlot, r.StrideElems, r.BufferGiB, r.Predicted, r.FinalAtPredicted, r.IntendedStale, r.Victim, r.VictimClobbered, r.VictimElemsChange, passFail(ok))
+		say("bug B  %d-bit: slot %d (first wrapping %d, stride %d elems, %.1f GiB buffer): final state at blocks %d..%d (rel err %.1e); intended slot stale %v; victim slot %d clobbered %v (%d elems): %s",
+			bits, r.Slot, r.FirstWrappingSlot, r.StrideElems, r.BufferGiB, r.Predicted, r.PredictedLast, r.FinalAtPredicted, r.IntendedStale, r.Victim, r.VictimClobbered, r.VictimElemsChange, passFail(ok))
 		c.BugB = append(c.BugB, r)
 	}
 	c.Pass = c.Pass && c.BugBPass
@@ -316,14 +316,16 @@ func writeConfirmation(dir string, c *confirmation) error {
 	p("- divergent in the mock: %v", a.DivergentMock)
 	p("- %s: the GPU and the mock flag the same requests, and every imposter is among them.", passFail(a.Pass))
 	p("\n## Bug B (selective_scan_fwd at Jamba Reasoning 3B's state size: d_inner 5120, d_state 16, fp32)\n")
-	p("| index | slot | first wrapping slot | buffer GiB | final state landed in block | rel err there | intended slot stale | victim slot | victim clobbered |")
+	p("| index | slot | first wrapping slot | buffer GiB | final state landed in blocks | rel err there | intended slot stale | victim slot | victim clobbered |")
 	p("|---|---:|---:|---:|---:|---:|---|---:|---|")
 	for _, r := range c.BugB {
-		p("| %d-bit | %d | %d | %.1f | %d | %.1e | %v | %d | %v (%d elems) |", r.Bits, r.Slot, r.FirstWrappingSlot, r.BufferGiB,
-			r.Predicted, r.FinalAtPredicted, r.IntendedStale, r.Victim, r.VictimClobbered, r.VictimElemsChange)
+		p("| %d-bit | %d | %d | %.1f | %d..%d | %.1e | %v | %d | %v (%d of its state elems) |", r.Bits, r.Slot, r.FirstWrappingSlot, r.BufferGiB,
+			r.Predicted, r.PredictedLast, r.FinalAtPredicted, r.IntendedStale, r.Victim, r.VictimClobbered, r.VictimElemsChange)
 	}
-	p("\nThe block the final state landed in is the one the simulator's `statecache.StateIndex.Span` predicts;")
-	p("with the 32-bit product it is another slot's page (clobbered) and the intended slot keeps its old bytes,")
-	p("with the 64-bit one it is the slot itself and the other slot is untouched: %s.", passFail(c.BugBPass))
+	p("\nSlot × stride is formed in the kernel's index type; the blocks the final state landed in are the ones the")
+	p("simulator's `statecache.StateIndex.Span` predicts (the read-back there matches a float64 recomputation);")
+	p("with the 32-bit product they are other slots' pages (the victim's state clobbered) and the intended slot keeps")
+	p("its old bytes, which the 64-bit decode kernel then reads; with the 64-bit product the state lands in the slot")
+	p("itself and the victim is untouched: %s.", passFail(c.BugBPass))
 	return os.WriteFile(filepath.Join(dir, "gpu-confirmation.md"), []byte(b.String()), 0o644)
 }

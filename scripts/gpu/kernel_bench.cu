@@ -55,10 +55,10 @@ template <typename T> static std::vector<T> host(const T* p, size_t n) {
 // One Mamba batch: rows of tokens with their inputs, on host and device.
 struct Batch {
     int rows, di, N, R, T;
-    std::vector<int> qsl, slot, init, rowids;
+    std::vector<int> qsl, slot, init, rowids, tok;
     std::vector<float> xc, dtp, dbc, xz, A, D, bias;
     long long stride, offset;
-    int *d_qsl, *d_slot, *d_init, *d_rows;
+    int *d_qsl, *d_slot, *d_init, *d_rows, *d_tok;
     float *d_xc, *d_dtp, *d_dbc, *d_xz, *d_A, *d_D, *d_bias, *d_y;
 };
 
@@ -69,7 +69,8 @@ static Batch make_batch(int rows, int L, int di, int N, int nslots, long long st
     for (int i = 0; i < nslots - 1; i++) perm[i] = i + 1; // slot 0 is the null block
     for (int i = (int)perm.size() - 1; i > 0; i--) std::swap(perm[i], perm[next_u64() % (i + 1)]);
     for (int r = 0; r <= rows; r++) b.qsl.push_back(r * L);
-    for (int r = 0; r < rows; r++) b.slot.push_back(perm[r]), b.init.push_back(r % 3 != 0), b.rowids.push_back(r);
+    for (int r = 0; r < rows; r++)
+        b.slot.push_back(perm[r]), b.init.push_back(r % 3 != 0), b.rowids.push_back(r), b.tok.push_back(r * L);
     b.xc = randv((size_t)b.T * di, -1, 1);
     b.dtp = randv((size_t)b.T * di, -3, 0);
     b.dbc = randv((size_t)b.T * (b.R + 2 * N), -1, 1);
@@ -79,7 +80,7 @@ static Batch make_batch(int rows, int L, int di, int N, int nslots, long long st
         for (int n = 0; n < N; n++) b.A[(size_t)d * N + n] = -(float)(n + 1);
     b.D = randv(di, 0, 0.2f);
     b.bias = randv(di, -4, -2);
-    b.d_qsl = dev(b.qsl), b.d_slot = dev(b.slot), b.d_init = dev(b.init), b.d_rows = dev(b.rowids);
+    b.d_qsl = dev(b.qsl), b.d_slot = dev(b.slot), b.d_init = dev(b.init), b.d_rows = dev(b.rowids), b.d_tok = dev(b.tok);
     b.d_xc = dev(b.xc), b.d_dtp = dev(b.dtp), b.d_dbc = dev(b.dbc), b.d_xz = dev(b.xz);
     b.d_A = dev(b.A), b.d_D = dev(b.D), b.d_bias = dev(b.bias);
     CK(cudaMalloc(&b.d_y, (size_t)b.T * di * sizeof(float)));
@@ -87,7 +88,7 @@ static Batch make_batch(int rows, int L, int di, int N, int nslots, long long st
 }
 
 static void launch_scan(Batch& b, float* states, bool u32) {
-    dim3 g((b.di + 127) / 128, b.rows);
+    dim3 g((b.di * (b.N / 4) + 127) / 128, b.rows);
     auto f = u32 ? selective_scan_fwd_u32 : selective_scan_fwd_u64;
     f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
                   states + b.offset, b.stride, b.d_rows, b.d_qsl, b.d_slot, b.d_init, b.di, b.N);
@@ -96,10 +97,10 @@ static void launch_scan(Batch& b, float* states, bool u32) {
 
 static void launch_ssu(Batch& b, float* states, int V) {
     int G = b.N / V;
-    dim3 g((unsigned)(((long long)b.di * G + 127) / 128), (b.rows + SSU_RPT - 1) / SSU_RPT);
+    dim3 g((unsigned)(((long long)b.di * G + 127) / 128), (b.rows + SSU_ROWS - 1) / SSU_ROWS);
     auto f = V == 4 ? selective_state_update_v4 : selective_state_update_v1;
     f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
-                  states + b.offset, b.stride, b.d_rows, b.rows, b.d_qsl, b.d_slot, b.di, b.N);
+                  states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, b.di, b.N);
     CKL();
 }
 
@@ -189,20 +190,19 @@ static void check_mamba() {
     for (int r = 0; r < 4; r++) init8.push_back(0), init8.push_back(1);
     int *d_q = dev(qtab), *d_s = dev(slot8), *d_i = dev(init8), *d_even = dev(even);
     CK(cudaMemset(whole.d_y, 0xff, (size_t)whole.T * di * sizeof(float)));
-    selective_scan_fwd_u64<<<dim3(di / 128, 4), 128>>>(whole.d_y, whole.d_xc, whole.d_dtp, whole.d_dbc, whole.R + 2 * N,
+    selective_scan_fwd_u64<<<dim3(di * 4 / 128, 4), 128>>>(whole.d_y, whole.d_xc, whole.d_dtp, whole.d_dbc, whole.R + 2 * N,
                                                        whole.R, whole.d_xz, 2 * di, whole.d_A, whole.d_D, whole.d_bias,
                                                        s2 + offset, stride, d_even, d_q, d_s, d_i, di, N);
     CKL();
     // Decode the remaining tokens one at a time: a row table of single tokens.
     for (int k = L1; k < Lt; k++) {
-        std::vector<int> qq, ss, ev = {0, 2, 4, 6};
-        for (int r = 0; r < 4; r++) qq.push_back(r * Lt + k), qq.push_back(r * Lt + k + 1);
-        for (int r = 0; r < 4; r++) ss.push_back(whole.slot[r]), ss.push_back(whole.slot[r]);
-        int *dq = dev(qq), *ds = dev(ss), *dv = dev(ev);
+        std::vector<int> tk, ss;
+        for (int r = 0; r < 4; r++) tk.push_back(r * Lt + k), ss.push_back(whole.slot[r]);
+        int *dq = dev(tk), *ds = dev(ss), *dv = dev(tk);
         selective_state_update_v4<<<dim3(di * 4 / 128, 1), 128>>>(whole.d_y, whole.d_xc, whole.d_dtp, whole.d_dbc,
                                                                   whole.R + 2 * N, whole.R, whole.d_xz, 2 * di, whole.d_A,
-                                                                  whole.d_D, whole.d_bias, s2 + offset, stride, dv, 4, dq,
-                                                                  ds, di, N);
+                                                                  whole.d_D, whole.d_bias, s2 + offset, stride, dq, ds, 4,
+                                                                  di, N);
         CKL();
         CK(cudaDeviceSynchronize());
         cudaFree(dq), cudaFree(ds), cudaFree(dv);
