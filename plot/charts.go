@@ -233,7 +233,7 @@ func cacheChart(run *Run, dc draw.Canvas) {
 		{"highest slot index touched", purple, func(b *Bin) int32 { return b.HighestSlot }},
 	}
 	if run.FromTrace {
-		series[1].name = "state slots of scheduled requests (max in bin)"
+		series[1].name = "slots of scheduled rows (max in bin)"
 	}
 	top := 0.0
 	for _, s := range series {
@@ -265,7 +265,7 @@ func cacheChart(run *Run, dc draw.Canvas) {
 		h := hline(x0, x1, w, red)
 		h.Width = vg.Points(2)
 		p.Add(h)
-		leg.Add(fmt.Sprintf("first wrapping slot ceil(2^%d / stride) = %d", run.StateIndexBits, run.FirstWrappingSlot), h)
+		leg.Add(fmt.Sprintf("first wrapping slot %d (2^%d / stride)", run.FirstWrappingSlot, run.StateIndexBits), h)
 		top = max(top, w)
 	}
 	p.Y.Min, p.Y.Max = 0, max(1, top*1.08)
@@ -273,16 +273,18 @@ func cacheChart(run *Run, dc draw.Canvas) {
 	withLegend(dc, p, leg, 3.3*vg.Inch)
 }
 
-// queueChart shows queue depth over simulated time and, below it,
-// preemptions per bin.
+// queueChart shows queue depth over steps and, below it, preemptions per
+// bin. Steps, not time, on x: bins may span the idle gaps between
+// training steps, which a time axis would draw as ramps.
 func queueChart(run *Run, dc draw.Canvas) {
 	per := ""
 	if run.BinWidth > 1 {
 		per = fmt.Sprintf(" per bin of %d steps", run.BinWidth)
 	}
 	top := newPlot(fmt.Sprintf("%s: queue depth and preemptions", run.Name), "", "requests")
-	bottom := newPlot("", "simulated time (s)", "preemptions"+per)
+	bottom := newPlot("", stepsLabel(run), "preemptions"+per)
 	top.Y.Tick.Marker, bottom.Y.Tick.Marker = intTicks{}, intTicks{}
+	top.X.Tick.Marker, bottom.X.Tick.Marker = intTicks{}, intTicks{}
 	leg := newLegend()
 	series := []struct {
 		name string
@@ -297,7 +299,7 @@ func queueChart(run *Run, dc draw.Canvas) {
 		series[0].name = "rows scheduled (max in bin)"
 		series[0].v = func(b *Bin) int32 { return b.MaxRows }
 	}
-	tEnd := func(b *Bin) float64 { return float64(b.EndNS) / 1e9 }
+	tEnd := func(b *Bin) float64 { return float64(b.LastStep) }
 	for _, s := range series {
 		var xys plotter.XYs
 		for i := range run.Bins {
@@ -318,9 +320,9 @@ func queueChart(run *Run, dc draw.Canvas) {
 	pl.FillColor = color.NRGBA{213, 94, 0, 110}
 	bottom.Add(pl)
 	leg.Add(fmt.Sprintf("preemptions (%d in all)", total), pl)
-	t0, t1 := float64(run.Bins[0].StartNS)/1e9, tEnd(&run.Bins[len(run.Bins)-1])
+	t0, t1 := float64(run.Bins[0].FirstStep), tEnd(&run.Bins[len(run.Bins)-1])
 	for _, p := range []*plot.Plot{top, bottom} {
-		p.X.Min, p.X.Max = t0, max(t1, t0+1e-3)
+		p.X.Min, p.X.Max = t0, max(t1, t0+1)
 		p.Y.Min = 0
 	}
 	bottom.Y.Max = max(1, bottom.Y.Max)
@@ -382,8 +384,13 @@ type intTicks struct{}
 func (intTicks) Ticks(lo, hi float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(lo, hi)
 	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(math.Round(ts[i].Value), 'f', 0, 64)
+		if ts[i].Label == "" {
+			continue
+		}
+		if r := math.Round(ts[i].Value); math.Abs(ts[i].Value-r) < 1e-9 {
+			ts[i].Label = strconv.FormatFloat(r, 'f', 0, 64)
+		} else {
+			ts[i].Label = "" // a fraction of a token or a step
 		}
 	}
 	return ts
