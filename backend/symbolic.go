@@ -123,25 +123,31 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, (end-1)/s.bs, g, len(r.Blocks.Attn[g]))
 		}
 		if bi >= 0 {
-			blocks := r.Blocks.Attn[g]
-			p := s.Prov.Get(blocks[bi])
-			s.corrupt(r)
-			if s.Rec.Wants(check.StaleSlotRead) {
-				s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead, Step: s.step, TimeNS: int64(now),
-					RequestID: int64(r.ID), Slot: int64(blocks[bi]), PrevOwner: int64(p.Writer),
-					Detail: fmt.Sprintf("attention group %d reads KV block %d holding %s of request %d", g, blocks[bi], p.Content, p.Writer)})
-			} else {
-				s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
-			}
-			// Report the damage once; the request carries it from here.
-			for k := bi; k < len(blocks) && k <= (end-1)/s.bs; k++ {
-				if !s.Prov.KVValid(blocks[k], r.ID, min(s.bs, end-k*s.bs)) {
-					s.Prov.AdoptKV(blocks[k], r.ID, min(s.bs, end-k*s.bs), s.step)
-				}
-			}
+			s.staleKV(r, g, bi, end, now)
 		}
 	}
 	return nil
+}
+
+// staleKV reports attention group g's read of a block not holding r's
+// K/V; kept out of attention so the hot loop stays small.
+func (s *Symbolic) staleKV(r *sched.Request, g, bi, end int, now sim.Time) {
+	blocks := r.Blocks.Attn[g]
+	p := s.Prov.Get(blocks[bi])
+	s.corrupt(r)
+	if s.Rec.Wants(check.StaleSlotRead) {
+		s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead, Step: s.step, TimeNS: int64(now),
+			RequestID: int64(r.ID), Slot: int64(blocks[bi]), PrevOwner: int64(p.Writer),
+			Detail: fmt.Sprintf("attention group %d reads KV block %d holding %s of request %d", g, blocks[bi], p.Content, p.Writer)})
+	} else {
+		s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
+	}
+	// Report the damage once; the request carries it from here.
+	for k := bi; k < len(blocks) && k <= (end-1)/s.bs; k++ {
+		if !s.Prov.KVValid(blocks[k], r.ID, min(s.bs, end-k*s.bs)) {
+			s.Prov.AdoptKV(blocks[k], r.ID, min(s.bs, end-k*s.bs), s.step)
+		}
+	}
 }
 
 func (s *Symbolic) corrupt(r *sched.Request) {
@@ -170,6 +176,14 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 			return
 		}
 	}
+	s.mambaSlots(row, now)
+}
+
+// mambaSlots checks and writes one row's state slots one by one.
+func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
+	r := row.Req
+	c, q := row.NumComputed, row.NumScheduled
+	decode := row.Path == sched.PathDecode
 	s.Prov.SettleState(&r.Blocks)
 	if decode && c == 0 {
 		slot := r.Blocks.Mamba[0]
