@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -38,6 +39,10 @@ type Result struct {
 	// FirstWrap is the first prefill state write whose 32-bit address
 	// wrapped (bug B), or nil.
 	FirstWrap *Wrap `json:"first_wrap,omitempty"`
+	// Error is why the cell could not run (a pool too small for the
+	// memory model, say); its counters are then zero and it counts in no
+	// metric.
+	Error string `json:"error,omitempty"`
 }
 
 // Wrap locates bug B's first wrapped write.
@@ -72,6 +77,13 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 		}
 	}}
 	rep, err := statesim.Run(sc, opt)
+	var ie *scenarios.InputError
+	if errors.As(err, &ie) {
+		// An infeasible point of the grid, not a broken sweep.
+		r := &Result{Cell: c, Key: s.Key(c), Divergent: -1, FirstWrappingSlot: -1, Error: err.Error()}
+		r.Violations = make([]int64, check.NumInvariants)
+		return r, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +187,9 @@ func per1000(count func(r *Result) int64) func([]*Result) float64 {
 	return func(rs []*Result) float64 {
 		var n, req int64
 		for _, r := range rs {
+			if r.Error != "" {
+				continue
+			}
 			c := count(r)
 			if c < 0 {
 				return math.NaN()

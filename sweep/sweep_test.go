@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -279,5 +280,25 @@ func TestDivergentColumn(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "divergent_per_1000") {
 		t.Fatal("CSV lacks divergent_per_1000")
+	}
+}
+
+// A point the memory model cannot fit is recorded as an error, not the
+// end of the sweep.
+func TestInfeasibleCellIsRecorded(t *testing.T) {
+	s := small()
+	s.Axes = []Axis{{Key: "engine.gpu_memory_utilization", Values: []string{"0.05", "0.2"}}}
+	s.Seeds = 1
+	rs := run(t, s, Options{Workers: 2})
+	if len(rs) != 2 || !strings.Contains(rs[0].Error, "no memory left for the cache") || rs[1].Error != "" || rs[1].Requests == 0 {
+		t.Fatalf("results: %+v / %+v", rs[0], rs[1])
+	}
+	pts := Points(s, rs)
+	if !math.IsNaN(pts[0].Value) || math.IsNaN(pts[1].Value) {
+		t.Fatalf("metric per point: %v, %v", pts[0].Value, pts[1].Value)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, s, rs); err != nil || !strings.Contains(b.String(), "error in engine.gpu_memory_utilization=0.05") {
+		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }

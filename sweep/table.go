@@ -90,8 +90,16 @@ func WriteTable(w io.Writer, spec *Spec, rs []*Result) error {
 	head = append(head, shortNames[:]...)
 	head = append(head, "imposters", "corrupt/1k", "diverg/1k", "preempt", "req/s", "wrap@train")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	var failed []*Result
 	for _, r := range rs {
 		row := append([]string(nil), r.Values...)
+		if r.Error != "" {
+			failed = append(failed, r)
+			row = append(row, strconv.FormatUint(r.Seed, 10), "error")
+			row = append(row, make([]string, len(head)-len(row))...)
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			continue
+		}
 		row = append(row, strconv.FormatUint(r.Seed, 10), strconv.FormatInt(r.Requests, 10))
 		for _, v := range r.Violations {
 			row = append(row, strconv.FormatInt(v, 10))
@@ -101,6 +109,9 @@ func WriteTable(w io.Writer, spec *Spec, rs []*Result) error {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
+	for _, r := range failed {
+		fmt.Fprintf(&b, "error in %s: %s\n", r.Key, r.Error)
+	}
 	fmt.Fprintf(&b, "\ninvariants: ")
 	for i, inv := range check.All() {
 		if i > 0 {
@@ -133,7 +144,7 @@ func WriteCSV(w io.Writer, spec *Spec, rs []*Result) error {
 		head = append(head, inv.String())
 	}
 	head = append(head, "imposters", "misclassified_rows", "corrupted_requests", "corrupted_per_1000", "divergent_requests",
-		"divergent_per_1000", "requests_per_s", "output_tokens_per_s", "first_wrap_step", "first_wrap_training_step", "first_wrap_request")
+		"divergent_per_1000", "requests_per_s", "output_tokens_per_s", "first_wrap_step", "first_wrap_training_step", "first_wrap_request", "error")
 	cw.Write(head)
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	f64 := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -154,7 +165,7 @@ func WriteCSV(w io.Writer, spec *Spec, rs []*Result) error {
 			ws, wt, wr = i64(fw.Step), strconv.Itoa(fw.TrainingStep), i64(fw.RequestID)
 		}
 		row = append(row, i64(r.Imposters), i64(r.Misclassified), i64(r.Corrupted), per1k(r.Corrupted, r.Requests), div,
-			per1k(r.Divergent, r.Requests), f64(r.RequestsPerS), f64(r.OutputTokensPerS), ws, wt, wr)
+			per1k(r.Divergent, r.Requests), f64(r.RequestsPerS), f64(r.OutputTokensPerS), ws, wt, wr, r.Error)
 		cw.Write(row)
 	}
 	cw.Flush()
