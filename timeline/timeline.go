@@ -69,22 +69,34 @@ type request struct {
 	lastStep         int64
 }
 
+// decodeSteps is an open run of consecutive decode-only steps.
+type decodeSteps struct {
+	start, end    int64
+	first, last   int64
+	steps, tokens int64
+	maxRows       int64
+}
+
 // Writer streams a timeline to an io.Writer; feed it from
 // statesim.Options.OnStep and OnFinish, then call Close.
 type Writer struct {
-	w     *bufio.Writer
-	buf   []byte
-	n     int
-	err   error
-	live  map[int64]*request
-	seen  []int64 // request ids in order of first appearance
-	end   int64   // latest time written
-	steps int64
+	w    *bufio.Writer
+	buf  []byte
+	n    int
+	err  error
+	live map[int64]*request
+	seen []int64 // request ids in order of first appearance
+	end  int64   // latest time written
+	dec  decodeSteps
+	// Counters are written when they change.
+	waiting, running int64
+	lastBudget       [4]int64
+	nBudget          int
 }
 
 // New starts a timeline on w.
 func New(w io.Writer) *Writer {
-	t := &Writer{w: bufio.NewWriterSize(w, 1<<16), live: map[int64]*request{}}
+	t := &Writer{w: bufio.NewWriterSize(w, 1<<16), live: map[int64]*request{}, waiting: -1, running: -1}
 	t.raw(`{"displayTimeUnit":"ms","traceEvents":[` + "\n")
 	return t
 }
@@ -190,7 +202,6 @@ func (t *Writer) closeDecode(id int64, r *request) {
 func (t *Writer) OnStep(e *statesim.StepEvent) {
 	start, end := int64(e.Start), int64(e.End)
 	t.end = max(t.end, end)
-	t.steps++
 	out := e.Out
 	for _, q := range out.Preempted {
 		id := int64(q.ID)
@@ -242,12 +253,59 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 				num("step", out.Step), inum("tokens", row.NumScheduled), inum("slot", q.Blocks.Mamba[0]))
 		}
 	}
-	t.span(pidScheduler, tidSteps, "step "+strconv.FormatInt(out.Step, 10), "step", start, end, inum("rows", len(out.Rows)),
-		inum("tokens", out.NumScheduledTokens), inum("decode_rows", out.NumDecodes), inum("preempted", len(out.Preempted)))
-	t.counter("token budget", start, inum("decode", decode), inum("extend", extend), inum("prefill", prefill), inum("new request cut", cut))
-	if s := e.Sched; s != nil {
-		t.counter("queues", start, inum("waiting", len(s.Waiting)), inum("running", len(s.Running)))
+	// Steps of nothing but decodes merge into one span, as a request's
+	// decode steps do: they are most steps of a long run.
+	if extend+prefill+cut == 0 && len(out.Preempted) == 0 {
+		d := &t.dec
+		if d.steps > 0 && out.Step != d.last+1 {
+			t.closeDecodeSteps()
+		}
+		if d.steps == 0 {
+			d.start, d.first = start, out.Step
+		}
+		d.end, d.last = end, out.Step
+		d.steps++
+		d.tokens += int64(decode)
+		d.maxRows = max(d.maxRows, int64(len(out.Rows)))
+	} else {
+		t.closeDecodeSteps()
+		t.span(pidScheduler, tidSteps, "step "+strconv.FormatInt(out.Step, 10), "step", start, end, num("steps", 1), inum("rows", len(out.Rows)),
+			inum("tokens", out.NumScheduledTokens), inum("decode_rows", out.NumDecodes), inum("preempted", len(out.Preempted)))
+		t.budget(start, int64(decode), int64(extend), int64(prefill), int64(cut))
 	}
+	if s := e.Sched; s != nil {
+		if w, r := int64(len(s.Waiting)), int64(len(s.Running)); w != t.waiting || r != t.running {
+			t.waiting, t.running = w, r
+			t.counter("queues", start, num("waiting", w), num("running", r))
+		}
+	}
+}
+
+// budget emits the token budget counter when it changes.
+func (t *Writer) budget(at int64, v ...int64) {
+	cur := [4]int64{v[0], v[1], v[2], v[3]}
+	if t.nBudget > 0 && cur == t.lastBudget {
+		return
+	}
+	t.nBudget++
+	t.lastBudget = cur
+	t.counter("token budget", at, num("decode", cur[0]), num("extend", cur[1]), num("prefill", cur[2]), num("new request cut", cur[3]))
+}
+
+// closeDecodeSteps ends the open run of decode-only steps; the budget
+// counter shows its mean decode tokens per step.
+func (t *Writer) closeDecodeSteps() {
+	d := &t.dec
+	if d.steps == 0 {
+		return
+	}
+	name := "step " + strconv.FormatInt(d.first, 10)
+	if d.steps > 1 {
+		name = fmt.Sprintf("steps %d-%d (decode only)", d.first, d.last)
+	}
+	t.span(pidScheduler, tidSteps, name, "step", d.start, d.end, num("steps", d.steps), num("tokens", d.tokens), num("max_rows", d.maxRows))
+	t.budget(d.start, (d.tokens+d.steps/2)/d.steps, 0, 0, 0)
+	*d = decodeSteps{}
 }
 
 // OnFinish closes a finished request's track.
@@ -277,6 +335,7 @@ func (t *Writer) Violations(vs []check.Violation) {
 // Close ends open spans, names the tracks and finishes the JSON; it
 // returns the first write error.
 func (t *Writer) Close() error {
+	t.closeDecodeSteps()
 	ids := make([]int64, 0, len(t.live))
 	for id := range t.live {
 		ids = append(ids, id)
