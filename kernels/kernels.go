@@ -28,5 +28,9 @@ var (
 	}}
 )
 
+// SSURows is SSU_ROWS in mamba.cu: the decode rows one block of the
+// selective_state_update kernels walks (grid.y = ceil(rows / SSURows)).
+const SSURows = 16
+
 // Modules are every module the backend loads.
 func Modules() []Module { return []Module{Mamba, Layers} }

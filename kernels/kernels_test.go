@@ -3,6 +3,7 @@ package kernels
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,18 @@ func TestEntriesParser(t *testing.T) {
 	got := entries(".visible .entry a(\n.entry b(\n.visible .entry c_d(\n")
 	if !got["a"] || got["b"] || !got["c_d"] || len(got) != 2 {
 		t.Errorf("entries = %v", got)
+	}
+}
+
+// The launch geometry the backend derives from SSURows must match the
+// kernel's own constant.
+func TestSSURowsMatchesSource(t *testing.T) {
+	src, err := os.ReadFile("mamba.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^#define SSU_ROWS (\d+)`).FindSubmatch(src)
+	if m == nil || string(m[1]) != strconv.Itoa(SSURows) {
+		t.Errorf("mamba.cu defines SSU_ROWS %q, kernels.SSURows is %d", m, SSURows)
 	}
 }

@@ -15,6 +15,7 @@
 
 #define MAX_CONV 8    // d_conv at most
 #define MAX_DSTATE 16 // d_state at most (Jamba: 16)
+#define SCAN_CHUNK 8  // tokens whose inputs the scan loads ahead
 
 // One channel of one row through the causal conv1d: start from the cached
 // window (or zeros), run the row's tokens, write the window back. The
@@ -78,70 +79,63 @@ extern "C" __global__ void causal_conv1d_update(float* xc, const float* xz, int 
     conv_row(xc, xz, xz_stride, w, b, cache, page_elems, cache_idx[r], true, qsl[r], qsl[r + 1], di, K, d);
 }
 
-// Selective scan over one row's tokens. Each channel's d_state values are
-// split over G = N/4 consecutive threads, 4 each, held in registers; the
-// per-channel inputs of G consecutive tokens are loaded one token per
-// thread (softplus computed once) and passed round with shuffles, and the
-// G partial sums of C·h meet by shuffles too. Few registers per thread, so
-// the chip is full of independent rows and channels.
-//
+// Selective scan over one row's tokens for channel d, state in registers.
 // The state address is formed as vLLM's selective_scan_fwd formed it,
 // ssm_states + cache_index × batch_stride, with the product in index_t:
 // uint32_t reproduces the wrap of bug B (PR #35275), uint64_t is the fix.
-// grid (ceil(di·G/blockDim), len(rows)); blockDim a multiple of 32.
 template <typename index_t>
 __device__ __forceinline__ void scan_row(float* y, const float* xc, const float* dtp, const float* dbc,
                                          int dbc_stride, int R, const float* xz, int xz_stride, const float* A,
                                          const float* Dp, const float* dt_bias, float* states,
                                          long long stride, int slot, bool init, int t0, int t1, int di,
-                                         int N) {
-    int G = N / 4;
-    long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    int d = (int)(tid / G), j = (int)(tid % G);
-    bool live = d < di;
-    int lane0 = (threadIdx.x & 31) & ~(G - 1);
+                                         int N, int d) {
     index_t base = (index_t)slot * (index_t)stride;
-    float* hp = states + (size_t)base + (size_t)d * N + j * 4;
-    float h[4], a[4];
+    float* hp = states + (size_t)base + (size_t)d * N;
+    float h[MAX_DSTATE], a[MAX_DSTATE];
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        h[e] = (live && init) ? hp[e] : 0.0f;
-        a[e] = live ? A[(long long)d * N + j * 4 + e] : 0.0f;
+    for (int n = 0; n < MAX_DSTATE; n++) {
+        h[n] = (n < N && init) ? hp[n] : 0.0f;
+        a[n] = n < N ? A[d * N + n] : 0.0f;
     }
-    float bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
-    for (int tc = t0; tc < t1; tc += G) {
-        int tj = tc + j;
-        float dtj = 0.0f, uj = 0.0f, zj = 0.0f;
-        if (live && tj < t1) {
-            dtj = softplus_f(dtp[(long long)tj * di + d] + bias);
-            uj = xc[(long long)tj * di + d];
-            zj = xz[(long long)tj * xz_stride + di + d];
-        }
-        for (int c = 0; c < G; c++) {
-            int t = tc + c;
-            if (t >= t1) break; // the same for the whole block: one row per block
-            float dt = __shfl_sync(0xffffffffu, dtj, lane0 + c);
-            float u = __shfl_sync(0xffffffffu, uj, lane0 + c);
-            float z = __shfl_sync(0xffffffffu, zj, lane0 + c);
-            float part = 0.0f;
-            if (live) {
-                const float* B = dbc + (long long)t * dbc_stride + R + j * 4;
-                const float* C = B + N;
-                float du = dt * u;
+    float bias = dt_bias[d], skip = Dp[d];
+    // Tokens in chunks of SCAN_CHUNK: the chunk's per-channel inputs are
+    // all loaded before the recurrence uses them, so the loads overlap
+    // instead of each waiting on the previous token's arithmetic.
+    for (int tc = t0; tc < t1; tc += SCAN_CHUNK) {
+        float dtv[SCAN_CHUNK], uv[SCAN_CHUNK], zv[SCAN_CHUNK];
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    h[e] = expf(a[e] * dt) * h[e] + __ldg(B + e) * du;
-                    part += __ldg(C + e) * h[e];
+        for (int c = 0; c < SCAN_CHUNK; c++) {
+            int t = tc + c;
+            if (t < t1) {
+                dtv[c] = dtp[(long long)t * di + d];
+                uv[c] = xc[(long long)t * di + d];
+                zv[c] = xz[(long long)t * xz_stride + di + d];
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < SCAN_CHUNK; c++) {
+            int t = tc + c;
+            if (t >= t1) break;
+            float dt = softplus_f(dtv[c] + bias);
+            float u = uv[c];
+            float du = dt * u;
+            const float* B = dbc + (long long)t * dbc_stride + R;
+            const float* C = B + N;
+            float acc = 0.0f;
+#pragma unroll
+            for (int n = 0; n < MAX_DSTATE; n++) {
+                if (n < N) {
+                    h[n] = expf(a[n] * dt) * h[n] + __ldg(B + n) * du;
+                    acc += __ldg(C + n) * h[n];
                 }
             }
-            for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-            if (live && j == 0) y[(long long)t * di + d] = (part + skip * u) * silu_f(z);
+            acc += skip * u;
+            y[(long long)t * di + d] = acc * silu_f(zv[c]);
         }
     }
-    if (live) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) hp[e] = h[e];
-    }
+    for (int n = 0; n < MAX_DSTATE; n++)
+        if (n < N) hp[n] = h[n];
 }
 
 #define SCAN_ENTRY(NAME, INDEX_T)                                                                              \
@@ -150,9 +144,11 @@ __device__ __forceinline__ void scan_row(float* y, const float* xc, const float*
                                     const float* Dp, const float* dt_bias, float* states, long long stride,   \
                                     const int* rows, const int* qsl, const int* cache_idx,                    \
                                     const int* has_init, int di, int N) {                                     \
+        int d = blockIdx.x * blockDim.x + threadIdx.x;                                                        \
+        if (d >= di) return;                                                                                  \
         int r = rows[blockIdx.y];                                                                             \
         scan_row<INDEX_T>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride,      \
-                          cache_idx[r], has_init[r] != 0, qsl[r], qsl[r + 1], di, N);                         \
+                          cache_idx[r], has_init[r] != 0, qsl[r], qsl[r + 1], di, N, d);                      \
     }
 
 // selective_scan_fwd_u32: the state index as vLLM had it before PR #35275.
@@ -164,38 +160,30 @@ SCAN_ENTRY(selective_scan_fwd_u64, uint64_t)
 // state, written back in place. Memory-bound on the fp32 state (read +
 // write): each thread owns V consecutive state elements of one channel
 // (V = 4: 16-byte accesses, consecutive threads on consecutive addresses)
-// and walks SSU_ROWS decode rows, loading the next row's state while it
-// computes the current one, so a load is always in flight; the G = N/V
-// threads of a channel sum C·h with shuffles. Rows come as their token
-// index and state slot; the slot index is 64-bit.
-// grid (ceil(di·G/blockDim), ceil(nrows/SSU_ROWS)); blockDim a multiple of
-// 32; G a power of two.
-#define SSU_ROWS 8
+// and walks SSU_ROWS decode rows. To keep enough bytes in flight without
+// spending registers, the state and inputs of the next SSU_STAGES − 1 rows
+// are fetched by asynchronous copies (cp.async) into shared memory while
+// the current row computes; each thread reads back only what it fetched,
+// so no barrier is needed. The G = N/V threads of a channel sum C·h with
+// shuffles. Rows come as their token index and state slot; the slot index
+// is 64-bit.
+// grid (ceil(di·G/128), ceil(nrows/SSU_ROWS)); blockDim exactly 128; G a
+// power of two.
+#define SSU_ROWS 16
+#define SSU_STAGES 4
+#define SSU_THREADS 128
 
-template <int V>
-struct RowIn {
-    float h[V];
-    float dtr, u, z;
-    int t;
-    float* hp;
-};
-
-template <int V>
-__device__ __forceinline__ void ssu_load(RowIn<V>& in, int r, const int* tok, const int* slot, const float* xc,
-                                         const float* dtp, const float* xz, int xz_stride, float* states,
-                                         long long stride, int di, int N, int d, int j) {
-    in.t = tok[r];
-    in.hp = states + (long long)slot[r] * stride + (long long)d * N + j * V;
-    if constexpr (V == 4) {
-        float4 v = *reinterpret_cast<const float4*>(in.hp);
-        in.h[0] = v.x, in.h[1] = v.y, in.h[2] = v.z, in.h[3] = v.w;
-    } else {
-#pragma unroll
-        for (int e = 0; e < V; e++) in.h[e] = in.hp[e];
-    }
-    in.dtr = dtp[(long long)in.t * di + d];
-    in.u = xc[(long long)in.t * di + d];
-    in.z = xz[(long long)in.t * xz_stride + di + d];
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem, int bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    if (bytes == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most SSU_STAGES − 1 of this thread's groups are pending.
+__device__ __forceinline__ void cp_async_wait_stages() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(SSU_STAGES - 1));
 }
 
 template <int V>
@@ -204,8 +192,11 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
                                              const float* A, const float* Dp, const float* dt_bias,
                                              float* states, long long stride, const int* tok, const int* slot,
                                              int nrows, int di, int N) {
-    int G = N / V;
-    long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ __align__(16) float sh[SSU_STAGES][V][SSU_THREADS]; // [stage][element][thread]: no bank conflicts
+    __shared__ __align__(16) float4 sh4[SSU_STAGES][SSU_THREADS];  // the V = 4 state
+    __shared__ float sin[SSU_STAGES][3][SSU_THREADS];               // dt_raw, x, z
+    int G = N / V, tx = threadIdx.x;
+    long long tid = (long long)blockIdx.x * blockDim.x + tx;
     int d = (int)(tid / G), j = (int)(tid % G);
     bool live = d < di;
     int r0 = blockIdx.y * SSU_ROWS, r1 = min(r0 + SSU_ROWS, nrows);
@@ -213,40 +204,72 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
 #pragma unroll
     for (int e = 0; e < V; e++) a[e] = live ? A[(long long)d * N + j * V + e] : 0.0f;
     float bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
-    RowIn<V> cur, nxt;
-    if (live && r0 < r1) ssu_load<V>(cur, r0, tok, slot, xc, dtp, xz, xz_stride, states, stride, di, N, d, j);
+    // fetch issues row r's copies into stage r % SSU_STAGES; every thread
+    // commits one group per call, empty or not, so the counts line up.
+    auto fetch = [&](int r) {
+        if (live && r < r1) {
+            int st = (r - r0) % SSU_STAGES, t = tok[r];
+            const float* hp = states + (long long)slot[r] * stride + (long long)d * N + j * V;
+            if constexpr (V == 4) {
+                cp_async(&sh4[st][tx], hp, 16);
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++) cp_async(&sh[st][e][tx], hp + e, 4);
+            }
+            cp_async(&sin[st][0][tx], dtp + (long long)t * di + d, 4);
+            cp_async(&sin[st][1][tx], xc + (long long)t * di + d, 4);
+            cp_async(&sin[st][2][tx], xz + (long long)t * xz_stride + di + d, 4);
+        }
+        cp_async_commit();
+    };
+#pragma unroll
+    for (int k = 0; k < SSU_STAGES - 1; k++) fetch(r0 + k);
     for (int r = r0; r < r1; r++) {
-        if (live && r + 1 < r1) ssu_load<V>(nxt, r + 1, tok, slot, xc, dtp, xz, xz_stride, states, stride, di, N, d, j);
-        float part = 0.0f;
+        fetch(r + SSU_STAGES - 1);
+        cp_async_wait_stages();
+        int st = (r - r0) % SSU_STAGES;
+        float part = 0.0f, u = 0.0f, z = 0.0f;
+        int t = 0;
         if (live) {
-            float dt = softplus_f(cur.dtr + bias);
-            float du = dt * cur.u;
-            const float* B = dbc + (long long)cur.t * dbc_stride + R + j * V;
+            float h[V];
+            if constexpr (V == 4) {
+                float4 v = sh4[st][tx];
+                h[0] = v.x, h[1] = v.y, h[2] = v.z, h[3] = v.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++) h[e] = sh[st][e][tx];
+            }
+            t = tok[r];
+            u = sin[st][1][tx];
+            z = sin[st][2][tx];
+            float dt = softplus_f(sin[st][0][tx] + bias);
+            float du = dt * u;
+            const float* B = dbc + (long long)t * dbc_stride + R + j * V;
             const float* C = B + N;
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                cur.h[e] = expf(a[e] * dt) * cur.h[e] + __ldg(B + e) * du;
-                part += __ldg(C + e) * cur.h[e];
+                h[e] = expf(a[e] * dt) * h[e] + __ldg(B + e) * du;
+                part += __ldg(C + e) * h[e];
             }
+            float* hp = states + (long long)slot[r] * stride + (long long)d * N + j * V;
             if constexpr (V == 4) {
-                *reinterpret_cast<float4*>(cur.hp) = make_float4(cur.h[0], cur.h[1], cur.h[2], cur.h[3]);
+                *reinterpret_cast<float4*>(hp) = make_float4(h[0], h[1], h[2], h[3]);
             } else {
 #pragma unroll
-                for (int e = 0; e < V; e++) cur.hp[e] = cur.h[e];
+                for (int e = 0; e < V; e++) hp[e] = h[e];
             }
         }
         // Groups of G lanes never straddle a warp (G divides 32).
         for (int o = G >> 1; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-        if (live && j == 0) y[(long long)cur.t * di + d] = (part + skip * cur.u) * silu_f(cur.z);
-        cur = nxt;
+        if (live && j == 0) y[(long long)t * di + d] = (part + skip * u) * silu_f(z);
     }
 }
 
 #define SSU_ENTRY(NAME, V)                                                                                    \
-    extern "C" __global__ void NAME(float* y, const float* xc, const float* dtp, const float* dbc,            \
-                                    int dbc_stride, int R, const float* xz, int xz_stride, const float* A,    \
-                                    const float* Dp, const float* dt_bias, float* states, long long stride,   \
-                                    const int* tok, const int* slot, int nrows, int di, int N) {              \
+    extern "C" __global__ void __launch_bounds__(SSU_THREADS)                                                 \
+        NAME(float* y, const float* xc, const float* dtp, const float* dbc, int dbc_stride, int R,            \
+             const float* xz, int xz_stride, const float* A, const float* Dp, const float* dt_bias,           \
+             float* states, long long stride, const int* tok, const int* slot, int nrows, int di, int N) {    \
         state_update<V>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, tok,   \
                         slot, nrows, di, N);                                                                  \
     }

@@ -141,7 +141,7 @@ func ConfirmBugB(dev *Device, shape model.Shape, bits uint, tokens int) (BugB, e
 	if bits == 32 {
 		name = "selective_scan_fwd_u32"
 	}
-	if err := dev.Launch(name, [3]int{ceilDiv(di*N/4, 128), 1, 1}, [3]int{128, 1, 1}, 0,
+	if err := dev.Launch(name, [3]int{ceilDiv(di, 128), 1, 1}, [3]int{128, 1, 1}, 0,
 		y, ptrs[0], ptrs[1], ptrs[2], R+2*N, R, ptrs[3], 2*di, ptrs[4], ptrs[5], ptrs[6],
 		states+devPtr(4*geo.StateOffset), geo.PageElems, meta[0], meta[1], meta[2], meta[3], di, N); err != nil {
 		return r, err

@@ -11,6 +11,7 @@ import (
 
 	"statesim/backend"
 	"statesim/backend/mock"
+	"statesim/kernels"
 	"statesim/model"
 	"statesim/sched"
 	"statesim/sim"
@@ -511,7 +512,7 @@ func (b *Backend) run(out *sched.Output) error {
 						name, vec = "selective_state_update_v4", 4
 					}
 					G := N / vec
-					return d.Launch(name, [3]int{ceilDiv(di*G, 128), ceilDiv(nd, ssuRowsPerBlock), 1}, blk, 0,
+					return d.Launch(name, [3]int{ceilDiv(di*G, 128), ceilDiv(nd, kernels.SSURows), 1}, blk, 0,
 						y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
 						P["dTok"], ds, nd, di, N)
 				},
@@ -520,7 +521,7 @@ func (b *Backend) run(out *sched.Output) error {
 					if b.cfg.IndexBits == 32 {
 						name = "selective_scan_fwd_u32"
 					}
-					return d.Launch(name, [3]int{ceilDiv(di*N/4, 128), np, 1}, blk, 0,
+					return d.Launch(name, [3]int{ceilDiv(di, 128), np, 1}, blk, 0,
 						y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
 						P["pRows"], P["qsl"], ci, P["hasInit"], di, N)
 				},
@@ -608,6 +609,3 @@ func (b *Backend) run(out *sched.Output) error {
 	b.stats.TokensSampled += int64(S)
 	return nil
 }
-
-// ssuRowsPerBlock is SSU_ROWS in kernels/mamba.cu.
-const ssuRowsPerBlock = 8
