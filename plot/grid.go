@@ -80,7 +80,16 @@ func zRange(g *Grid) (lo, hi float64, any bool) {
 }
 
 // heatmap draws labelled cells with a colour bar; "none" cells are grey.
+// The first Y value is drawn on top, in the order of the sweep's table.
 func heatmap(g *Grid, dc draw.Canvas) {
+	flipped := *g
+	n := len(g.YValues)
+	flipped.YValues = make([]string, n)
+	flipped.Z = make([][]float64, n)
+	for i := range n {
+		flipped.YValues[i], flipped.Z[i] = g.YValues[n-1-i], g.Z[n-1-i]
+	}
+	g = &flipped
 	pal, _ := brewer.GetPalette(brewer.TypeSequential, "YlOrRd", 9)
 	p := newPlot(g.Title, g.XKey, g.YKey)
 	lo, hi, _ := zRange(g)

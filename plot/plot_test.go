@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,4 +167,28 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+func TestWriteGrid(t *testing.T) {
+	nan := math.NaN()
+	dir := t.TempDir()
+	heat := &Grid{Title: "heat", Metric: "per 1,000", XKey: "engine.gpu_memory_utilization", XValues: []string{"0.2", "0.9"},
+		YKey: "engine.vllm_version", YValues: []string{"v0.13", "fixed"}, Z: [][]float64{{0.5, nan}, {0, 0}}}
+	files, err := WriteGrid(heat, dir, "heat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, files)
+	for _, xs := range [][]string{{"8", "16", "128"}, {"v0.13", "v0.14"}, {"0.5"}} {
+		z := make([]float64, len(xs))
+		z[0] = nan
+		files, err := WriteGrid(&Grid{Title: "line", Metric: "step", XKey: "k", XValues: xs, Z: [][]float64{z}}, dir, "line")
+		if err != nil {
+			t.Fatalf("%v: %v", xs, err)
+		}
+		checkFiles(t, files)
+	}
+	if _, err := WriteGrid(&Grid{}, dir, "empty"); err == nil {
+		t.Fatal("empty grid: no error")
+	}
 }
