@@ -209,6 +209,7 @@ var Metrics = []Metric{
 	{"corrupted", "corrupted requests per 1,000", per1000(func(r *Result) int64 { return r.Corrupted })},
 	{"imposters", "imposters (stale decode reads by new requests) per 1,000 requests", per1000(func(r *Result) int64 { return r.Imposters })},
 	{"stale-reads", "stale-slot reads per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[check.StaleSlotRead] })},
+	{"misrouted", "new requests on the Mamba decode path per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[check.NoDecodeBeforePrefill] })},
 	{"divergent", "divergent requests per 1,000", per1000(func(r *Result) int64 { return r.Divergent })},
 	{"first-wrap", "first training step with a wrapped state write", func(rs []*Result) float64 {
 		// The earliest over seeds; NaN when no seed wrapped.

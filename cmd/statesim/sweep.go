@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"statesim/scenarios/sweeps"
 	"statesim/sweep"
@@ -68,7 +69,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", runtime.NumCPU(), "cells run in parallel")
 	out := fs.String("out", "", "output `DIR` (default out/sweep-NAME); finished cells there are skipped")
 	shardArg := fs.String("shard", "", "run shard `i/n` of the cells (0 <= i < n), e.g. from a Kubernetes Indexed Job")
-	metric := fs.String("metric", "", "incidence to chart: corrupted, imposters, stale-reads, divergent or first-wrap (default corrupted)")
+	metric := fs.String("metric", "", "incidence to chart: corrupted, imposters, stale-reads, misrouted, divergent or first-wrap (default corrupted)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -121,12 +122,21 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	opt := sweep.Options{Dir: *out, Workers: *workers, Shard: shard}
 	tty := isTerminal(stderr)
 	if !*quiet && tty {
+		// Wall-clock time only for the progress line, never in results.
+		began, ran := time.Now(), 0
 		opt.Progress = func(done, total int, r *sweep.Result, resumed bool) {
 			how := ""
 			if resumed {
 				how = " (resumed)"
+			} else {
+				ran++
 			}
-			fmt.Fprintf(stderr, "\r\033[K[%d/%d] %s%s", done, total, r.Key, how)
+			eta := ""
+			if el := time.Since(began); ran > 0 && done < total {
+				left := time.Duration(float64(el) / float64(ran) * float64(total-done))
+				eta = fmt.Sprintf(", ~%s left", left.Round(time.Second))
+			}
+			fmt.Fprintf(stderr, "\r\033[K[%d/%d%s] %s%s", done, total, eta, r.Key, how)
 			if done == total {
 				fmt.Fprintln(stderr)
 			}
