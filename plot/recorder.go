@@ -29,7 +29,7 @@ type Step struct {
 
 // Run is a recorded run: its steps (binned, with exact markers), its
 // finished requests' latencies and the settings the charts draw reference
-// lines for. Its size does not grow with the number of steps.
+// lines for. It grows with requests and marked events, not with steps.
 type Run struct {
 	Name                string
 	MaxNumBatchedTokens int // 0: unknown
@@ -49,7 +49,7 @@ type Run struct {
 //	rec := plot.NewRecorder()
 //	opt := statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish}
 //	rep, err := statesim.Run(sc, opt)
-//	run := rec.Done(rep)
+//	run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
 type Recorder struct {
 	run     Run
 	counts  [check.NumInvariants]int64
