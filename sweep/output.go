@@ -14,6 +14,24 @@ import (
 // results.json and its chart (NAME-incidence.png/.svg: a line over one
 // key, a heatmap over two) into dir, and returns the files written.
 func WriteOutputs(dir string, spec *Spec, rs []*Result) ([]string, error) {
+	files, err := WriteTables(dir, spec, rs)
+	if err != nil {
+		return files, err
+	}
+	if g := ChartGrid(spec, rs); g != nil && len(rs) > 0 {
+		fs, err := plot.WriteGrid(g, dir, spec.Name+"-incidence")
+		if err != nil {
+			return files, err
+		}
+		files = append(files, fs...)
+	}
+	return files, nil
+}
+
+// WriteTables writes table.txt, results.csv and results.json only (a
+// shard's partial grid gets no chart: its missing points would read as
+// "none").
+func WriteTables(dir string, spec *Spec, rs []*Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -35,13 +53,6 @@ func WriteOutputs(dir string, spec *Spec, rs []*Result) ([]string, error) {
 			return files, err
 		}
 		files = append(files, p)
-	}
-	if g := ChartGrid(spec, rs); g != nil && len(rs) > 0 {
-		fs, err := plot.WriteGrid(g, dir, spec.Name+"-incidence")
-		if err != nil {
-			return files, err
-		}
-		files = append(files, fs...)
 	}
 	return files, nil
 }

@@ -162,7 +162,11 @@ func writeSweep(stdout, stderr io.Writer, dir string, spec *sweep.Spec, rs []*sw
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal
 	}
-	files, err := sweep.WriteOutputs(dir, spec, rs)
+	write := sweep.WriteOutputs
+	if shard.N > 1 {
+		write = sweep.WriteTables
+	}
+	files, err := write(dir, spec, rs)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal
