@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"statesim"
+	_ "statesim/backend/mock/register" // backend kind "mock" for logprobs-match-reference
 	"statesim/check"
 	"statesim/prop"
 	"statesim/scenarios"
@@ -117,6 +118,16 @@ func violatedNames(rep *statesim.Report) []string {
 	return out
 }
 
+// incidentShape narrows the bug A search to the incident's conditions: a
+// budget of at least 2 and no long_prefill_token_threshold, so a new
+// request is cut to one token only by other rows spending the budget.
+func incidentShape(version string) prop.Config {
+	c := prop.BugA(version)
+	c.MinBudget = 2
+	c.MaxLongPrefill = 0
+	return c
+}
+
 // TestPropertiesHoldWhenFixed: with the fixed split, a 64-bit index and
 // V0 as the control, no generated scenario over any preset breaks any
 // property.
@@ -178,8 +189,10 @@ func TestSearchFindsBugA(t *testing.T) {
 // with 0 computed tokens and 1 token onto blocks that still hold its
 // first attempt's state.
 //
-// The incident's shape needs three. With a budget of at least 2 and
-// prompts of at least 2 tokens, a new request gets 1 token only when
+// The incident's shape needs three. With a budget of at least 2,
+// long_prefill_token_threshold off (vLLM's default; a threshold of 1 cuts
+// every admission to one token, like a budget of 1) and prompts of at
+// least 2 tokens, a new request gets 1 token only when
 // other rows of the same step took the rest, so some request Q is
 // scheduled beside it; the slot's bytes came from a request P that freed
 // it, which without preemption means P finished, so P is neither Q (still
@@ -191,8 +204,7 @@ func TestBugAMinimum(t *testing.T) {
 	seed := searchSeed(t)
 	r := newRunner(t)
 	stale := property(t, "stale-slot-read")
-	incident := prop.BugA("v0.13")
-	incident.MinBudget = 2
+	incident := incidentShape("v0.13")
 	for _, c := range []struct {
 		name string
 		cfg  prop.Config
@@ -230,8 +242,7 @@ func TestBugAMinimum(t *testing.T) {
 func TestSearchFindsV014Residual(t *testing.T) {
 	seed := searchSeed(t)
 	r := newRunner(t)
-	c := prop.BugA("v0.14")
-	c.MinBudget = 2 // a budget of 1 makes every batch one row: not the residue's shape
+	c := incidentShape("v0.14") // a budget of 1 makes every batch one row: not the residue's shape
 	res := search(t, r, c, property(t, "no-decode-before-prefill"), seed, 2000)
 	if res.Holds {
 		t.Fatalf("seed %d: v0.14 held over %d scenarios; its residual split bug went unnoticed", seed, res.Trials)
@@ -268,7 +279,7 @@ func TestSearchFindsBugB(t *testing.T) {
 	if res.Holds {
 		t.Fatalf("seed %d: no wrapped write in %d scenarios", seed, res.Trials)
 	}
-	t.Logf("counterexample after %d trials, %d shrinks: %s", res.Trials, res.Shrinks, res.Shrunk)
+	t.Logf("counterexample after %d trials, %d shrinks (%d runs): %s", res.Trials, res.Shrinks, res.Runs, res.Shrunk)
 	if n := len(res.Shrunk.Requests); n > 3 {
 		t.Errorf("shrunk to %d requests, want at most 3 (one long prompt can reach the wrapping slot alone):\n%s", n, explain(t, r, res))
 	}
@@ -296,6 +307,10 @@ func TestLogprobsMatchReference(t *testing.T) {
 	res = search(t, r, prop.BugA("v0.13"), p, seed, 400)
 	if res.Holds {
 		t.Fatalf("seed %d: v0.13 log-probs matched the reference over %d scenarios", seed, res.Trials)
+	}
+	t.Logf("v0.13: counterexample after %d trials, %d shrinks (%d runs): %s\n%v", res.Trials, res.Shrinks, res.Runs, res.Shrunk, res.Err)
+	if res.Shrunk.Backend != "mock" {
+		t.Errorf("the counterexample runs on backend %s, want mock", res.Shrunk.Backend)
 	}
 	replay(t, r, res)
 }
@@ -369,16 +384,12 @@ func BenchmarkFindBugA(b *testing.B) {
 // BenchmarkFindBugAIncidentShape: budget ≥ 2 and no preemption, the
 // incident's three-request shape.
 func BenchmarkFindBugAIncidentShape(b *testing.B) {
-	c := prop.BugA("v0.13")
-	c.MinBudget = 2
-	benchFind(b, c, prop.WithoutPreemption(property(b, "stale-slot-read")))
+	benchFind(b, incidentShape("v0.13"), prop.WithoutPreemption(property(b, "stale-slot-read")))
 }
 
 // BenchmarkFindBugAV014: the v0.14 residue, budget ≥ 2.
 func BenchmarkFindBugAV014(b *testing.B) {
-	c := prop.BugA("v0.14")
-	c.MinBudget = 2
-	benchFind(b, c, property(b, "no-decode-before-prefill"))
+	benchFind(b, incidentShape("v0.14"), property(b, "no-decode-before-prefill"))
 }
 
 // BenchmarkFindBugB: a 16..20-bit index on the tiny hybrid.

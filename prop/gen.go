@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -51,7 +52,7 @@ func DefaultConfig() Config {
 		MinBudget: 1, MaxBudget: 192,
 		MaxSeqs:        6,
 		MaxExtraBlocks: 24,
-		MaxLongPrefill: 0,
+		MaxLongPrefill: 48,
 		MinBits:        64, MaxBits: 64,
 	}
 }
@@ -77,8 +78,10 @@ func BugB() Config {
 	c.MinBits, c.MaxBits = 16, 20
 	c.MaxRequests = 12
 	c.MaxPrompt = 2048
-	c.MaxBudget = 1024
-	c.MinBudget = 16
+	// Budgets of a few hundred tokens: the wrap does not care, and a
+	// small budget only makes every run (and every shrink candidate) take
+	// more steps.
+	c.MinBudget, c.MaxBudget = 256, 2048
 	c.MaxExtraBlocks = 400
 	return c
 }
@@ -143,7 +146,7 @@ func Gen(c Config) gopter.Gen {
 		"Output": intRange(c.MinOutput, c.MaxOutput),
 	})
 	return gen.StructPtr(reflect.TypeOf(Params{}), map[string]gopter.Gen{
-		"Requests":                  requests(req, c.MinRequests, c.MaxRequests),
+		"Requests":                  requests(req, c.MinRequests, c.MaxRequests, c.MaxPrompt),
 		"MaxNumBatchedTokens":       intRange(c.MinBudget, c.MaxBudget),
 		"MaxNumSeqs":                intRange(1, c.MaxSeqs),
 		"ExtraBlocks":               intRange(0, c.MaxExtraBlocks),
@@ -160,9 +163,13 @@ func Gen(c Config) gopter.Gen {
 	})
 }
 
-// requests draws lo..hi requests; the shrinker drops runs of requests
-// and then shrinks each one, and never goes below lo.
-func requests(elem gopter.Gen, lo, hi int) gopter.Gen {
+// requests draws lo..hi requests. The shrinker first merges neighbours
+// (one request carrying both prompts, up to maxPrompt), then drops runs
+// of requests, then shrinks each one; it never goes below lo. Merging
+// matters for bug B, where several medium prompts walk the free queue
+// as far as one long prompt does: dropping any one of them stops short
+// of the wrapping slot, so without it the search would stall there.
+func requests(elem gopter.Gen, lo, hi, maxPrompt int) gopter.Gen {
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		n := lo + gp.Rng.Intn(hi-lo+1)
 		out := make([]Request, 0, n)
@@ -177,7 +184,10 @@ func requests(elem gopter.Gen, lo, hi int) gopter.Gen {
 			out = append(out, v.(Request))
 			shrinker, sieve = r.Shrinker, r.Sieve
 		}
-		res := gopter.NewGenResult(out, gen.SliceShrinker(shrinker))
+		drop := gen.SliceShrinker(shrinker)
+		res := gopter.NewGenResult(out, func(v any) gopter.Shrink {
+			return gopter.ConcatShrinks(merges(v.([]Request), lo, maxPrompt), drop(v))
+		})
 		res.Sieve = func(v any) bool {
 			rs := v.([]Request)
 			if len(rs) < lo {
@@ -202,6 +212,28 @@ func Sample(c Config, seed int64) *Params {
 		if v, ok := Gen(c)(gp).Retrieve(); ok {
 			return v.(*Params)
 		}
+	}
+}
+
+// mergeSlack is the extra prompt a merge adds: a few blocks' worth of
+// tokens for the hybrid presets' raised block sizes.
+const mergeSlack = 128
+
+// merges proposes rs with requests i and i+1 made one, for each i.
+func merges(rs []Request, lo, maxPrompt int) gopter.Shrink {
+	i := 0
+	return func() (any, bool) {
+		if len(rs)-1 < lo || i >= len(rs)-1 {
+			return nil, false
+		}
+		a, b := rs[i], rs[i+1]
+		// The merged prompt also takes a's output and some slack, so the
+		// one request still spans as many blocks as the two did (it
+		// saves the second's state slots).
+		m := append(slices.Clone(rs[:i]), Request{GapUS: a.GapUS, Prompt: min(maxPrompt, a.Prompt+a.Output+b.Prompt+mergeSlack), Output: b.Output})
+		m = append(m, rs[i+2:]...)
+		i++
+		return m, true
 	}
 }
 

@@ -19,12 +19,14 @@ type Request struct {
 }
 
 // Params is one generated scenario. Fields are plain values so that
-// gopter's struct shrinker can shrink each on its own; Requests comes
-// first because dropping requests is the shrink that matters most.
+// gopter's struct shrinker can shrink each on its own, in field order:
+// max_num_seqs first, because running fewer requests at once cuts the
+// preemption churn that makes candidate runs slow, then the requests,
+// because dropping requests is the shrink that matters most.
 type Params struct {
+	MaxNumSeqs          int
 	Requests            []Request
 	MaxNumBatchedTokens int
-	MaxNumSeqs          int
 	// ExtraBlocks is the pool beyond the smallest one that still fits the
 	// largest request alone (num_gpu_blocks_override = that + ExtraBlocks),
 	// so every generated scenario can finish and shrinking cannot make it

@@ -133,12 +133,19 @@ func TestByName(t *testing.T) {
 	if _, err := ByName([]string{"liveness", "nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown property: %v", err)
 	}
+	ps, err := ByName([]string{"stale-slot-read/no-preemption"})
+	if err != nil || len(ps) != 1 || ps[0].Name != "stale-slot-read/no-preemption" {
+		t.Fatalf("narrowed property: %v, %v", ps, err)
+	}
 }
 
 func TestDivergences(t *testing.T) {
 	n, first, err := divergences(map[string]any{"mock": map[string]any{"divergent_requests": []any{map[string]any{"id": 3}, 4}}})
 	if err != nil || n != 2 || first != `{"id":3}` {
 		t.Fatalf("got %d %q %v", n, first, err)
+	}
+	if n, _, err := divergences(map[string]any{"mock": map[string]any{"divergences": nil, "steps": 4}}); err != nil || n != 0 {
+		t.Fatalf("a null list is an empty one: %d, %v", n, err)
 	}
 	if _, _, err := divergences(map[string]any{"mock": map[string]any{"tokens": 3}}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a section without a divergence list: %v", err)

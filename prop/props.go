@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"statesim/check"
+	"statesim/model"
 	"statesim/scenarios"
 )
 
@@ -20,6 +21,9 @@ type Property struct {
 	// own observations come on top).
 	Invariants []check.Invariant
 	Check      func(r *Runner, p *Params) error
+	// Narrow, when set, restricts the generator to the scenarios the
+	// property can judge (the numeric backend's shapes).
+	Narrow func(c Config) Config
 }
 
 // violated fails when any of invs was counted, naming the first one kept.
@@ -99,11 +103,12 @@ func All() []Property {
 				return nil
 			}},
 		{Name: "logprobs-match-reference", Doc: "with the numeric mock backend, every generated token's log-prob equals the reference recomputation's",
-			Check: checkLogprobs},
+			Check: checkLogprobs, Narrow: onMock},
 	}
 }
 
-// ByName returns the named properties; "all" or empty selects All().
+// ByName returns the named properties; "all" or empty selects All(), and
+// a name ending in /no-preemption is that property WithoutPreemption.
 func ByName(names []string) ([]Property, error) {
 	all := All()
 	if len(names) == 0 || len(names) == 1 && names[0] == "all" {
@@ -111,9 +116,13 @@ func ByName(names []string) ([]Property, error) {
 	}
 	var out []Property
 	for _, n := range names {
+		base, narrow := strings.CutSuffix(n, "/no-preemption")
 		found := false
 		for _, p := range all {
-			if p.Name == n {
+			if p.Name == base {
+				if narrow {
+					p = WithoutPreemption(p)
+				}
 				out, found = append(out, p), true
 			}
 		}
@@ -128,12 +137,28 @@ func ByName(names []string) ([]Property, error) {
 	return out, nil
 }
 
-// checkLogprobs runs p on the numeric mock backend and requires the
-// report to list no divergent request.
+// onMock runs the scenarios on the numeric mock backend, over the presets
+// it computes (float32 activations and state), or tiny-hybrid if none of
+// c's is one.
+func onMock(c Config) Config {
+	c.Backends = []string{"mock"}
+	var keep []string
+	for _, name := range c.Presets {
+		if s, err := model.Preset(name); err == nil && s.DType == "float32" && s.SSMStateDType == "float32" {
+			keep = append(keep, name)
+		}
+	}
+	if len(keep) == 0 {
+		keep = []string{"tiny-hybrid"}
+	}
+	c.Presets = keep
+	return c
+}
+
+// checkLogprobs requires the numeric backend's report to list no
+// divergent request (the generator puts p on the mock backend).
 func checkLogprobs(r *Runner, p *Params) error {
-	q := *p
-	q.Backend = "mock"
-	o := r.Run(&q)
+	o := r.Run(p)
 	if o.Err != nil {
 		var ie *scenarios.InputError
 		if errors.As(o.Err, &ie) && strings.Contains(ie.Msg, "not available") {
@@ -171,19 +196,19 @@ func divergences(extra map[string]any) (int, string, error) {
 	var first string
 	var walk func(raw json.RawMessage, key string)
 	walk = func(raw json.RawMessage, key string) {
+		var list []json.RawMessage
+		if strings.Contains(strings.ToLower(key), "diverg") && json.Unmarshal(raw, &list) == nil {
+			found = true // a null list is an empty one
+			n += len(list)
+			if first == "" && len(list) > 0 {
+				first = string(list[0])
+			}
+			return
+		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(raw, &obj) == nil {
 			for _, k := range slices.Sorted(maps.Keys(obj)) {
 				walk(obj[k], k)
-			}
-			return
-		}
-		var list []json.RawMessage
-		if json.Unmarshal(raw, &list) == nil && strings.Contains(strings.ToLower(key), "diverg") {
-			found = true
-			n += len(list)
-			if first == "" && len(list) > 0 {
-				first = string(list[0])
 			}
 		}
 	}

@@ -107,7 +107,11 @@ func (r *Runner) run(p *Params, opt statesim.Options) *Outcome {
 // step from the scheduler's and the pool's own state, independently of
 // the runner's checkStep.
 func (o *Outcome) observe(sc *scenarios.Scenario) func(e *statesim.StepEvent) {
-	seen := map[int32]sched.RequestID{}
+	// seenAt[b] is the step (+1) that last saw block b in a table, and
+	// seenBy[b] whose table: a slice, not a map, since this runs on every
+	// step of every candidate a shrink tries.
+	var seenAt []int64
+	var seenBy []sched.RequestID
 	return func(e *statesim.StepEvent) {
 		sum := 0
 		for i := range e.Out.Rows {
@@ -122,14 +126,23 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(e *statesim.StepEvent) {
 		if o.Conservation != "" {
 			return
 		}
-		clear(seen)
+		if n := e.Pool.NumBlocks(); len(seenAt) != n {
+			seenAt, seenBy = make([]int64, n), make([]sched.RequestID, n)
+		}
+		stamp := e.Out.Step + 1
 		held := 0
 		claim := func(q *sched.Request, b int32) {
 			held++
-			if prev, dup := seen[b]; dup && o.Conservation == "" {
-				o.Conservation = fmt.Sprintf("step %d: block %d in the tables of requests %d and %d", e.Out.Step, b, prev, q.ID)
+			if b < 0 || int(b) >= len(seenAt) {
+				if o.Conservation == "" {
+					o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, outside the pool", e.Out.Step, q.ID, b)
+				}
+				return
 			}
-			seen[b] = q.ID
+			if seenAt[b] == stamp && o.Conservation == "" {
+				o.Conservation = fmt.Sprintf("step %d: block %d in the tables of requests %d and %d", e.Out.Step, b, seenBy[b], q.ID)
+			}
+			seenAt[b], seenBy[b] = stamp, q.ID
 			if h := e.Pool.Holder(b); h != q.ID && o.Conservation == "" {
 				o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, the pool says %d holds it", e.Out.Step, q.ID, b, h)
 			}

@@ -53,6 +53,9 @@ type Result struct {
 // shrinking the first one it finds. gopter runs with one worker, so a
 // seed replays exactly.
 func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
+	if p.Narrow != nil {
+		c = p.Narrow(c)
+	}
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("generator config: %w", err)
 	}
