@@ -119,6 +119,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first Ctrl-C the running cells finish; a second one
+		// kills the process (finished cells are safe on disk).
+		<-ctx.Done()
+		stop()
+	}()
 	opt := sweep.Options{Dir: *out, Workers: *workers, Shard: shard}
 	tty := isTerminal(stderr)
 	if !*quiet && tty {
