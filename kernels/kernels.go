@@ -28,9 +28,23 @@ var (
 	}}
 )
 
-// SSURows is SSU_ROWS in mamba.cu: the decode rows one block of the
-// selective_state_update kernels walks (grid.y = ceil(rows / SSURows)).
-const SSURows = 16
+// SSUBlocksPerSM is how many 128-thread blocks of the
+// selective_state_update kernels the grid plans per multiprocessor (their
+// registers allow about 10 resident).
+const SSUBlocksPerSM = 8
+
+// SSUGrid sizes the selective_state_update grid for nrows decode rows and
+// blocksX channel blocks on sms multiprocessors: about one wave of blocks,
+// each walking rowsPerBlock rows, so the asynchronous-copy pipeline fills
+// once per block and no second, partial wave trails.
+func SSUGrid(nrows, blocksX, sms int) (gridY, rowsPerBlock int) {
+	if nrows <= 0 {
+		return 0, 1
+	}
+	wave := max(1, sms*SSUBlocksPerSM/max(blocksX, 1))
+	rowsPerBlock = (nrows + wave - 1) / wave
+	return (nrows + rowsPerBlock - 1) / rowsPerBlock, rowsPerBlock
+}
 
 // Modules are every module the backend loads.
 func Modules() []Module { return []Module{Mamba, Layers} }

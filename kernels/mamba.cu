@@ -160,17 +160,17 @@ SCAN_ENTRY(selective_scan_fwd_u64, uint64_t)
 // state, written back in place. Memory-bound on the fp32 state (read +
 // write): each thread owns V consecutive state elements of one channel
 // (V = 4: 16-byte accesses, consecutive threads on consecutive addresses)
-// and walks SSU_ROWS decode rows. To keep enough bytes in flight without
+// and walks rows_per_block decode rows (the host sizes the grid to one
+// wave of blocks, see kernels.SSUGrid). To keep enough bytes in flight without
 // spending registers, the state and inputs of the next SSU_STAGES − 1 rows
 // are fetched by asynchronous copies (cp.async) into shared memory while
 // the current row computes; each thread reads back only what it fetched,
 // so no barrier is needed. The G = N/V threads of a channel sum C·h with
 // shuffles. Rows come as their token index and state slot; the slot index
 // is 64-bit.
-// grid (ceil(di·G/128), ceil(nrows/SSU_ROWS)); blockDim exactly 128; G a
-// power of two.
-#define SSU_ROWS 16
-#define SSU_STAGES 4
+// grid (ceil(di·G/128), ceil(nrows/rows_per_block)); blockDim exactly 128;
+// G a power of two.
+#define SSU_STAGES 6
 #define SSU_THREADS 128
 
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem, int bytes) {
@@ -191,7 +191,7 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
                                              int dbc_stride, int R, const float* xz, int xz_stride,
                                              const float* A, const float* Dp, const float* dt_bias,
                                              float* states, long long stride, const int* tok, const int* slot,
-                                             int nrows, int di, int N) {
+                                             int nrows, int rows_per_block, int di, int N) {
     __shared__ __align__(16) float sh[SSU_STAGES][V][SSU_THREADS]; // [stage][element][thread]: no bank conflicts
     __shared__ __align__(16) float4 sh4[SSU_STAGES][SSU_THREADS];  // the V = 4 state
     __shared__ float sin[SSU_STAGES][3][SSU_THREADS];               // dt_raw, x, z
@@ -199,7 +199,7 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
     long long tid = (long long)blockIdx.x * blockDim.x + tx;
     int d = (int)(tid / G), j = (int)(tid % G);
     bool live = d < di;
-    int r0 = blockIdx.y * SSU_ROWS, r1 = min(r0 + SSU_ROWS, nrows);
+    int r0 = blockIdx.y * rows_per_block, r1 = min(r0 + rows_per_block, nrows);
     float a[V];
 #pragma unroll
     for (int e = 0; e < V; e++) a[e] = live ? A[(long long)d * N + j * V + e] : 0.0f;
@@ -269,9 +269,10 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
     extern "C" __global__ void __launch_bounds__(SSU_THREADS)                                                 \
         NAME(float* y, const float* xc, const float* dtp, const float* dbc, int dbc_stride, int R,            \
              const float* xz, int xz_stride, const float* A, const float* Dp, const float* dt_bias,           \
-             float* states, long long stride, const int* tok, const int* slot, int nrows, int di, int N) {    \
+             float* states, long long stride, const int* tok, const int* slot, int nrows, int rows_per_block,  \
+             int di, int N) {                                                                                 \
         state_update<V>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, tok,   \
-                        slot, nrows, di, N);                                                                  \
+                        slot, nrows, rows_per_block, di, N);                                                  \
     }
 
 // selective_state_update_v4: 16-byte state accesses (d_state, stride and

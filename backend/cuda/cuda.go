@@ -512,9 +512,10 @@ func (b *Backend) run(out *sched.Output) error {
 						name, vec = "selective_state_update_v4", 4
 					}
 					G := N / vec
-					return d.Launch(name, [3]int{ceilDiv(di*G, 128), ceilDiv(nd, kernels.SSURows), 1}, blk, 0,
+					gy, rpb := kernels.SSUGrid(nd, ceilDiv(di*G, 128), d.SMs)
+					return d.Launch(name, [3]int{ceilDiv(di*G, 128), gy, 1}, blk, 0,
 						y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
-						P["dTok"], ds, nd, di, N)
+						P["dTok"], ds, nd, rpb, di, N)
 				},
 				func() error {
 					name := "selective_scan_fwd_u64"

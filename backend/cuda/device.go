@@ -16,6 +16,7 @@ import (
 type Device struct {
 	Name  string
 	Mem   int64 // total device memory, bytes
+	SMs   int   // multiprocessors
 	ctx   cu.CUContext
 	fn    map[string]cu.Function
 	alloc []cu.DevicePtr
@@ -37,7 +38,11 @@ func Open() (*Device, error) {
 	if err := ctx.Lock(); err != nil {
 		return nil, fmt.Errorf("cuda: context: %w", err)
 	}
-	dev := &Device{Name: name, Mem: mem, ctx: ctx, fn: map[string]cu.Function{}}
+	sms, err := d.Attribute(cu.MultiprocessorCount)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: multiprocessor count: %w", err)
+	}
+	dev := &Device{Name: name, Mem: mem, SMs: sms, ctx: ctx, fn: map[string]cu.Function{}}
 	for _, m := range kernels.Modules() {
 		mod, err := cu.LoadData(m.PTX)
 		if err != nil {

@@ -97,10 +97,15 @@ static void launch_scan(Batch& b, float* states, bool u32) {
 
 static void launch_ssu(Batch& b, float* states, int V) {
     int G = b.N / V;
-    dim3 g((unsigned)(((long long)b.di * G + 127) / 128), (b.rows + SSU_ROWS - 1) / SSU_ROWS);
+    // The grid as kernels.SSUGrid sizes it: about one wave of 8 blocks per SM.
+    int bx = (int)(((long long)b.di * G + 127) / 128);
+    static int sms = 0;
+    if (!sms) CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    int wave = std::max(1, sms * 8 / bx), rpb = (b.rows + wave - 1) / wave;
+    dim3 g(bx, (b.rows + rpb - 1) / rpb);
     auto f = V == 4 ? selective_state_update_v4 : selective_state_update_v1;
     f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
-                  states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, b.di, b.N);
+                  states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, rpb, b.di, b.N);
     CKL();
 }
 
@@ -202,7 +207,7 @@ static void check_mamba() {
         selective_state_update_v4<<<dim3(di * 4 / 128, 1), 128>>>(whole.d_y, whole.d_xc, whole.d_dtp, whole.d_dbc,
                                                                   whole.R + 2 * N, whole.R, whole.d_xz, 2 * di, whole.d_A,
                                                                   whole.d_D, whole.d_bias, s2 + offset, stride, dq, ds, 4,
-                                                                  di, N);
+                                                                  4, di, N);
         CKL();
         CK(cudaDeviceSynchronize());
         cudaFree(dq), cudaFree(ds), cudaFree(dv);
