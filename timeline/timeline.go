@@ -245,12 +245,30 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 		default:
 			prefill += row.NumScheduled
 		}
+		slot := int64(-1)
+		if len(q.Blocks.Mamba) > 0 {
+			slot = int64(q.Blocks.Mamba[0])
+		}
 		t.span(pidRequests, tid(id), name, "prefill", start, end, num("step", out.Step), inum("tokens", row.NumScheduled),
 			inum("num_computed_tokens", row.NumComputed), inum("prompt_tokens", q.NumPromptTokens),
-			str("region", row.Region.String()), str("mamba_path", row.Path.String()))
-		if row.NumComputed == 0 && row.Path == sched.PathDecode && len(q.Blocks.Mamba) > 0 {
+			str("region", row.Region.String()), str("mamba_path", row.Path.String()), num("slot", slot))
+		if slot < 0 {
+			continue
+		}
+		if row.NumComputed == 0 && row.Path == sched.PathDecode {
 			t.instant(pidRequests, tid(id), "new request on the Mamba decode path", "terrible", start,
-				num("step", out.Step), inum("tokens", row.NumScheduled), inum("slot", q.Blocks.Mamba[0]))
+				num("step", out.Step), inum("tokens", row.NumScheduled), num("slot", slot))
+		}
+		if row.Path != sched.PathDecode && e.Sym != nil {
+			// Bug B, exactly: the prefill kernel's address arithmetic for
+			// each of the request's slots, as the backend computes it.
+			for _, sl := range q.Blocks.Mamba {
+				if first, last, wrapped := e.Sym.Index.Span(sl); wrapped {
+					t.instant(pidRequests, tid(id), "wrapped state write", "terrible", start, num("step", out.Step),
+						inum("slot", sl), inum("wrote_blocks_from", first), inum("wrote_blocks_to", last))
+					break
+				}
+			}
 		}
 	}
 	// Steps of nothing but decodes merge into one span, as a request's

@@ -160,3 +160,23 @@ func TestAppendHelpers(t *testing.T) {
 		}
 	}
 }
+
+// Every wrapped prefill state write (bug B) is marked on its request's
+// track, as many as the report counts.
+func TestTimelineMarksEveryWrappedWrite(t *testing.T) {
+	tf, _, rep, _, _ := record(t, "wrap32", "workload.steps=1", "workload.rollouts_per_prompt=128",
+		"workload.output_len.dist=constant", "workload.output_len.value=8")
+	want := rep.Invariants[2].Count
+	if rep.Invariants[2].Name != "wrong-address-write" || want == 0 {
+		t.Fatalf("invariant 2 is %s with %d violations", rep.Invariants[2].Name, want)
+	}
+	var n int64
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "i" && e.Name == "wrapped state write" {
+			n++
+		}
+	}
+	if n != want {
+		t.Fatalf("%d wrapped-write markers, report counts %d wrong-address writes", n, want)
+	}
+}
