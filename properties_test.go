@@ -297,7 +297,7 @@ func TestLogprobsMatchReference(t *testing.T) {
 	p := property(t, "logprobs-match-reference")
 	c := prop.DefaultConfig()
 	c.Presets = []string{"tiny-hybrid"}
-	res := search(t, r, c, p, seed, 40)
+	res := search(t, r, c, p, seed, 100)
 	if res.Unavailable {
 		t.Skipf("logprobs-match-reference needs the numeric mock backend registered with statesim.Run (backend.kind: mock): %v", res.Err)
 	}

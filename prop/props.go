@@ -139,9 +139,12 @@ func ByName(names []string) ([]Property, error) {
 
 // onMock runs the scenarios on the numeric mock backend, over the presets
 // it computes (float32 activations and state), or tiny-hybrid if none of
-// c's is one.
+// c's is one. The mock does real arithmetic per token, so prompts and
+// outputs are capped at 64 and 16 tokens: a search stays in seconds.
 func onMock(c Config) Config {
 	c.Backends = []string{"mock"}
+	c.MaxPrompt = max(c.MinPrompt, min(c.MaxPrompt, 64))
+	c.MaxOutput = max(c.MinOutput, min(c.MaxOutput, 16))
 	var keep []string
 	for _, name := range c.Presets {
 		if s, err := model.Preset(name); err == nil && s.DType == "float32" && s.SSMStateDType == "float32" {
