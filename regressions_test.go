@@ -69,14 +69,13 @@ type regression struct {
 func underFixed(p *prop.Params) string     { p.Version = "fixed"; return "fixed" }
 func with64BitIndex(p *prop.Params) string { p.StateIndexBits = 64; return "64bit" }
 
-func atLeastBudget2(c prop.Config) prop.Config { c.MinBudget = 2; return c }
-
 var regressions = []regression{
 	{name: "bug-a-budget-1", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "stale-slot-read", seed: 1, control: underFixed},
-	{name: "bug-a-incident-shape", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", noPre: true, seed: 1, control: underFixed},
-	{name: "bug-a-preempted-self", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.13")) }, prop: "stale-slot-read", seed: 4, control: underFixed},
-	{name: "v014-residual-split", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.14")) }, prop: "no-decode-before-prefill", seed: 1, control: underFixed},
-	{name: "v014-stale-read", cfg: func() prop.Config { return atLeastBudget2(prop.BugA("v0.14")) }, prop: "stale-slot-read", seed: 1},
+	{name: "bug-a-incident-shape", cfg: func() prop.Config { return incidentShape("v0.13") }, prop: "stale-slot-read", noPre: true, seed: 1, control: underFixed},
+	{name: "bug-a-preempted-self", cfg: func() prop.Config { return incidentShape("v0.13") }, prop: "stale-slot-read", seed: 22, control: underFixed},
+	{name: "v014-residual-split", cfg: func() prop.Config { return incidentShape("v0.14") }, prop: "no-decode-before-prefill", seed: 1, control: underFixed},
+	{name: "v014-stale-read", cfg: func() prop.Config { return incidentShape("v0.14") }, prop: "stale-slot-read", seed: 1},
+	{name: "bug-a-logprobs", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "logprobs-match-reference", seed: 1, control: underFixed},
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
 }
 
