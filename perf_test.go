@@ -2,6 +2,7 @@ package statesim
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"testing"
 
 	"statesim/scenarios"
@@ -28,10 +29,8 @@ func TestShortcutsChangeNothing(t *testing.T) {
 		{"azure-conv", []string{"workload.limit=3000", "workload.rate_scale=6", "engine.num_gpu_blocks_override=900",
 			"engine.state_index_bits=24", "engine.vllm_version=v0.14", "engine.scheduling_policy=priority"}},
 	} {
-		j1, t1 := runBytes(t, c.name, c.sets...)
-		plainChecks = true
-		j2, t2 := runBytes(t, c.name, c.sets...)
-		plainChecks = false
+		j1, t1 := runHashed(t, c.name, false, c.sets...)
+		j2, t2 := runHashed(t, c.name, true, c.sets...)
 		if !bytes.Equal(j1, j2) {
 			t.Errorf("%s %v: --json differs with the shortcuts off:\n%s\nvs\n%s", c.name, c.sets, j1, j2)
 		}
@@ -61,4 +60,23 @@ func TestMemoryBoundedByInFlight(t *testing.T) {
 	if n := len(objects); n > 2*rep.MaxBatchRows+256 {
 		t.Errorf("%d request objects for 30000 requests with at most %d running: memory grows with the trace", n, rep.MaxBatchRows)
 	}
+}
+
+// runHashed returns the --json report and a hash of the --trace stream.
+func runHashed(t *testing.T, name string, plain bool, sets ...string) (report, trace []byte) {
+	t.Helper()
+	sc, err := scenarios.Load(name, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	rep, err := Run(sc, Options{Trace: h, plainChecks: plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	return js.Bytes(), h.Sum(nil)
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// KeepAll keeps every violation instead of checks.keep per invariant.
 	KeepAll bool
 
+	// plainChecks runs the symbolic backend without its check shortcuts
+	// (statecache.Provenances.Plain); tests compare the two.
+	plainChecks bool
+
 	// follow is the request Explain follows (when following): numeric
 	// backends keep its token trace.
 	follow    int64
@@ -79,10 +83,6 @@ const (
 	evArrival
 	evStepStart
 )
-
-// plainChecks runs the symbolic backend without its check shortcuts
-// (statecache.Provenances.Plain); tests compare the two.
-var plainChecks bool
 
 type runner struct {
 	sc      *scenarios.Scenario
@@ -148,7 +148,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
-	r.sym.Prov.Plain = plainChecks
+	r.sym.Prov.Plain = opt.plainChecks
 	r.be = r.sym
 	if k := sc.Backend.Kind; k != "symbolic" {
 		f, ok := factories[k]
