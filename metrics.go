@@ -17,19 +17,31 @@ type metrics struct {
 	rowSteps              int64
 }
 
-func (m *metrics) step(out *sched.Output, now sim.Time) {
+// step records a step and measures its load for the step-time model, in
+// one pass over the rows (see LoadOf).
+func (m *metrics) step(out *sched.Output, now sim.Time, stateBytes int64) StepLoad {
 	n := len(out.Rows)
 	if n > m.maxRunning {
 		m.maxRunning = n
 	}
 	m.rowSteps += int64(n)
+	l := StepLoad{StateBytes: stateBytes}
 	for i := range out.Rows {
-		// A row with nothing computed and never preempted is a request's
-		// first scheduling: its queueing delay ends here.
-		if r := out.Rows[i].Req; out.Rows[i].NumComputed == 0 && r.NumPreemptions == 0 {
-			m.queue.Add((now - r.ArrivalTime).Seconds())
+		row := &out.Rows[i]
+		c, q := row.NumComputed, row.NumScheduled
+		if q == 1 && c > 0 {
+			l.DecodeRows++
+		} else {
+			l.PrefillTokens += int64(q)
+			// A row with nothing computed and never preempted is a
+			// request's first scheduling: its queueing delay ends here.
+			if r := row.Req; c == 0 && r.NumPreemptions == 0 {
+				m.queue.Add((now - r.ArrivalTime).Seconds())
+			}
 		}
+		l.ContextTokens += int64(c + q)
 	}
+	return l
 }
 
 func (m *metrics) finish(r *sched.Request) {

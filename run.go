@@ -366,8 +366,7 @@ func (r *runner) startStep() error {
 	r.out = out
 	r.stepStart = now
 	r.rep.Steps++
-	r.metrics.step(out, now)
-	return r.schedule(now+stepTime(&r.sc.Timing, out, bytes), evStepEnd)
+	return r.schedule(now+stepTime(&r.sc.Timing, r.metrics.step(out, now, bytes)), evStepEnd)
 }
 
 // checkStep enforces the scheduler-level invariants of one step.

@@ -42,8 +42,8 @@ func StepNS(t *scenarios.Timing, l StepLoad) float64 {
 }
 
 // stepTime is a step's simulated duration, at least 1 ns.
-func stepTime(t *scenarios.Timing, out *sched.Output, stateBytes int64) sim.Time {
-	ns := StepNS(t, LoadOf(out, stateBytes))
+func stepTime(t *scenarios.Timing, l StepLoad) sim.Time {
+	ns := StepNS(t, l)
 	if ns < 1 {
 		ns = 1
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"statesim/scenarios"
+	"statesim/sched"
+	"statesim/sim"
 )
 
 // measured fakes an engine that follows want, with ±noise relative jitter.
@@ -68,5 +70,24 @@ func TestFitTimingKeepsCoefficientsNonNegative(t *testing.T) {
 	}
 	if _, err := FitTiming(measured(want, 3, 0, 4), 4000); err == nil {
 		t.Error("3 steps cannot fit 4 coefficients")
+	}
+}
+
+// The run loop measures a step's load while recording metrics; it must
+// agree with LoadOf, the definition calibration uses.
+func TestRunLoadIsLoadOf(t *testing.T) {
+	reqs := []*sched.Request{{ID: 1}, {ID: 2, NumPreemptions: 1}, {ID: 3}, {ID: 4}}
+	out := &sched.Output{Rows: []sched.Row{
+		{Req: reqs[0], NumScheduled: 1, NumComputed: 40},   // decode
+		{Req: reqs[1], NumScheduled: 300, NumComputed: 0},  // recomputing after preemption
+		{Req: reqs[2], NumScheduled: 1, NumComputed: 0},    // bug A's 1-token new request
+		{Req: reqs[3], NumScheduled: 64, NumComputed: 128}, // chunked prefill
+	}}
+	var m metrics
+	if got, want := m.step(out, 5*sim.Second, 777), LoadOf(out, 777); got != want {
+		t.Errorf("run loop load %+v, LoadOf %+v", got, want)
+	}
+	if m.queue.Count() != 1 || m.rowSteps != 4 || m.maxRunning != 4 {
+		t.Errorf("queue samples %d (want 1: only request 3 is new), row-steps %d, max rows %d", m.queue.Count(), m.rowSteps, m.maxRunning)
 	}
 }
