@@ -6,5 +6,10 @@
 // address a slot (including a 32-bit wrap), and the provenance of every
 // block: who wrote it last, what, and how many tokens it has absorbed.
 //
+// Checking every access against provenance is kept O(1) per decode row:
+// block tables remember what their holder verified and lease the records
+// only their holder writes (see Provenances); Provenances.Plain turns that
+// off, and tests require the same answers both ways.
+//
 // It is a pure state machine: no clock, no randomness, no I/O.
 package statecache
