@@ -329,6 +329,34 @@ func TestSearchIsDeterministic(t *testing.T) {
 	}
 }
 
+// drifting is a policy with hidden state that outlives a run: every
+// other call it schedules with one token less of budget, so a scenario's
+// second run can differ from its first.
+type drifting struct{ calls *int }
+
+func (drifting) Name() string { return "drifting" }
+
+func (d drifting) Schedule(st *sched.State, out *sched.Output) error {
+	*d.calls++
+	if *d.calls%2 == 1 && st.Cfg.MaxNumBatchedTokens > 1 {
+		st.Cfg.MaxNumBatchedTokens--
+		defer func() { st.Cfg.MaxNumBatchedTokens++ }()
+	}
+	return sched.V1{}.Schedule(st, out)
+}
+
+// TestDeterminismCatchesHiddenState: the determinism property must fail
+// on a run whose behaviour depends on state outside the scenario.
+func TestDeterminismCatchesHiddenState(t *testing.T) {
+	r := newRunner(t)
+	r.Policy = drifting{calls: new(int)}
+	res := search(t, r, prop.DefaultConfig(), property(t, "determinism"), searchSeed(t), 200)
+	if res.Holds {
+		t.Fatalf("determinism held over %d runs of a policy with hidden state", res.Trials)
+	}
+	t.Logf("%s: %v", res.Shrunk, res.Err)
+}
+
 // TestCheckedInvariantsMatchProperties keeps the property list honest:
 // every simulator invariant but time-monotonic (an internal error, not a
 // scenario property) is judged by some property.

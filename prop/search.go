@@ -70,7 +70,7 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 	runs0 := r.Runs
 	start := time.Now()
 	shrinking := false
-	var unavailable error
+	var unavailable, lastFail error
 	g := gprop.ForAll(func(x *Params) bool {
 		if unavailable != nil {
 			return true // nothing to learn from more trials
@@ -86,9 +86,12 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 			unavailable = err
 			return true
 		}
-		if err != nil && !shrinking {
-			shrinking = true
-			res.TimeToFind = time.Since(start)
+		if err != nil {
+			lastFail = err // the last failure is the shrunk value's
+			if !shrinking {
+				shrinking = true
+				res.TimeToFind = time.Since(start)
+			}
 		}
 		return err == nil
 	}, Gen(c))
@@ -118,8 +121,11 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 		if res.Err == nil && tr.Error != nil {
 			res.Err = tr.Error // a panic inside the check
 		}
+		if res.Err == nil && lastFail != nil {
+			res.Err = fmt.Errorf("%w (it passed when checked again: the runs are not deterministic)", lastFail)
+		}
 		if res.Err == nil {
-			return res, fmt.Errorf("property %s: the shrunk counterexample passes on re-check (non-determinism?)", p.Name)
+			return res, fmt.Errorf("property %s: gopter reported a failure the check never returned", p.Name)
 		}
 		return res, nil
 	}
@@ -167,7 +173,7 @@ func Write(r *Runner, res Result, dir, name, foundBy string) (*Written, error) {
 		return nil, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Counterexample to property %s, shrunk from %d to %d requests in %d steps.\n",
+	fmt.Fprintf(&b, "# Counterexample to property %s, shrunk from %d to %d requests in %d shrinks.\n",
 		res.Property, len(res.Original.Requests), len(p.Requests), res.Shrinks)
 	if foundBy != "" {
 		fmt.Fprintf(&b, "# Found by: %s\n", foundBy)

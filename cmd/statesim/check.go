@@ -158,7 +158,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, args []string) {
-	fmt.Fprintf(w, "  %-26s FAIL on scenario %d of seed %d; shrunk in %d steps (%d runs)\n", res.Property, res.Trials, seed, res.Shrinks, res.Runs)
+	fmt.Fprintf(w, "  %-26s FAIL on scenario %d of seed %d; %d shrinks (%d runs)\n", res.Property, res.Trials, seed, res.Shrinks, res.Runs)
 	fmt.Fprintf(w, "      %s\n", res.Err)
 	fmt.Fprintf(w, "      shrunk: %s\n", res.Shrunk)
 	name := strings.ReplaceAll(res.Property, "/", "-")
