@@ -246,6 +246,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		status := "ok"
 		if ic.Count > 0 {
 			status = fmt.Sprintf("%d VIOLATIONS", ic.Count)
+			if ic.Count == 1 {
+				status = "1 VIOLATION"
+			}
 		}
 		p("  %-26s %s\n", ic.Name, status)
 		n := 0

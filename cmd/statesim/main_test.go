@@ -20,7 +20,7 @@ func TestRunExitStatuses(t *testing.T) {
 	if code != exitViolations || !strings.Contains(out, "IMPOSTER: request") {
 		t.Errorf("imposter: exit %d, output:\n%s", code, out)
 	}
-	if code, out, _ := runCLI("run", "imposter-fixed"); code != exitClean || strings.Contains(out, "VIOLATIONS") {
+	if code, out, _ := runCLI("run", "imposter-fixed"); code != exitClean || strings.Contains(out, "VIOLATION") {
 		t.Errorf("imposter-fixed: exit %d\n%s", code, out)
 	}
 	if code, _, errs := runCLI("run", "imposter", "--set", "engine.max_num_seqs=-3"); code != exitBadInput || !strings.Contains(errs, "field engine.max_num_seqs") {
