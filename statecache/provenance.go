@@ -41,7 +41,8 @@ type Provenance struct {
 //   - KV: a block a request has verified to hold its own full K/V can only
 //     change behind its back through a wrapped state write (the pool never
 //     hands a held block to anyone else, and the holder only adds
-//     positions), so CheckKV re-reads verified blocks only after a clobber.
+//     positions), so AccessKV re-reads verified blocks only after a clobber;
+//     the partly filled last block is leased like the state.
 //   - State: while only its holder writes them, a request's Mamba slots
 //     carry one record, kept in the request's BlockTable (a lease) and
 //     advanced there; any other access, and Free, writes it back first.
@@ -183,9 +184,8 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		}
 	}
 	kg.ok = int32(end / blockSize) // full blocks only: the last may grow
-	if end%blockSize != 0 && !ps.Plain {
+	if b := blocks[last]; end%blockSize != 0 && !ps.Plain && ps.p[b].isKVOf(req) {
 		// Lease the partly filled block, whose record req just verified.
-		b := blocks[last]
 		ps.leaseOf(t)
 		p := &ps.p[b]
 		kg.tail = kvTail{leased: true, idx: int32(last), writer: p.Writer, tokens: p.Tokens, step: p.Step}
@@ -193,6 +193,12 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		ps.owner[b] = t
 	}
 	return -1
+}
+
+// isKVOf: the record is req's own undamaged K/V, the only kind a lease
+// can write back.
+func (p *Provenance) isKVOf(req RequestID) bool {
+	return p.Content == KV && p.Writer == req && !p.Tainted && !p.Clobber && !p.leased
 }
 
 // ErrShort is AccessKV's answer when the table lacks a block to access.
