@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"statesim"
+)
+
+func init() {
+	commands["calibrate"] = command{
+		summary: "calibrate STEPS.csv [--state-bandwidth-gbs B]\n      fit the step-time model to measured steps; prints a timing: section",
+		run:     cmdCalibrate,
+	}
+}
+
+// calibrateColumns are the CSV columns, in any order: the step's load as
+// the model counts it (statesim.StepLoad) and its measured duration.
+var calibrateColumns = []string{"prefill_tokens", "decode_rows", "context_tokens", "state_bytes", "step_us"}
+
+func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bw := fs.Float64("state-bandwidth-gbs", 4300, "device bandwidth for Mamba state traffic, GB/s (not fitted: it is collinear with the row counts)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitBadInput
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "statesim calibrate: want exactly one STEPS.csv (columns %s), got %d arguments\n", strings.Join(calibrateColumns, ","), len(pos))
+		return exitBadInput
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
+	defer f.Close()
+	steps, err := readSteps(f, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
+	t, err := statesim.FitTiming(steps, *bw)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %s: %v\n", pos[0], err)
+		return exitBadInput
+	}
+	var sq, worst float64
+	for _, s := range steps {
+		rel := (statesim.StepNS(&t, s.Load) - s.NS) / s.NS
+		sq += rel * rel
+		worst = max(worst, math.Abs(rel))
+	}
+	fmt.Fprintf(stdout, "# fitted to %d steps of %s: relative error rms %.1f%%, worst %.1f%%\n", len(steps), pos[0],
+		100*math.Sqrt(sq/float64(len(steps))), 100*worst)
+	fmt.Fprintf(stdout, "timing:\n  step_overhead_us: %.6g\n  prefill_token_ns: %.6g\n  decode_row_ns: %.6g\n  context_token_ns: %.6g\n  state_bandwidth_gbs: %.6g\n",
+		t.StepOverheadUS, t.PrefillTokenNS, t.DecodeRowNS, t.ContextTokenNS, t.StateBandwidthGBs)
+	return exitClean
+}
+
+// readSteps reads the measured steps: a header naming calibrateColumns,
+// then one step per line; errors are FILE:LINE: problem.
+func readSteps(r io.Reader, name string) ([]statesim.MeasuredStep, error) {
+	sc := bufio.NewScanner(r)
+	var col map[string]int
+	var steps []statesim.MeasuredStep
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		fields := strings.Split(text, ",")
+		if col == nil {
+			col = map[string]int{}
+			for i, f := range fields {
+				col[strings.TrimSpace(f)] = i
+			}
+			for _, c := range calibrateColumns {
+				if _, ok := col[c]; !ok {
+					return nil, fmt.Errorf("%s:%d: header lacks column %s (want %s)", name, line, c, strings.Join(calibrateColumns, ","))
+				}
+			}
+			continue
+		}
+		var v [5]float64
+		for i, c := range calibrateColumns {
+			j := col[c]
+			if j >= len(fields) {
+				return nil, fmt.Errorf("%s:%d: field %s: missing", name, line, c)
+			}
+			x, err := strconv.ParseFloat(strings.TrimSpace(fields[j]), 64)
+			if err != nil || x < 0 || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("%s:%d: field %s: want a number >= 0, got %q", name, line, c, fields[j])
+			}
+			v[i] = x
+		}
+		if v[4] <= 0 {
+			return nil, fmt.Errorf("%s:%d: field step_us: a step takes time, got %q", name, line, fields[col["step_us"]])
+		}
+		steps = append(steps, statesim.MeasuredStep{
+			Load: statesim.StepLoad{PrefillTokens: int64(v[0]), DecodeRows: int64(v[1]), ContextTokens: int64(v[2]), StateBytes: int64(v[3])},
+			NS:   v[4] * 1e3,
+		})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if col == nil {
+		return nil, fmt.Errorf("%s: empty; want a header %s", name, strings.Join(calibrateColumns, ","))
+	}
+	return steps, nil
+}
