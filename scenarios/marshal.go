@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -111,10 +112,22 @@ func scalar(v reflect.Value, path string) (*yaml.Node, error) {
 	case reflect.Uint64:
 		n.Tag, n.Value = "!!int", strconv.FormatUint(v.Uint(), 10)
 	case reflect.Float64:
-		// Shortest form that parses back to the same float64.
-		n.Tag, n.Value = "!!float", strconv.FormatFloat(v.Float(), 'g', -1, 64)
-		if !strings.ContainsAny(n.Value, ".eIN") {
-			n.Value += ".0"
+		// Shortest form that parses back to the same float64; YAML's own
+		// spellings for the non-finite values.
+		f := v.Float()
+		n.Tag = "!!float"
+		switch {
+		case math.IsNaN(f):
+			n.Value = ".nan"
+		case math.IsInf(f, 1):
+			n.Value = ".inf"
+		case math.IsInf(f, -1):
+			n.Value = "-.inf"
+		default:
+			n.Value = strconv.FormatFloat(f, 'g', -1, 64)
+			if !strings.ContainsAny(n.Value, ".e") {
+				n.Value += ".0"
+			}
 		}
 	default:
 		return nil, fmt.Errorf("marshal: field %s: unsupported type %s", path, v.Type())

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,7 +22,9 @@ func roundTrip(t *testing.T, sc *Scenario) []byte {
 		t.Fatalf("Parse(Marshal(sc)): %v\n%s", err, data)
 	}
 	back.File = sc.File
-	if !reflect.DeepEqual(back, sc) {
+	// %#v prints floats in their shortest exact form, and NaN as NaN,
+	// which DeepEqual would call unequal to itself.
+	if !reflect.DeepEqual(back, sc) && fmt.Sprintf("%#v", *back) != fmt.Sprintf("%#v", *sc) {
 		t.Fatalf("round trip changed the scenario\nwant %+v\ngot  %+v\nYAML:\n%s", *sc, *back, data)
 	}
 	return data
@@ -158,4 +161,25 @@ func TestMarshalUnknownPreset(t *testing.T) {
 	if _, err := Marshal(&sc); err == nil || !strings.Contains(err.Error(), "no-such-model") {
 		t.Fatalf("want an error naming the preset, got %v", err)
 	}
+}
+
+// FuzzMarshalRoundTrip: any YAML that parses must survive Marshal and
+// Parse unchanged.
+func FuzzMarshalRoundTrip(f *testing.F) {
+	for _, name := range Builtins() {
+		data, _, _, err := Resolve(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("model: {preset: tiny-hybrid}\nsampling: {temperature: .nan}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
+	f.Add([]byte("model: {preset: tiny-hybrid, hidden_size: 64}\nengine: {num_gpu_blocks_override: 9, max_num_batched_tokens: 2}\nworkload: {kind: poisson, rate: 0.5, count: 3, prompt_len: {dist: uniform, min: 1, max: 9}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse(data, "fuzz.yaml", nil)
+		if err != nil {
+			return
+		}
+		roundTrip(t, sc)
+	})
 }
