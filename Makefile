@@ -27,6 +27,7 @@ test: vet
 # A short run of every fuzz target (one -fuzz pattern per invocation, as go test requires).
 fuzz:
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzMarshalRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzAzureCSV$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 
