@@ -62,20 +62,26 @@ func TestEntriesParser(t *testing.T) {
 	}
 }
 
-// Every decode row is covered exactly by the grid, and the grid stays
-// near one wave.
+// Every decode row is covered exactly by the grid, rows per block stay
+// within [1, SSUMaxRows], and the grid is about SSUWaves waves.
 func TestSSUGridCoversRows(t *testing.T) {
-	for _, c := range []struct{ rows, bx, sms int }{{1, 128, 132}, {64, 128, 132}, {256, 128, 132}, {1024, 256, 132},
-		{1000, 1, 1}, {7, 1000, 2}, {3, 2, 132}} {
-		gy, rpb := SSUGrid(c.rows, c.bx, c.sms)
-		if rpb < 1 || gy*rpb < c.rows || (gy-1)*rpb >= c.rows {
-			t.Errorf("SSUGrid(%d, %d, %d) = %d rows of blocks × %d rows: does not cover the rows exactly", c.rows, c.bx, c.sms, gy, rpb)
+	for _, c := range []struct{ rows, bx, per, sms int }{{1, 128, 8, 132}, {64, 32, 4, 132}, {256, 32, 4, 132},
+		{1024, 64, 4, 132}, {1000, 1, 1, 1}, {7, 1000, 8, 2}, {3, 2, 8, 132}} {
+		gy, rpb := SSUGrid(c.rows, c.bx, c.per, c.sms)
+		if rpb < 1 || rpb > SSUMaxRows || gy*rpb < c.rows || (gy-1)*rpb >= c.rows {
+			t.Errorf("SSUGrid%v = (%d, %d): does not cover the rows exactly within the row cap", c, gy, rpb)
 		}
-		if waves := float64(gy*c.bx) / float64(c.sms*SSUBlocksPerSM); gy > 1 && waves > 1.5 {
-			t.Errorf("SSUGrid(%d, %d, %d): %d blocks, %.1f waves", c.rows, c.bx, c.sms, gy*c.bx, waves)
+		// rpb is the fewest rows per block that keep the grid within
+		// SSUWaves waves, unless capped.
+		slots := c.sms * c.per * SSUWaves
+		if rpb < SSUMaxRows && c.rows*c.bx > slots*rpb {
+			t.Errorf("SSUGrid%v = (%d, %d): more than %d waves of blocks", c, gy, rpb, SSUWaves)
+		}
+		if rpb > 1 && c.rows*c.bx <= slots*(rpb-1) {
+			t.Errorf("SSUGrid%v = (%d, %d): %d rows per block would do", c, gy, rpb, rpb-1)
 		}
 	}
-	if gy, _ := SSUGrid(0, 128, 132); gy != 0 {
+	if gy, _ := SSUGrid(0, 128, 4, 132); gy != 0 {
 		t.Errorf("no rows: grid.y %d", gy)
 	}
 }

@@ -170,7 +170,9 @@ SCAN_ENTRY(selective_scan_fwd_u64, uint64_t)
 // is 64-bit.
 // grid (ceil(di·G/128), ceil(nrows/rows_per_block)); blockDim exactly 128;
 // G a power of two.
-#define SSU_STAGES 6
+#ifndef SSU_STAGES
+#define SSU_STAGES 4
+#endif
 #define SSU_THREADS 128
 
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem, int bytes) {
@@ -279,3 +281,102 @@ __device__ __forceinline__ void state_update(float* y, const float* xc, const fl
 // state offset multiples of 4); _v1 is the scalar fallback.
 SSU_ENTRY(selective_state_update_v4, 4)
 SSU_ENTRY(selective_state_update_v1, 1)
+
+// selective_state_update_n16: the decode state update for d_state 16 (the
+// Jamba shape), with the fewest memory instructions per byte. The v4/v1
+// kernels above are bound by load/store issue, not by DRAM: every 16 bytes
+// of state cost them over a dozen loads. Here one thread owns one whole
+// channel (16 states in registers). A block's 128 channels of a row are one
+// contiguous 8 KiB slab, fetched by coalesced 16-byte cp.async copies into
+// shared memory (SSU16_STAGES − 1 rows ahead), read back per channel through an
+// XOR swizzle that keeps the 16-byte reads free of bank conflicts, and
+// written back the same way; B and C are staged once per row for the whole
+// block. grid (ceil(di/128), ceil(nrows/rows_per_block)); blockDim exactly
+// 128; the slot stride and state offset multiples of 4.
+#define SLAB_CPC 4 // 16-byte chunks per channel (d_state 16)
+#ifndef SSU16_STAGES
+#define SSU16_STAGES 3 // rows in flight per block
+#endif
+#ifndef SSU16_MIN_BLOCKS
+#define SSU16_MIN_BLOCKS 4 // resident blocks per multiprocessor the registers are capped for
+#endif
+
+__device__ __forceinline__ void cp_async_wait_n16() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(SSU16_STAGES - 1));
+}
+
+// slab_at is where chunk k of channel ch lives in a slab buffer.
+__device__ __forceinline__ int slab_at(int ch, int k) { return ch * SLAB_CPC + (k ^ ((ch >> 1) & (SLAB_CPC - 1))); }
+
+extern "C" __global__ void __launch_bounds__(SSU_THREADS, SSU16_MIN_BLOCKS)
+    selective_state_update_n16(float* y, const float* xc, const float* dtp, const float* dbc, int dbc_stride, int R,
+                               const float* xz, int xz_stride, const float* A, const float* Dp,
+                               const float* dt_bias, float* states, long long stride, const int* tok,
+                               const int* slot, int nrows, int rows_per_block, int di) {
+    constexpr int NS = 16, CH = SSU_THREADS;
+    __shared__ __align__(16) float4 stage[SSU16_STAGES][CH * SLAB_CPC];
+    __shared__ __align__(16) float4 outb[CH * SLAB_CPC];
+    __shared__ float sc[SSU16_STAGES][3][CH]; // dt_raw, x, z per channel
+    __shared__ float bc[SSU16_STAGES][2 * NS]; // B then C of the row's token
+    int tx = threadIdx.x, d0 = blockIdx.x * CH, d = d0 + tx;
+    bool live = d < di;
+    int nchunk = min(CH, di - d0) * SLAB_CPC;
+    int r0 = blockIdx.y * rows_per_block, r1 = min(r0 + rows_per_block, nrows);
+    float a[NS];
+#pragma unroll
+    for (int n = 0; n < NS; n++) a[n] = live ? A[(long long)d * NS + n] : 0.0f;
+    float bias = live ? dt_bias[d] : 0.0f, skip = live ? Dp[d] : 0.0f;
+    auto fetch = [&](int r) {
+        if (r < r1) {
+            int s = (r - r0) % SSU16_STAGES, t = tok[r];
+            const float4* src = reinterpret_cast<const float4*>(states + (long long)slot[r] * stride + (long long)d0 * NS);
+#pragma unroll
+            for (int i = 0; i < SLAB_CPC; i++) {
+                int c = tx + i * CH;
+                if (c < nchunk) cp_async(&stage[s][slab_at(c / SLAB_CPC, c % SLAB_CPC)], src + c, 16);
+            }
+            if (live) {
+                cp_async(&sc[s][0][tx], dtp + (long long)t * di + d, 4);
+                cp_async(&sc[s][1][tx], xc + (long long)t * di + d, 4);
+                cp_async(&sc[s][2][tx], xz + (long long)t * xz_stride + di + d, 4);
+            }
+            if (tx < 2 * NS) cp_async(&bc[s][tx], dbc + (long long)t * dbc_stride + R + tx, 4);
+        }
+        cp_async_commit();
+    };
+#pragma unroll
+    for (int k = 0; k < SSU16_STAGES - 1; k++) fetch(r0 + k);
+    for (int r = r0; r < r1; r++) {
+        fetch(r + SSU16_STAGES - 1);
+        cp_async_wait_n16();
+        __syncthreads(); // every thread's copies of this row are in
+        int s = (r - r0) % SSU16_STAGES;
+        if (live) {
+            float h[NS];
+#pragma unroll
+            for (int k = 0; k < SLAB_CPC; k++) {
+                float4 v = stage[s][slab_at(tx, k)];
+                h[4 * k] = v.x, h[4 * k + 1] = v.y, h[4 * k + 2] = v.z, h[4 * k + 3] = v.w;
+            }
+            float u = sc[s][1][tx], z = sc[s][2][tx];
+            float dt = softplus_f(sc[s][0][tx] + bias);
+            float du = dt * u, acc = 0.0f;
+#pragma unroll
+            for (int n = 0; n < NS; n++) {
+                h[n] = expf(a[n] * dt) * h[n] + bc[s][n] * du;
+                acc += bc[s][NS + n] * h[n];
+            }
+            y[(long long)tok[r] * di + d] = (acc + skip * u) * silu_f(z);
+#pragma unroll
+            for (int k = 0; k < SLAB_CPC; k++)
+                outb[slab_at(tx, k)] = make_float4(h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
+        }
+        __syncthreads(); // the slab is complete
+        float4* dst = reinterpret_cast<float4*>(states + (long long)slot[r] * stride + (long long)d0 * NS);
+#pragma unroll
+        for (int i = 0; i < SLAB_CPC; i++) {
+            int c = tx + i * CH;
+            if (c < nchunk) dst[c] = outb[slab_at(c / SLAB_CPC, c % SLAB_CPC)];
+        }
+    }
+}

@@ -507,15 +507,24 @@ func (b *Backend) run(out *sched.Output) error {
 				func() error { return mm(dbc, xc, m.xProj, T, R+2*N, di, di, R+2*N) },
 				func() error { return mm(dtp, dbc, m.dtProj, T, di, R, R+2*N, di) },
 				func() error {
-					name, vec := "selective_state_update_v1", 1
-					if b.vec4 {
-						name, vec = "selective_state_update_v4", 4
+					switch {
+					case b.vec4 && N == 16:
+						bx := ceilDiv(di, 128)
+						gy, rpb := kernels.SSUGrid(nd, bx, kernels.SSU16BlocksPerSM, d.SMs)
+						return d.Launch("selective_state_update_n16", [3]int{bx, gy, 1}, blk, 0,
+							y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
+							P["dTok"], ds, nd, rpb, di)
+					default:
+						name, vec := "selective_state_update_v1", 1
+						if b.vec4 {
+							name, vec = "selective_state_update_v4", 4
+						}
+						bx := ceilDiv(di*N/vec, 128)
+						gy, rpb := kernels.SSUGrid(nd, bx, kernels.SSUBlocksPerSM, d.SMs)
+						return d.Launch(name, [3]int{bx, gy, 1}, blk, 0,
+							y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
+							P["dTok"], ds, nd, rpb, di, N)
 					}
-					G := N / vec
-					gy, rpb := kernels.SSUGrid(nd, ceilDiv(di*G, 128), d.SMs)
-					return d.Launch(name, [3]int{ceilDiv(di*G, 128), gy, 1}, blk, 0,
-						y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
-						P["dTok"], ds, nd, rpb, di, N)
 				},
 				func() error {
 					name := "selective_scan_fwd_u64"

@@ -80,6 +80,7 @@ var tiny = []string{
 }
 
 type confirmRun struct {
+	Label    string   `json:"label"`
 	Scenario string   `json:"scenario"`
 	Sets     []string `json:"sets"`
 	Requests int64    `json:"requests"`
@@ -177,21 +178,24 @@ func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 	// Parity: the built-in scenarios on the tiny hybrid, fixed + 64-bit.
 	fixed := []string{"engine.vllm_version=fixed", "engine.state_index_bits=64"}
 	parity := []struct {
-		name string
-		sets []string
+		label, name string
+		sets        []string
 	}{
-		{"imposter", []string{"workload.num_prompts=384", "workload.batch_size=32"}},
-		{"imposter-attention-only", []string{"workload.num_prompts=128", "workload.batch_size=32", "model.preset=tiny-attention"}},
-		{"wrap32", []string{"workload.prompts=8", "workload.rollouts_per_prompt=8", "workload.steps=2"}},
+		{"imposter", "imposter", []string{"workload.num_prompts=384", "workload.batch_size=32"}},
+		// d_state 16 takes the decode kernel Jamba's shape uses (_n16).
+		{"imposter, d_state 16", "imposter", []string{"workload.num_prompts=384", "workload.batch_size=32", "model.mamba_d_state=16"}},
+		{"imposter-attention-only", "imposter-attention-only", []string{"workload.num_prompts=128", "workload.batch_size=32", "model.preset=tiny-attention"}},
+		{"wrap32", "wrap32", []string{"workload.prompts=8", "workload.rollouts_per_prompt=8", "workload.steps=2"}},
 		// The trace keeps its own prompt lengths (about 10k tokens): few requests.
-		{"azure-conv", []string{"workload.limit=6"}},
+		{"azure-conv", "azure-conv", []string{"workload.limit=6"}},
 	}
 	for _, p := range parity {
 		sets := append(append(append([]string{}, tiny...), fixed...), p.sets...)
 		cr, err := runOne(p.name, sets)
+		cr.Label = p.label
 		if err != nil {
 			cr.Note = err.Error()
-			say("parity %-24s skipped: %v", p.name, err)
+			say("parity %-24s skipped: %v", p.label, err)
 			c.Parity = append(c.Parity, cr)
 			continue
 		}
@@ -199,7 +203,7 @@ func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 		cr.Pass = st.RequestsDivergent == 0 && st.MaxDelta <= c.Tolerance && par.MaxDelta <= c.Tolerance && st.TokensCompared > 0
 		c.Pass = c.Pass && cr.Pass
 		say("parity %-24s %4d requests, %6d tokens: max |Δ| GPU−reference %.2e, GPU−mock %.2e over %d tokens (%d requests sampled another id), divergent %d: %s",
-			p.name, st.RequestsCompared, st.TokensCompared, st.MaxDelta, par.MaxDelta, par.TokensCompared, par.TokenMismatches, st.RequestsDivergent, passFail(cr.Pass))
+			p.label, st.RequestsCompared, st.TokensCompared, st.MaxDelta, par.MaxDelta, par.TokensCompared, par.TokenMismatches, st.RequestsDivergent, passFail(cr.Pass))
 		c.Parity = append(c.Parity, cr)
 	}
 
@@ -207,6 +211,7 @@ func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 	sets := append(append([]string{}, tiny...), "engine.vllm_version=v0.13", "engine.state_index_bits=64",
 		"workload.num_prompts=384", "workload.batch_size=32")
 	c.BugA, err = runOne("imposter", sets)
+	c.BugA.Label = "imposter, v0.13"
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: bug A run: %v\n", err)
 		return exitInternal
@@ -299,14 +304,14 @@ func writeConfirmation(dir string, c *confirmation) error {
 	p("|---|---:|---:|---:|---:|---:|---|")
 	for _, r := range c.Parity {
 		if r.Note != "" {
-			p("| %s | | | | | | skipped: %s |", r.Scenario, r.Note)
+			p("| %s | | | | | | skipped: %s |", r.Label, r.Note)
 			continue
 		}
 		pm := 0.0
 		if r.GPU.Parity != nil {
 			pm = r.GPU.Parity.MaxDelta
 		}
-		p("| %s | %d | %d | %.2e | %.2e | %d | %s |", r.Scenario, r.GPU.Stats.RequestsCompared, r.GPU.Stats.TokensCompared,
+		p("| %s | %d | %d | %.2e | %.2e | %d | %s |", r.Label, r.GPU.Stats.RequestsCompared, r.GPU.Stats.TokensCompared,
 			r.GPU.Stats.MaxDelta, pm, r.GPU.Stats.RequestsDivergent, passFail(r.Pass))
 	}
 	a := c.BugA

@@ -18,13 +18,16 @@ p("the same math as plain tensor operations (gather the slots, update, scatter b
 p("loop over tokens), timed the same way.\n")
 tdec = {(d["batch"], d["d_inner"]): d["time_us"] for d in pt["decode"]}
 p("## Decode: `selective_state_update` (d_state 16, one token per row, slots scattered)\n")
-p("| batch | d_inner | kernel | time µs | GB/s | % of copy | PyTorch µs | speed-up |")
-p("|---:|---:|---|---:|---:|---:|---:|---:|")
+p("Time is per launch, events around one launch; *back to back* is the time per launch of 20 launches in a")
+p("row (the steady state of consecutive decode steps). *Same-size copy* is a device-to-device copy moving")
+p("the same bytes, back to back: the ceiling at this size, where launch and ramp-up costs weigh more.\n")
+p("| batch | d_inner | kernel | time µs | GB/s | % of copy | back to back GB/s | % of copy | same-size copy GB/s | PyTorch µs | speed-up |")
+p("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for d in cu["decode"]:
     t = tdec.get((d["batch"], d["d_inner"]))
-    name = "v4 (16-byte)" if d["vec"] == 4 else "v1 (scalar)"
+    name = {16: "n16 (slab)", 4: "v4 (16-byte)", 1: "v1 (scalar)"}[d["vec"]]
     p(f"| {d['batch']} | {d['d_inner']} | {name} | {d['time_us']:.1f} | {d['gbs']:.0f} | {100 * d['gbs'] / copy:.0f}% | "
-      f"{t:.1f} | {t / d['time_us']:.1f}× |")
+      f"{d['gbs_b2b']:.0f} | {100 * d['gbs_b2b'] / copy:.0f}% | {d['copy_same_gbs']:.0f} | {t:.1f} | {t / d['time_us']:.1f}× |")
 tpre = {(d["rows"], d["tokens_per_row"], d["d_inner"]): d["time_us"] for d in pt["prefill"]}
 p("\n## Prefill: `selective_scan_fwd_u64` (d_state 16, 64-bit state index)\n")
 p("| rows | tokens/row | d_inner | time µs | GB/s | % of copy | PyTorch µs | speed-up |")
@@ -33,7 +36,9 @@ for d in cu["prefill"]:
     t = tpre.get((d["rows"], d["tokens_per_row"], d["d_inner"]))
     p(f"| {d['rows']} | {d['tokens_per_row']} | {d['d_inner']} | {d['time_us']:.1f} | {d['gbs']:.0f} | "
       f"{100 * d['gbs'] / copy:.0f}% | {t:.1f} | {t / d['time_us']:.1f}× |")
-big = [d for d in cu["decode"] if d["batch"] >= 256 and d["vec"] == 4]
+big = [d for d in cu["decode"] if d["batch"] >= 256 and d["vec"] == 16]
 worst = min(100 * d["gbs"] / copy for d in big)
-p(f"\nTarget (decode at batch ≥ 256 at ≥ 80% of copy bandwidth): worst case {worst:.0f}% — "
-  f"{'met' if worst >= 80 else 'NOT met'}.")
+worst_b2b = min(100 * d["gbs_b2b"] / copy for d in big)
+p(f"\nTarget: decode at batch ≥ 256 at ≥ 80% of the copy bandwidth, for the kernel the backend uses at d_state 16")
+p(f"(n16). Worst case over those rows: {worst:.0f}% timed per launch ({'met' if worst >= 80 else 'NOT met'}), "
+  f"{worst_b2b:.0f}% back to back ({'met' if worst_b2b >= 80 else 'NOT met'}).")

@@ -17,6 +17,16 @@
 #include "../../kernels/layers.cu"
 #include "../../kernels/mamba.cu"
 
+// The grid policy of kernels.SSUGrid (kernels/kernels.go), repeated here.
+#ifndef SSU_BLOCKS_PER_SM
+#define SSU_BLOCKS_PER_SM 8
+#endif
+#ifndef SSU16_BLOCKS_PER_SM
+#define SSU16_BLOCKS_PER_SM 4
+#endif
+#define SSU_WAVES 4
+#define SSU_MAX_ROWS 8
+
 #define CK(x)                                                                                   \
     do {                                                                                        \
         cudaError_t e_ = (x);                                                                   \
@@ -95,17 +105,28 @@ static void launch_scan(Batch& b, float* states, bool u32) {
     CKL();
 }
 
-static void launch_ssu(Batch& b, float* states, int V) {
-    int G = b.N / V;
-    // The grid as kernels.SSUGrid sizes it: about one wave of 8 blocks per SM.
-    int bx = (int)(((long long)b.di * G + 127) / 128);
+// launch_ssu runs a decode state update: V = 16 the slab kernel for d_state
+// 16, else the V-wide kernel. The grid is sized as kernels.SSUGrid sizes it
+// unless rpb_override is given.
+static void launch_ssu(Batch& b, float* states, int V, int rpb_override = 0) {
     static int sms = 0;
     if (!sms) CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    int wave = std::max(1, sms * 8 / bx), rpb = (b.rows + wave - 1) / wave;
+    int G = V == 16 ? 1 : b.N / V;
+    int bx = (int)(((long long)b.di * G + 127) / 128);
+    int per_sm = V == 16 ? SSU16_BLOCKS_PER_SM : SSU_BLOCKS_PER_SM;
+    long long slots = std::max(1, sms * per_sm * SSU_WAVES);
+    int rpb = (int)std::min<long long>(SSU_MAX_ROWS, std::max<long long>(1, ((long long)b.rows * bx + slots - 1) / slots));
+    if (rpb_override > 0) rpb = rpb_override;
     dim3 g(bx, (b.rows + rpb - 1) / rpb);
-    auto f = V == 4 ? selective_state_update_v4 : selective_state_update_v1;
-    f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
-                  states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, rpb, b.di, b.N);
+    if (V == 16) {
+        selective_state_update_n16<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di,
+                                               b.d_A, b.d_D, b.d_bias, states + b.offset, b.stride, b.d_tok,
+                                               b.d_slot, b.rows, rpb, b.di);
+    } else {
+        auto f = V == 4 ? selective_state_update_v4 : selective_state_update_v1;
+        f<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
+                      states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, rpb, b.di, b.N);
+    }
     CKL();
 }
 
@@ -158,20 +179,21 @@ static void report(const char* what, double err, double tol) {
 static void check_mamba() {
     int di = 512, N = 16, rows = 12, L = 37, nslots = 40;
     long long stride = (long long)di * (N + 3) + 64, offset = 3LL * di;
-    for (int variant = 0; variant < 4; variant++) {
+    for (int variant = 0; variant < 5; variant++) {
         bool decode = variant >= 2;
         Batch b = make_batch(rows, decode ? 1 : L, di, N, nslots, stride, offset);
         std::vector<float> st = randv((size_t)nslots * stride, -1, 1);
         float* d_st = dev(st);
         CK(cudaMemset(b.d_y, 0xff, (size_t)b.T * di * sizeof(float))); // NaN poison
-        if (decode) launch_ssu(b, d_st, variant == 2 ? 4 : 1);
+        if (decode) launch_ssu(b, d_st, variant == 2 ? 4 : variant == 3 ? 1 : 16);
         else launch_scan(b, d_st, variant == 0);
         CK(cudaDeviceSynchronize());
         std::vector<double> y;
         cpu_rows(b, st, y, decode);
         std::vector<double> stw(st.begin(), st.end());
         const char* names[] = {"selective_scan_fwd_u32 output", "selective_scan_fwd_u64 output",
-                               "selective_state_update_v4 output", "selective_state_update_v1 output"};
+                               "selective_state_update_v4 output", "selective_state_update_v1 output",
+                               "selective_state_update_n16 output"};
         report(names[variant], relerr(host(b.d_y, (size_t)b.T * di), y), 1e-5);
         report("  ... state after", relerr(host(d_st, st.size()), stw), 1e-5);
         CK(cudaFree(d_st));
@@ -273,6 +295,27 @@ template <typename F> static float time_ms(F f, int reps) {
     return median(ts);
 }
 
+// time_b2b_ms is the time per launch of inner back-to-back launches (the
+// steady state of many decode steps), median over reps.
+template <typename F> static float time_b2b_ms(F f, int reps, int inner) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++) f();
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ts;
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(a));
+        for (int k = 0; k < inner; k++) f();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        ts.push_back(ms / inner);
+    }
+    return median(ts);
+}
+
 static void bench(const char* path) {
     FILE* js = fopen(path, "w");
     if (!js) { perror(path); exit(2); }
@@ -297,11 +340,18 @@ static void bench(const char* path) {
             p.multiProcessorCount, copy_gbs, inplace_gbs);
     int N = 16;
     const char* sep = "";
-    printf("\nselective_state_update (decode), d_state %d, fp32 state, slots scattered over a pool twice the batch\n", N);
-    printf("%6s %7s %4s %10s %10s %8s\n", "batch", "d_inner", "vec", "time_us", "GB/s", "of_copy");
+    printf("\nselective_state_update (decode), d_state %d, fp32 state, slots scattered over a pool twice the batch;\n"
+           "kernel 16 = _n16, 4 = _v4, 1 = _v1\n", N);
+    printf("%6s %7s %4s %10s %8s %8s %8s %8s %10s\n", "batch", "d_inner", "kernel", "time_us", "GB/s", "of_copy",
+           "b2b_GB/s", "of_copy", "copy_same");
+    void *sa, *sb;
+    size_t smax = 1ull << 30;
+    CK(cudaMalloc(&sa, smax));
+    CK(cudaMalloc(&sb, smax));
+    CK(cudaMemset(sa, 1, smax));
     for (int di : {4096, 8192})
         for (int batch : {64, 256, 1024})
-            for (int V : {4, 1}) {
+            for (int V : {16, 4, 1}) {
                 long long stride = (long long)di * (N + 3), offset = 3LL * di;
                 Batch b = make_batch(batch, 1, di, N, 2 * batch + 1, stride, offset);
                 float* st;
@@ -311,15 +361,23 @@ static void bench(const char* path) {
                 for (size_t o = 0; o < sn; o += init.size())
                     CK(cudaMemcpy(st + o, init.data(), std::min(init.size(), sn - o) * 4, cudaMemcpyHostToDevice));
                 float ms = time_ms([&] { launch_ssu(b, st, V); }, 50);
+                float bms = time_b2b_ms([&] { launch_ssu(b, st, V); }, 20, 20);
                 // Counted bytes: the state read and written, plus x, dt, z in and y out.
                 double bytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
-                double gbs = bytes / (ms * 1e-3) / 1e9;
-                printf("%6d %7d %4d %10.1f %10.0f %7.0f%%\n", batch, di, V, ms * 1e3, gbs, 100 * gbs / copy_gbs);
-                fprintf(js, "%s{\"batch\": %d, \"d_inner\": %d, \"d_state\": %d, \"vec\": %d, \"time_us\": %.2f, \"bytes\": %.0f, \"gbs\": %.1f}",
-                        sep, batch, di, N, V, ms * 1e3, bytes, gbs);
+                double gbs = bytes / (ms * 1e-3) / 1e9, bgbs = bytes / (bms * 1e-3) / 1e9;
+                // A device-to-device copy moving the same bytes (half read, half written), back to back.
+                size_t half = std::min<size_t>(smax, (size_t)(bytes / 2) & ~(size_t)255);
+                float cms = time_b2b_ms([&] { CK(cudaMemcpyAsync(sb, sa, half, cudaMemcpyDeviceToDevice)); }, 20, 20);
+                double cgbs = 2.0 * half / (cms * 1e-3) / 1e9;
+                printf("%6d %7d %4d %10.1f %8.0f %7.0f%% %8.0f %7.0f%% %10.0f\n", batch, di, V, ms * 1e3, gbs,
+                       100 * gbs / copy_gbs, bgbs, 100 * bgbs / copy_gbs, cgbs);
+                fprintf(js, "%s{\"batch\": %d, \"d_inner\": %d, \"d_state\": %d, \"vec\": %d, \"time_us\": %.2f, \"bytes\": %.0f, \"gbs\": %.1f, \"time_us_b2b\": %.2f, \"gbs_b2b\": %.1f, \"copy_same_gbs\": %.1f}",
+                        sep, batch, di, N, V, ms * 1e3, bytes, gbs, bms * 1e3, bgbs, cgbs);
                 sep = ", ";
                 CK(cudaFree(st));
             }
+    CK(cudaFree(sa));
+    CK(cudaFree(sb));
     fprintf(js, "], \"prefill\": [");
     sep = "";
     printf("\nselective_scan_fwd (prefill), d_state %d, 64-bit index\n", N);
@@ -347,6 +405,36 @@ static void bench(const char* path) {
     fclose(js);
 }
 
+// sweep times the 16-byte state update for several rows per block.
+static void sweep() {
+    int N = 16;
+    printf("SSU_STAGES %d\n%6s %7s %3s", SSU_STAGES, "batch", "d_inner", "V");
+    int rpbs[] = {1, 2, 4, 8, 16, 32};
+    for (int r : rpbs) printf(" %6s%-3d", "rpb=", r);
+    printf("\n");
+    for (int di : {4096, 8192})
+        for (int batch : {256, 1024}) {
+            long long stride = (long long)di * (N + 3), offset = 3LL * di;
+            Batch b = make_batch(batch, 1, di, N, 2 * batch + 1, stride, offset);
+            float* st;
+            size_t sn = (size_t)(2 * batch + 1) * stride;
+            CK(cudaMalloc(&st, sn * 4));
+            CK(cudaMemset(st, 0x3e, sn * 4));
+            for (int V : {16, 4}) {
+                printf("%6d %7d %3d", batch, di, V);
+                for (int r : rpbs) {
+                    float ms = time_ms([&] { launch_ssu(b, st, V, r); }, 30);
+                    double bytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
+                    printf(" %9.0f", bytes / (ms * 1e-3) / 1e9);
+                }
+                float ms = time_ms([&] { launch_ssu(b, st, V); }, 30);
+                double bytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
+                printf(" %9.0f  GB/s (last: the grid policy)\n", bytes / (ms * 1e-3) / 1e9);
+            }
+            CK(cudaFree(st));
+        }
+}
+
 int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "check";
     if (mode == "check") {
@@ -354,6 +442,10 @@ int main(int argc, char** argv) {
         check_matmul();
         printf(failures ? "kernel check: %d FAILED\n" : "kernel check: all ok\n", failures);
         return failures ? 1 : 0;
+    }
+    if (mode == "sweep") {
+        sweep();
+        return 0;
     }
     if (mode == "bench" && argc > 2) {
         bench(argv[2]);
