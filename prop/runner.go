@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"statesim"
 	"statesim/scenarios"
@@ -62,6 +63,7 @@ func (r *Runner) Build(p *Params, name string) (*scenarios.Scenario, error) {
 	if err != nil || len(r.Sets) == 0 {
 		return sc, err
 	}
+	sc.Description += ", then --set " + strings.Join(r.Sets, " --set ")
 	y, err := scenarios.Marshal(sc)
 	if err != nil {
 		return nil, err

@@ -160,7 +160,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, args []string) {
 	fmt.Fprintf(w, "  %-26s FAIL on scenario %d of seed %d; %d shrinks (%d runs)\n", res.Property, res.Trials, seed, res.Shrinks, res.Runs)
 	fmt.Fprintf(w, "      %s\n", res.Err)
-	fmt.Fprintf(w, "      shrunk: %s\n", res.Shrunk)
+	fmt.Fprintf(w, "      shrunk: %s", res.Shrunk)
+	if len(r.Sets) > 0 {
+		fmt.Fprintf(w, ", then --set %s", strings.Join(r.Sets, " --set "))
+	}
+	fmt.Fprintln(w)
 	name := strings.ReplaceAll(res.Property, "/", "-")
 	foundBy := "statesim check " + strings.Join(quoteArgs(args), " ")
 	wr, err := prop.Write(r, res, outDir, name, strings.TrimSpace(foundBy))
