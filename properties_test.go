@@ -357,6 +357,34 @@ func TestDeterminismCatchesHiddenState(t *testing.T) {
 	t.Logf("%s: %v", res.Shrunk, res.Err)
 }
 
+// TestObserverAgreesOnDecodeBeforePrefill: the properties' own observer
+// and the symbolic backend's check are two witnesses of the same
+// invariant; over v0.13 and v0.14 scenarios, where it breaks often, they
+// must agree on every run.
+func TestObserverAgreesOnDecodeBeforePrefill(t *testing.T) {
+	r := newRunner(t)
+	seen := 0
+	for _, v := range []string{"v0.13", "v0.14"} {
+		for i := int64(0); i < 300; i++ {
+			p := prop.Sample(prop.BugA(v), searchSeed(t)+i)
+			o := r.Run(p)
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			sim := o.Report.Count(check.NoDecodeBeforePrefill) > 0
+			if sim != (o.DecodeBeforePrefill != "") {
+				t.Fatalf("%s: simulator counts %d, observer says %q", p, o.Report.Count(check.NoDecodeBeforePrefill), o.DecodeBeforePrefill)
+			}
+			if sim {
+				seen++
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no run broke the invariant: the agreement proves nothing")
+	}
+}
+
 // TestCheckedInvariantsMatchProperties keeps the property list honest:
 // every simulator invariant but time-monotonic (an internal error, not a
 // scenario property) is judged by some property.

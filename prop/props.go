@@ -65,8 +65,8 @@ func invariantProp(name, doc string, extra func(*Outcome, *Params) string, invs 
 func All() []Property {
 	return []Property{
 		invariantProp("no-decode-before-prefill",
-			"a request with no computed tokens never takes a Mamba decode path", nil,
-			check.NoDecodeBeforePrefill),
+			"a request with no computed tokens never takes a Mamba decode path",
+			func(o *Outcome, _ *Params) string { return o.DecodeBeforePrefill }, check.NoDecodeBeforePrefill),
 		invariantProp("stale-slot-read",
 			"a kernel never reads a state slot or KV block holding bytes not its own", nil,
 			check.StaleSlotRead),

@@ -23,7 +23,7 @@ type Outcome struct {
 	// that broke. Every property fails on it.
 	Err error
 	// Observed problems, first occurrence each ("" = none).
-	Budget, Seqs, Conservation string
+	Budget, Seqs, Conservation, DecodeBeforePrefill string
 }
 
 // Runner builds and runs generated scenarios. Trace files go to Dir,
@@ -114,10 +114,16 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(e *statesim.StepEvent) {
 	// step of every candidate a shrink tries.
 	var seenAt []int64
 	var seenBy []sched.RequestID
+	hasMamba := sc.Model.Shape.NumMambaLayers() > 0
 	return func(e *statesim.StepEvent) {
 		sum := 0
 		for i := range e.Out.Rows {
-			sum += e.Out.Rows[i].NumScheduled
+			row := &e.Out.Rows[i]
+			sum += row.NumScheduled
+			if hasMamba && row.NumComputed == 0 && row.Path == sched.PathDecode && o.DecodeBeforePrefill == "" {
+				o.DecodeBeforePrefill = fmt.Sprintf("step %d: request %d with 0 computed tokens and %d scheduled is on the Mamba decode path",
+					e.Out.Step, row.Req.ID, row.NumScheduled)
+			}
 		}
 		if sum > sc.Engine.MaxNumBatchedTokens && o.Budget == "" {
 			o.Budget = fmt.Sprintf("step %d scheduled %d tokens, max_num_batched_tokens %d", e.Out.Step, sum, sc.Engine.MaxNumBatchedTokens)
