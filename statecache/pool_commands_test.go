@@ -186,6 +186,9 @@ func allocate(i, tokens int) commands.Command {
 	return command(fmt.Sprintf("allocate(req %d, %d tokens)", i, tokens),
 		func(s *sut) snapshot {
 			ok, err := s.kv.Allocate(id, &s.tables[i], tokens)
+			if !ok {
+				exercised.allocShort++
+			}
 			return snap(s, ok, 0, err)
 		},
 		func(m *poolModel) {
@@ -226,7 +229,12 @@ func allocate(i, tokens int) commands.Command {
 func free(i int) commands.Command {
 	id := statecache.RequestID(i)
 	return command(fmt.Sprintf("free(req %d)", i),
-		func(s *sut) snapshot { return snap(s, false, 0, s.free(s.kv, id, &s.tables[i])) },
+		func(s *sut) snapshot {
+			if len(s.tables[i].Attn[0]) >= 2 {
+				exercised.multiBlockFree++
+			}
+			return snap(s, false, 0, s.free(s.kv, id, &s.tables[i]))
+		},
 		func(m *poolModel) {
 			t := &m.tables[i]
 			na, nm := 0, 0
@@ -254,6 +262,9 @@ func pop(k int) commands.Command {
 	return command(fmt.Sprintf("pop(req %d)", id),
 		func(s *sut) snapshot {
 			b, err := s.kv.Pool.Pop(id)
+			if err != nil {
+				exercised.popEmpty++
+			}
 			return snap(s, err == nil, b, err)
 		},
 		func(m *poolModel) {
@@ -289,7 +300,13 @@ func push(k, j int) commands.Command {
 func badPush(k int, b int32) commands.Command {
 	id := statecache.RequestID(rawBase + k)
 	return command(fmt.Sprintf("badPush(req %d, block %d)", id, b),
-		func(s *sut) snapshot { return snap(s, false, 0, s.kv.Pool.Push(id, b)) },
+		func(s *sut) snapshot {
+			err := s.kv.Pool.Push(id, b)
+			if err != nil {
+				exercised.badPush++
+			}
+			return snap(s, false, 0, err)
+		},
 		func(m *poolModel) { m.wantErr = true },
 		func(m *poolModel) bool { return b < 0 || int(b) >= m.n || m.holder[b] != id })
 }
@@ -350,11 +367,21 @@ func checkPool(t *testing.T, freeFn func(*statecache.KVCacheManager, statecache.
 	return commands.Prop(poolCommands(freeFn)).Check(params)
 }
 
+// exercised counts the interesting paths the commands reached, so the
+// test can require that it reached them.
+var exercised struct{ allocShort, multiBlockFree, popEmpty, badPush int }
+
 func TestPoolFollowsModel(t *testing.T) {
+	exercised.allocShort, exercised.multiBlockFree, exercised.popEmpty, exercised.badPush = 0, 0, 0, 0
 	res := checkPool(t, realFree, 400)
 	if !res.Passed() {
 		t.Fatalf("the pool departs from the model: %v\nargs: %v", res.Error, res.Args)
 	}
+	e := exercised
+	if e.allocShort == 0 || e.multiBlockFree == 0 || e.popEmpty == 0 || e.badPush == 0 {
+		t.Fatalf("the commands missed a path: %+v", e)
+	}
+	t.Logf("paths exercised: %+v", e)
 }
 
 // forwardFree is a mutant that frees attention blocks in allocation order,
