@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 
 	"statesim/sim"
@@ -54,6 +55,9 @@ type Spec struct {
 	OutputLen Dist `yaml:"output_len" json:"output_len"`
 }
 
+// badScale: rate_scale is 0 (unset: recorded speed) or finite and > 0.
+func badScale(x float64) bool { return !(x >= 0) || math.IsInf(x, 1) }
+
 // FieldError is a validation error tied to a field path inside the spec.
 type FieldError struct {
 	Path string
@@ -95,23 +99,26 @@ func (s *Spec) Validate() error {
 			err = ferr("train_time_s", "must be >= 0, got %g", s.TrainTimeS)
 		}
 	case "synthetic":
-		if !(s.Rate > 0) {
-			return ferr("rate", "must be > 0, got %g", s.Rate)
+		if !(s.Rate > 0) || math.IsInf(s.Rate, 1) {
+			return ferr("rate", "must be a finite number > 0, got %g", s.Rate)
 		}
 		if err = pos("count", s.Count); err == nil {
 			if err = pos("prompt_median", s.PromptMedian); err == nil {
 				err = pos("output_median", s.OutputMedian)
 			}
 		}
-		if err == nil && s.RateScale < 0 {
-			err = ferr("rate_scale", "must be > 0, got %g", s.RateScale)
+		if err == nil && badScale(s.RateScale) {
+			err = ferr("rate_scale", "must be a finite number > 0, got %g", s.RateScale)
+		}
+		if err == nil && s.Limit < 0 {
+			err = ferr("limit", "must be >= 0, got %d", s.Limit)
 		}
 	case "trace":
 		if s.Path == "" {
 			return ferr("path", "missing: a trace workload needs a CSV or JSONL file")
 		}
-		if s.RateScale < 0 {
-			return ferr("rate_scale", "must be > 0, got %g", s.RateScale)
+		if badScale(s.RateScale) {
+			return ferr("rate_scale", "must be a finite number > 0, got %g", s.RateScale)
 		}
 		if s.Limit < 0 {
 			return ferr("limit", "must be >= 0, got %d", s.Limit)

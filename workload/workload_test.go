@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,9 @@ func TestValidateNamesTheField(t *testing.T) {
 	}{
 		{Spec{Kind: "synthetic", Count: 5, Rate: 1, OutputMedian: 3}, "prompt_median"},
 		{Spec{Kind: "synthetic", Count: 5, Rate: 0, PromptMedian: 3, OutputMedian: 3}, "rate"},
+		{Spec{Kind: "synthetic", Count: 5, Rate: math.Inf(1), PromptMedian: 3, OutputMedian: 3}, "rate"},
+		{Spec{Kind: "synthetic", Count: 5, Rate: 1, PromptMedian: 3, OutputMedian: 3, RateScale: math.NaN()}, "rate_scale"},
+		{Spec{Kind: "trace", Path: "x.csv", RateScale: math.Inf(1)}, "rate_scale"},
 		{Spec{Kind: "batches", NumPrompts: 2, BatchSize: 1, RateScale: 2, PromptLen: Dist{Kind: "constant", Value: 1}, OutputLen: Dist{Kind: "constant", Value: 1}}, "rate_scale"},
 	} {
 		err := c.spec.Validate()
