@@ -131,6 +131,9 @@ func (m *KVCacheManager) Allocate(req RequestID, t *BlockTable, numTokens int) (
 	if need > m.Pool.NumFree() {
 		return false, nil
 	}
+	if t.held == 0 {
+		t.held = t.countHeld() // a table filled by hand, or empty
+	}
 	want := (numTokens + m.blockSize - 1) / m.blockSize
 	for _, g := range m.order {
 		if g.mamba {
@@ -192,6 +195,10 @@ func (t *BlockTable) NumHeld() int {
 	if t.held > 0 {
 		return t.held // maintained by Allocate and Free
 	}
+	return t.countHeld()
+}
+
+func (t *BlockTable) countHeld() int {
 	n := 0
 	for _, g := range t.Attn {
 		n += len(g)
