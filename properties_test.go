@@ -385,6 +385,85 @@ func TestObserverAgreesOnDecodeBeforePrefill(t *testing.T) {
 	}
 }
 
+// Mutant policies, each breaking one property on purpose.
+
+// overBudget schedules with one token more than max_num_batched_tokens
+// and one sequence more than max_num_seqs.
+type overBudget struct{}
+
+func (overBudget) Name() string { return "over-budget" }
+func (overBudget) Schedule(st *sched.State, out *sched.Output) error {
+	st.Cfg.MaxNumBatchedTokens++
+	st.Cfg.MaxNumSeqs++
+	defer func() { st.Cfg.MaxNumBatchedTokens--; st.Cfg.MaxNumSeqs-- }()
+	return sched.V1{}.Schedule(st, out)
+}
+
+// leaky takes one block a step for nobody, and never gives it back.
+type leaky struct{}
+
+func (leaky) Name() string { return "leaky" }
+func (leaky) Schedule(st *sched.State, out *sched.Output) error {
+	if err := (sched.V1{}).Schedule(st, out); err != nil {
+		return err
+	}
+	if len(out.Rows) > 0 && st.KV.Pool.NumFree() > 0 {
+		_, err := st.KV.Pool.Pop(1 << 40)
+		return err
+	}
+	return nil
+}
+
+// neverAdmit schedules running requests only: nothing ever starts.
+type neverAdmit struct{}
+
+func (neverAdmit) Name() string { return "never-admit" }
+func (neverAdmit) Schedule(st *sched.State, out *sched.Output) error {
+	w := st.Waiting
+	st.Waiting = nil
+	defer func() { st.Waiting = w }()
+	return sched.V1{}.Schedule(st, out)
+}
+
+// TestEveryPropertyCanFail: a property that cannot fail proves nothing
+// when it holds. Each one must be broken by the search under a version,
+// index width or policy built to break it.
+func TestEveryPropertyCanFail(t *testing.T) {
+	seed := searchSeed(t)
+	cases := map[string]struct {
+		cfg    prop.Config
+		policy sched.Policy
+	}{
+		"no-decode-before-prefill": {prop.BugA("v0.13"), nil},
+		"stale-slot-read":          {prop.BugA("v0.13"), nil},
+		"wrong-address-write":      {prop.BugB(), nil},
+		"budget-and-max-num-seqs":  {prop.DefaultConfig(), overBudget{}},
+		"conservation":             {prop.DefaultConfig(), leaky{}},
+		"liveness":                 {prop.DefaultConfig(), neverAdmit{}},
+		"determinism":              {prop.DefaultConfig(), drifting{calls: new(int)}},
+		"logprobs-match-reference": {prop.BugA("v0.13"), nil},
+	}
+	for _, p := range prop.All() {
+		c, ok := cases[p.Name]
+		if !ok {
+			t.Errorf("property %s has no case that breaks it", p.Name)
+			continue
+		}
+		r := newRunner(t)
+		r.Policy = c.policy
+		res := search(t, r, c.cfg, p, seed, 1000)
+		if res.Unavailable {
+			t.Logf("%s: %v", p.Name, res.Err)
+			continue
+		}
+		if res.Holds {
+			t.Errorf("%s held over %d scenarios built to break it", p.Name, res.Trials)
+			continue
+		}
+		t.Logf("%s: broken after %d trials, shrunk to %d requests: %v", p.Name, res.Trials, len(res.Shrunk.Requests), res.Err)
+	}
+}
+
 // TestCheckedInvariantsMatchProperties keeps the property list honest:
 // every simulator invariant but time-monotonic (an internal error, not a
 // scenario property) is judged by some property.
