@@ -183,3 +183,27 @@ func TestWithoutPreemptionPasses(t *testing.T) {
 		t.Fatalf("a preempting run was judged: %v (calls %d)", err, calls)
 	}
 }
+
+// TestPanicIsACounterexample: a check that panics on some scenarios is
+// a failing property with a shrunk scenario, not a crashed search.
+func TestPanicIsACounterexample(t *testing.T) {
+	r := NewRunner(t.TempDir(), nil)
+	p := Property{Name: "no-long-prompts", Check: func(_ *Runner, x *Params) error {
+		for _, q := range x.Requests {
+			if q.Prompt > 100 {
+				panic("prompt too long")
+			}
+		}
+		return nil
+	}}
+	res, err := Check(r, DefaultConfig(), p, Options{Seed: 1, Trials: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Holds || res.Err == nil || !strings.Contains(res.Err.Error(), "panic: prompt too long") {
+		t.Fatalf("holds=%v err=%v", res.Holds, res.Err)
+	}
+	if len(res.Shrunk.Requests) != 1 || res.Shrunk.Requests[0].Prompt != 101 {
+		t.Fatalf("shrunk to %s, want one request of 101 tokens", res.Shrunk)
+	}
+}

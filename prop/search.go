@@ -81,7 +81,7 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 				opt.OnTrial(p.Name, res.Trials)
 			}
 		}
-		err := p.Check(r, x)
+		err := safeCheck(p, r, x)
 		if errors.Is(err, ErrUnavailable) {
 			unavailable = err
 			return true
@@ -117,10 +117,7 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 		if res.Shrunk == nil {
 			return res, fmt.Errorf("property %s: gopter returned %T", p.Name, a.Arg)
 		}
-		res.Err = p.Check(r, res.Shrunk)
-		if res.Err == nil && tr.Error != nil {
-			res.Err = tr.Error // a panic inside the check
-		}
+		res.Err = safeCheck(p, r, res.Shrunk)
 		if res.Err == nil && lastFail != nil {
 			res.Err = fmt.Errorf("%w (it passed when checked again: the runs are not deterministic)", lastFail)
 		}
@@ -130,6 +127,17 @@ func Check(r *Runner, c Config, p Property, opt Options) (Result, error) {
 		return res, nil
 	}
 	return res, fmt.Errorf("property %s: gopter status %v", p.Name, tr.Status)
+}
+
+// safeCheck turns a panic in the simulator into the property's failure,
+// so the scenario that caused it is shrunk and written like any other.
+func safeCheck(p Property, r *Runner, x *Params) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return p.Check(r, x)
 }
 
 // Written is a counterexample saved as a replayable scenario.
