@@ -103,6 +103,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("unknown scheduling policy %q", p)
 		}
 	}
+	for _, b := range c.Backends {
+		if b != "symbolic" && b != "mock" && b != "cuda" {
+			return fmt.Errorf("unknown backend %q", b)
+		}
+	}
 	if len(c.Presets) == 0 || len(c.Versions) == 0 || len(c.Policies) == 0 || len(c.Backends) == 0 || len(c.ChunkedPrefill) == 0 {
 		return fmt.Errorf("every choice list needs at least one entry")
 	}

@@ -97,6 +97,7 @@ func TestConfigValidate(t *testing.T) {
 		"version":  func(c *Config) { c.Versions = []string{"v9"} },
 		"policy":   func(c *Config) { c.Policies = []string{"lifo"} },
 		"empty":    func(c *Config) { c.Backends = nil },
+		"backend":  func(c *Config) { c.Backends = []string{"tpu"} },
 		"requests": func(c *Config) { c.MinRequests = 0 },
 		"bits":     func(c *Config) { c.MinBits = 8 },
 		"budget":   func(c *Config) { c.MinBudget, c.MaxBudget = 5, 4 },
