@@ -156,25 +156,32 @@ func TestPropertiesHoldWhenFixed(t *testing.T) {
 	}
 }
 
-// TestSearchFindsBugA: under v0.13 the search breaks both bug A
-// properties, shrinks to at most 3 requests, and the shrunk scenario
+// TestSearchFindsBugA: under v0.13 and v0.14 the search breaks both bug
+// A properties, shrinks to at most 3 requests, and the shrunk scenario
 // fails the same way replayed from its YAML, naming an imposter.
 func TestSearchFindsBugA(t *testing.T) {
 	seed := searchSeed(t)
 	r := newRunner(t)
-	for _, name := range []string{"no-decode-before-prefill", "stale-slot-read"} {
-		res := search(t, r, prop.BugA("v0.13"), property(t, name), seed, 2000)
-		if res.Holds {
-			t.Fatalf("seed %d: %s held over %d v0.13 scenarios; bug A went unnoticed", seed, name, res.Trials)
+	for _, v := range []string{"v0.13", "v0.14"} {
+		for _, name := range []string{"no-decode-before-prefill", "stale-slot-read"} {
+			findBugA(t, r, v, name, seed)
 		}
-		t.Logf("%s: counterexample after %d trials, %d shrinks: %s", name, res.Trials, res.Shrinks, res.Shrunk)
-		if n := len(res.Shrunk.Requests); n > 3 {
-			t.Errorf("%s: shrunk to %d requests, want at most 3:\n%s", name, n, explain(t, r, res))
-		}
-		rep := replay(t, r, res)
-		if name == "stale-slot-read" && len(rep.Imposters) == 0 {
-			t.Errorf("the stale read is not an imposter (a new request on the decode path):\n%s", explain(t, r, res))
-		}
+	}
+}
+
+func findBugA(t *testing.T, r *prop.Runner, version, name string, seed int64) {
+	t.Helper()
+	res := search(t, r, prop.BugA(version), property(t, name), seed, 2000)
+	if res.Holds {
+		t.Fatalf("seed %d: %s held over %d %s scenarios; bug A went unnoticed", seed, name, res.Trials, version)
+	}
+	t.Logf("%s %s: counterexample after %d trials, %d shrinks: %s", version, name, res.Trials, res.Shrinks, res.Shrunk)
+	if n := len(res.Shrunk.Requests); n > 3 {
+		t.Errorf("%s: shrunk to %d requests, want at most 3:\n%s", name, n, explain(t, r, res))
+	}
+	rep := replay(t, r, res)
+	if name == "stale-slot-read" && len(rep.Imposters) == 0 {
+		t.Errorf("the stale read is not an imposter (a new request on the decode path):\n%s", explain(t, r, res))
 	}
 }
 
