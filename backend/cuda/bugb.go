@@ -42,6 +42,13 @@ type BugB struct {
 	VictimClobbered   bool    `json:"victim_clobbered"`
 	VictimElemsChange int64   `json:"victim_elems_changed"`
 	Tokens            int     `json:"tokens"`
+	// The next decode step on the slot (selective_state_update_n16,
+	// 64-bit index): the relative distance of its output from the output
+	// computed from the slot's old bytes and from the prefill's final
+	// state; DecodeReadStale when it matches the old bytes.
+	DecodeVsStale   float64 `json:"decode_rel_err_vs_stale"`
+	DecodeVsFinal   float64 `json:"decode_rel_err_vs_final"`
+	DecodeReadStale bool    `json:"decode_read_stale"`
 }
 
 // BugBShape is Jamba Reasoning 3B's Mamba shape (d_inner 5120, d_state 16)
@@ -193,6 +200,47 @@ func ConfirmBugB(dev *Device, shape model.Shape, bits uint, tokens int) (BugB, e
 		}
 	}
 	r.VictimClobbered = r.VictimElemsChange > 0
+
+	// One decode step on the slot, with token 0's inputs.
+	tok, err := NewBuffer(dev, []int32{0})
+	if err != nil {
+		return r, err
+	}
+	defer dev.Free(tok)
+	if err := dev.Launch("selective_state_update_n16", [3]int{ceilDiv(di, 128), 1, 1}, [3]int{128, 1, 1}, 0,
+		y, ptrs[0], ptrs[1], ptrs[2], R+2*N, R, ptrs[3], 2*di, ptrs[4], ptrs[5], ptrs[6],
+		states+devPtr(4*geo.StateOffset), geo.PageElems, tok, meta[2], 1, 1, di); err != nil {
+		return r, err
+	}
+	got1 := make([]float32, di)
+	if err := Download(got1, y); err != nil {
+		return r, err
+	}
+	stale := make([]float64, di*N)
+	for i := range stale {
+		stale[i] = float64(math.Float32frombits(sentinel))
+	}
+	decode := func(h0 []float64) []float64 {
+		out := make([]float64, di)
+		for d := 0; d < di; d++ {
+			x := float64(dtp[d] + bias[d])
+			dt := x
+			if x <= 20 {
+				dt = math.Log1p(math.Exp(x))
+			}
+			u := float64(xc[d])
+			var acc float64
+			for n := 0; n < N; n++ {
+				h := math.Exp(float64(A[d*N+n])*dt)*h0[d*N+n] + float64(dbc[R+n])*dt*u
+				acc += float64(dbc[R+N+n]) * h
+			}
+			z := float64(xz[di+d])
+			out[d] = (acc + float64(D[d])*u) * z / (1 + math.Exp(-z))
+		}
+		return out
+	}
+	r.DecodeVsStale, r.DecodeVsFinal = relErr(got1, decode(stale)), relErr(got1, decode(want))
+	r.DecodeReadStale = r.DecodeVsStale < 1e-4 && r.DecodeVsFinal > 1e-2
 	return r, nil
 }
 

@@ -17,6 +17,8 @@ type Device struct {
 	Name  string
 	Mem   int64 // total device memory, bytes
 	SMs   int   // multiprocessors
+	// Driver is the CUDA driver API version (13000 = 13.0).
+	Driver int
 	ctx   cu.CUContext
 	fn    map[string]cu.Function
 	alloc []cu.DevicePtr
@@ -42,7 +44,7 @@ func Open() (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: multiprocessor count: %w", err)
 	}
-	dev := &Device{Name: name, Mem: mem, SMs: sms, ctx: ctx, fn: map[string]cu.Function{}}
+	dev := &Device{Name: name, Mem: mem, SMs: sms, Driver: cu.Version(), ctx: ctx, fn: map[string]cu.Function{}}
 	for _, m := range kernels.Modules() {
 		mod, err := cu.LoadData(m.PTX)
 		if err != nil {
