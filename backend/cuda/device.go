@@ -14,14 +14,14 @@ import (
 
 // Device is a CUDA context with statesim's kernels loaded.
 type Device struct {
-	Name  string
-	Mem   int64 // total device memory, bytes
-	SMs   int   // multiprocessors
+	Name string
+	Mem  int64 // total device memory, bytes
+	SMs  int   // multiprocessors
 	// Driver is the CUDA driver API version (13000 = 13.0).
 	Driver int
-	ctx   cu.CUContext
-	fn    map[string]cu.Function
-	alloc []cu.DevicePtr
+	ctx    cu.CUContext
+	fn     map[string]cu.Function
+	alloc  []cu.DevicePtr
 }
 
 // Open makes a context on GPU 0 current on the calling OS thread and loads
