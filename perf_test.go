@@ -3,6 +3,7 @@ package statesim
 import (
 	"bytes"
 	"crypto/sha256"
+	"runtime"
 	"testing"
 
 	"statesim/scenarios"
@@ -79,4 +80,28 @@ func runHashed(t *testing.T, name string, plain bool, sets ...string) (report, t
 		t.Fatal(err)
 	}
 	return js.Bytes(), h.Sum(nil)
+}
+
+// No allocation per step or per request: tripling the Azure replay (about
+// 210k to 610k steps) must not add allocations beyond noise.
+func TestNoAllocationPerStep(t *testing.T) {
+	mallocs := func(limit string) (uint64, int64) {
+		sc, err := scenarios.Load("azure-conv", []string{"workload.limit=" + limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		rep, err := Run(sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&b)
+		return b.Mallocs - a.Mallocs, rep.Steps
+	}
+	short, s1 := mallocs("2000")
+	long, s2 := mallocs("6000")
+	if long > short+100 {
+		t.Errorf("%d allocations for %d steps, %d for %d: something allocates per step or request", short, s1, long, s2)
+	}
 }
