@@ -37,8 +37,27 @@ for d in cu["prefill"]:
     p(f"| {d['rows']} | {d['tokens_per_row']} | {d['d_inner']} | {d['time_us']:.1f} | {d['gbs']:.0f} | "
       f"{100 * d['gbs'] / copy:.0f}% | {t:.1f} | {t / d['time_us']:.1f}× |")
 big = [d for d in cu["decode"] if d["batch"] >= 256 and d["vec"] == 16]
-worst = min(100 * d["gbs"] / copy for d in big)
-worst_b2b = min(100 * d["gbs_b2b"] / copy for d in big)
-p(f"\nTarget: decode at batch ≥ 256 at ≥ 80% of the copy bandwidth, for the kernel the backend uses at d_state 16")
-p(f"(n16). Worst case over those rows: {worst:.0f}% timed per launch ({'met' if worst >= 80 else 'NOT met'}), "
-  f"{worst_b2b:.0f}% back to back ({'met' if worst_b2b >= 80 else 'NOT met'}).")
+p("\nTarget: decode at batch ≥ 256 at ≥ 80% of the copy bandwidth, for the kernel the backend uses at d_state 16 (n16):\n")
+for d in big:
+    pc, pb, ps = 100 * d["gbs"] / copy, 100 * d["gbs_b2b"] / copy, 100 * d["gbs_b2b"] / d["copy_same_gbs"]
+    p(f"- batch {d['batch']}, d_inner {d['d_inner']}: {pc:.0f}% per launch, {pb:.0f}% back to back, "
+      f"{ps:.0f}% of a same-size copy: {'met' if pc >= 80 else 'NOT met per launch'}.")
+p("""
+## How the decode kernel got here (H200, 2026-11-29, batch 256 / 1024 at d_inner 8192, per launch)
+
+| version | % of copy | what changed, and why it mattered |
+|---|---:|---|
+| v4: thread per 4 states of a channel, one row per thread | 64% / 68% | 16-byte coalesced state accesses; scalar v1 ran at 23–24% |
+| 4 rows per thread, loads first | 58% / 62% | more loads in flight, but 72 registers cut occupancy: no gain |
+| 8 rows per block, next row's registers prefetched | 60% / 65% | latency was not the limit |
+| cp.async pipeline into shared memory, 4 stages | 69% / 78% | fewer registers, loads in flight without them |
+| n16: whole channel per thread, 8 KiB slab per row via cp.async, swizzled | 80% / 88% | ~3× fewer memory instructions per byte: the v4 family was bound by load/store issue (v1, with 4× the instructions, ran at a quarter of v4) |
+
+Stages (2–4), a register cap for 4–8 resident blocks and rows per block (1–32) were swept in one call; the
+grid policy (kernels.SSUGrid) takes the best: about 4 waves, at most 8 rows per block. What is left at
+batch 256 × d_inner 4096 (151 MB in ~50 µs) is mostly launch and ramp-up: a device-to-device copy of the
+same size runs at about 3.9 TB/s, not 4.3.
+
+The prefill scan (`selective_scan_fwd`, one thread per channel, 16 states and A in registers, inputs of 8
+tokens loaded ahead) is not memory-bound: 139 registers leave 3 blocks per multiprocessor and each token
+costs 16 exponentials per channel; it runs at 20–23% of copy bandwidth, 16–86× faster than the PyTorch loop in this run.""")
