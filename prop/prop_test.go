@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/leanovate/gopter"
 
+	"statesim/model"
 	"statesim/trace"
 )
 
@@ -206,5 +208,30 @@ func TestPanicIsACounterexample(t *testing.T) {
 	}
 	if len(res.Shrunk.Requests) != 1 || res.Shrunk.Requests[0].Prompt != 101 {
 		t.Fatalf("shrunk to %s, want one request of 101 tokens", res.Shrunk)
+	}
+}
+
+// TestChoiceShrinksTowardsTheFront: choices shrink to earlier, distinct
+// entries only, and every preset is listed for the default config.
+func TestChoiceShrinksTowardsTheFront(t *testing.T) {
+	res := choice([]any{"a", "a", "b", "c"})(gopter.DefaultGenParameters())
+	var got []any
+	s := res.Shrinker("c")
+	for v, ok := s(); ok; v, ok = s() {
+		got = append(got, v)
+	}
+	if len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("shrinks of c: %v, want [a b]", got)
+	}
+	if _, ok := res.Shrinker("a")(); ok {
+		t.Fatal("the first choice still shrinks")
+	}
+	for _, p := range model.PresetNames() {
+		if !slices.Contains(SimplestFirst, p) {
+			t.Errorf("preset %s missing from SimplestFirst", p)
+		}
+	}
+	if len(SimplestFirst) != len(model.PresetNames()) {
+		t.Errorf("SimplestFirst has %d presets, the model %d", len(SimplestFirst), len(model.PresetNames()))
 	}
 }
