@@ -77,7 +77,7 @@ cuda: $(CUDA_DIR)/usr/include/cuda.h
 
 # Regenerate kernels/*.ptx (sm_90) where nvcc is; commit the result.
 ptx:
-	NVCC=$(NVCC) scripts/gpu/ptx.sh
+	NVCC=$(NVCC) NVCCFLAGS="$(NVCCFLAGS)" scripts/gpu/ptx.sh
 
 # GPU parity, bug A and bug B on real kernels: writes docs/gpu-confirmation.{md,json}.
 confirm:
