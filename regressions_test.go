@@ -118,3 +118,28 @@ func TestRewriteRegressions(t *testing.T) {
 		}
 	}
 }
+
+// TestPreemptedRequestIsItsOwnImposter backs a claim of TestBugAMinimum's
+// comment with the kept counterexample: with a budget of 2 or more, two
+// requests suffice when one is preempted and re-admitted with 1 token
+// onto blocks that still hold its first attempt.
+func TestPreemptedRequestIsItsOwnImposter(t *testing.T) {
+	sc, err := scenarios.Load(filepath.Join(regressionsDir, "bug-a-preempted-self.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := statesim.Run(sc, statesim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests != 2 || sc.Engine.MaxNumBatchedTokens < 2 || rep.Preemptions == 0 {
+		t.Fatalf("want 2 requests, budget ≥ 2 and a preemption; got %d, %d, %d", rep.Requests, sc.Engine.MaxNumBatchedTokens, rep.Preemptions)
+	}
+	self := false
+	for _, im := range rep.Imposters {
+		self = self || im.PrevOwner == im.RequestID
+	}
+	if !self {
+		t.Fatalf("no imposter read its own earlier state: %+v", rep.Imposters)
+	}
+}
