@@ -15,6 +15,51 @@ type metrics struct {
 	ttft, itl, e2e, queue sketch.Sketch
 	maxRunning            int
 	rowSteps              int64
+
+	// Output tokens per second over 1 s windows of simulated time.
+	rate       sketch.Sketch
+	win        int64 // current window
+	winTokens  int64 // tokens sampled in it so far
+	stepTokens int64 // tokens the running step samples when it ends
+}
+
+// window is the throughput window.
+const window = sim.Second
+
+// tokens records the running step's tokens, sampled at its end, now.
+func (m *metrics) tokens(now sim.Time) {
+	for w := int64(now / window); m.win < w; m.win++ {
+		m.rate.Add(float64(m.winTokens) / window.Seconds())
+		m.winTokens = 0
+	}
+	m.winTokens += m.stepTokens
+	m.stepTokens = 0
+}
+
+// closeRate ends the last, partial window at the end of the run.
+func (m *metrics) closeRate(end sim.Time) {
+	m.tokens(end)
+	if d := end - sim.Time(m.win)*window; d > 0 {
+		m.rate.Add(float64(m.winTokens) / d.Seconds())
+	}
+}
+
+// RatePercentiles summarises a rate measured over 1 s windows of
+// simulated time (within 0.1%, see package sketch; Max exact).
+type RatePercentiles struct {
+	Windows int     `json:"windows"`
+	P10     float64 `json:"p10"`
+	P50     float64 `json:"p50"`
+	P90     float64 `json:"p90"`
+	Max     float64 `json:"max"`
+}
+
+func ratePercentiles(s *sketch.Sketch) RatePercentiles {
+	if s.Count() == 0 {
+		return RatePercentiles{}
+	}
+	q := func(p float64) float64 { return round3(s.Quantile(p)) }
+	return RatePercentiles{Windows: int(s.Count()), P10: q(0.1), P50: q(0.5), P90: q(0.9), Max: round3(s.Max())}
 }
 
 // step records a step and measures its load for the step-time model, in
@@ -40,6 +85,10 @@ func (m *metrics) step(out *sched.Output, now sim.Time, stateBytes int64) StepLo
 			}
 		}
 		l.ContextTokens += int64(c + q)
+		// Update samples a token for every row that computed all it knows.
+		if r := row.Req; r.NumComputedTokens >= r.NumTokens() {
+			m.stepTokens++
+		}
 	}
 	return l
 }

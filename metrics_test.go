@@ -1,9 +1,11 @@
 package statesim
 
 import (
+	"math"
 	"testing"
 
 	"statesim/scenarios"
+	"statesim/sim"
 )
 
 // Queueing delay is measured once per request, from arrival to its first
@@ -29,5 +31,50 @@ func TestQueueingDelayPerRequest(t *testing.T) {
 	}
 	if rep.RowSteps < rep.Steps {
 		t.Errorf("%d row-steps over %d steps", rep.RowSteps, rep.Steps)
+	}
+}
+
+// The throughput windows count a token for every row that computed all
+// it knows, which is exactly when Update samples one.
+func TestThroughputWindows(t *testing.T) {
+	sc, err := scenarios.Load("azure-conv", []string{"workload.limit=1500", "workload.rate_scale=10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted int64
+	rep, err := Run(sc, Options{OnStep: func(e *StepEvent) {
+		for _, row := range e.Out.Rows {
+			if row.Req.NumComputedTokens >= row.Req.NumTokens() {
+				counted++
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted != rep.OutputTokens || rep.Finished != 1500 {
+		t.Fatalf("rows completing their tokens %d, output tokens %d", counted, rep.OutputTokens)
+	}
+	w := rep.Throughput.OutputTokensPerSWindows
+	if want := int(math.Ceil(rep.SimTimeS)); w.Windows < want-1 || w.Windows > want+1 {
+		t.Errorf("%d windows for %.3f s", w.Windows, rep.SimTimeS)
+	}
+	if !(w.P10 <= w.P50 && w.P50 <= w.P90 && w.P90 <= w.Max) || w.Max <= rep.Throughput.OutputTokensPerS {
+		t.Errorf("windows %+v against a mean of %g tok/s", w, rep.Throughput.OutputTokensPerS)
+	}
+
+	// By hand: 3 tokens in [0, 1 s), none in [1, 2 s), 2 in [2, 2.5 s).
+	var m metrics
+	for _, at := range []sim.Time{100 * sim.Millisecond, 900 * sim.Millisecond} {
+		m.stepTokens = 1
+		m.tokens(at)
+	}
+	m.stepTokens = 1
+	m.tokens(999 * sim.Millisecond)
+	m.stepTokens = 2
+	m.tokens(2400 * sim.Millisecond)
+	m.closeRate(2500 * sim.Millisecond)
+	if got := ratePercentiles(&m.rate); got.Windows != 3 || got.Max != 4 || got.P10 != 0 {
+		t.Errorf("windows %+v, want 3 windows: 3, 0 and 2 tokens in 0.5 s (4/s)", got)
 	}
 }

@@ -34,6 +34,8 @@ type Report struct {
 	Throughput     struct {
 		RequestsPerS     float64 `json:"requests_per_s"`
 		OutputTokensPerS float64 `json:"output_tokens_per_s"`
+		// OutputTokensPerSWindows is output tokens/s over 1 s windows.
+		OutputTokensPerSWindows RatePercentiles `json:"output_tokens_per_s_1s_windows"`
 	} `json:"throughput"`
 	Latency struct {
 		TTFT Percentiles `json:"ttft"`
@@ -145,6 +147,8 @@ func (r *runner) finishReport() {
 	rep.Latency.ITL = percentiles(&r.metrics.itl)
 	rep.Latency.E2E = percentiles(&r.metrics.e2e)
 	rep.Latency.Queue = percentiles(&r.metrics.queue)
+	r.metrics.closeRate(r.loop.Now())
+	rep.Throughput.OutputTokensPerSWindows = ratePercentiles(&r.metrics.rate)
 	if x, ok := r.be.(interface{ ReportExtra() (string, any) }); ok {
 		k, v := x.ReportExtra()
 		rep.Extra = map[string]any{k: v}
@@ -220,6 +224,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p("run: %d requests, %d finished, %d steps, %d preemptions, %.3f s simulated, %.1f req/s, %.1f output tok/s\n",
 		r.Requests, r.Finished, r.Steps, r.Preemptions, r.SimTimeS, r.Throughput.RequestsPerS, r.Throughput.OutputTokensPerS)
+	if w := r.Throughput.OutputTokensPerSWindows; w.Windows > 0 {
+		p("throughput over %d 1 s windows: p10 %.1f  p50 %.1f  p90 %.1f  max %.1f output tok/s\n", w.Windows, w.P10, w.P50, w.P90, w.Max)
+	}
 	lat := func(name string, q Percentiles) {
 		p("  %-5s p50 %9.3f  p90 %9.3f  p99 %9.3f  max %9.3f ms\n", name, q.P50, q.P90, q.P99, q.Max)
 	}

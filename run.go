@@ -407,6 +407,7 @@ func (r *runner) endStep() error {
 	if r.opt.OnStep != nil {
 		r.opt.OnStep(&StepEvent{Out: out, Start: r.stepStart, End: now, Sched: r.s, Pool: r.kv.Pool, Sym: r.sym})
 	}
+	r.metrics.tokens(now)
 	fin, err := r.s.Update(out, now)
 	if err != nil {
 		return fmt.Errorf("step %d update: %w", out.Step, err)
