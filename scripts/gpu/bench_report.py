@@ -52,7 +52,7 @@ p("""
 | 8 rows per block, next row's registers prefetched | 60% / 65% | latency was not the limit |
 | cp.async pipeline into shared memory, 4 stages | 69% / 78% | fewer registers, loads in flight without them |
 | n16: whole channel per thread, 8 KiB slab per row via cp.async, swizzled | 80% / 88% | ~3× fewer memory instructions per byte: the v4 family was bound by load/store issue (v1, with 4× the instructions, ran at a quarter of v4) |
-| n16 as a persistent kernel, one even wave of (channel block, row) items | 76% / 84% | tried for batch 256 × d_inner 4096 (69% there, against 72%): the fill per block was not the loss; dropped |
+| n16 as a persistent kernel, one even wave of (channel block, row) items | 78% / 87% | tried for batch 256 × d_inner 4096 (69% there, against 72%), best of 2–32 blocks per SM: the fill per block was not the loss; dropped |
 
 Stages (2–4), a register cap for 4–8 resident blocks and rows per block (1–32) were swept in one call; the
 grid policy (kernels.SSUGrid) takes the best: about 4 waves, at most 8 rows per block. What is left at
