@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"unsafe"
 
 	"gorgonia.org/cu"
 
@@ -294,20 +295,11 @@ func (b *Backend) buf(name string, n int64) (cu.DevicePtr, error) {
 // put uploads v into scratch buffer name.
 func put[T int32 | int64 | float32](b *Backend, name string, v []T) (cu.DevicePtr, error) {
 	var z T
-	p, err := b.buf(name, int64(len(v))*int64(sizeOf(z)))
+	p, err := b.buf(name, int64(len(v))*int64(unsafe.Sizeof(z)))
 	if err != nil {
 		return 0, err
 	}
 	return p, Upload(p, v)
-}
-
-func sizeOf[T int32 | int64 | float32](T) int {
-	var z T
-	switch any(z).(type) {
-	case int64:
-		return 8
-	}
-	return 4
 }
 
 // sample is one row that produces a token this step.
