@@ -72,7 +72,7 @@ func RegisterBackend(kind string, f BackendFactory) { factories[kind] = f }
 
 // unavailable explains backends this binary was built without.
 var unavailable = map[string]string{
-	"cuda": "this binary was built without CUDA support: build it with `make cuda` (needs the CUDA headers, see docs/GPU.md) and run it on a machine with an NVIDIA GPU",
+	"cuda": "this binary was built without CUDA support: build bin/statesim-cuda with `make cuda` (it fetches the CUDA headers; see Real GPUs in README.md) and run that binary on a machine with an NVIDIA GPU",
 }
 
 // Event kinds and their same-instant order: a step's completion first,
