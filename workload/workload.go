@@ -339,7 +339,17 @@ const syntheticSalt = 0x73796e7468
 
 func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 
-func (t *traceSource) Total() int             { return -1 }
+// Total is known for a synthetic trace; a file's is not until its end.
+func (t *traceSource) Total() int {
+	if t.spec.Kind != "synthetic" {
+		return -1
+	}
+	if l := t.spec.Limit; l > 0 && l < t.spec.Count {
+		return l
+	}
+	return t.spec.Count
+}
+
 func (t *traceSource) Done() bool             { return t.done }
 func (t *traceSource) Finished(int, sim.Time) {}
 

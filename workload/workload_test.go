@@ -46,6 +46,9 @@ func TestSyntheticIsSeededAndScaled(t *testing.T) {
 	if len(a) != 500 {
 		t.Fatalf("%d arrivals, want 500", len(a))
 	}
+	if src, _ := New(synth(500, 0), sim.NewStreams(1), ""); src.Total() != 500 {
+		t.Errorf("Total %d, want 500", src.Total())
+	}
 	for i := range a {
 		if a[i] != b[i] {
 			t.Fatalf("arrival %d differs between runs: %+v vs %+v", i, a[i], b[i])
