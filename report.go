@@ -237,7 +237,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("queue", r.Latency.Queue)
 	p("\n")
 	for _, im := range r.Imposters {
-		p("IMPOSTER: request %d, brand new (0 computed tokens), was given %d token at step %d and classified as a decode;\n", im.RequestID, im.NumScheduled, im.Step)
+		who := "brand new"
+		if im.Preempted {
+			who = "back after a recompute preemption"
+		}
+		p("IMPOSTER: request %d, %s (0 computed tokens), was given %d token at step %d and classified as a decode;\n", im.RequestID, who, im.NumScheduled, im.Step)
 		what := fmt.Sprintf("its SSM state after %d tokens", im.PrevTokens)
 		if im.PrevContent == "kv" {
 			what = fmt.Sprintf("the page held %d tokens of its attention KV", im.PrevTokens)

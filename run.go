@@ -291,13 +291,24 @@ func (r *runner) loopAll() error {
 }
 
 func (r *runner) stallReason() string {
-	if len(r.s.Waiting) > 0 && len(r.s.Running) == 0 {
-		w := r.s.Waiting[0]
-		need := r.kv.BlocksNeeded(&w.Blocks, min(w.NumTokens(), r.sc.Engine.MaxNumBatchedTokens))
-		return fmt.Sprintf(": request %d needs %d blocks for its first chunk, the pool has %d free of %d", w.ID, need, r.kv.Pool.NumFree(), r.nBlocks-1)
-	}
 	if r.rep.Steps >= r.sc.Checks.MaxSteps {
 		return fmt.Sprintf(": checks.max_steps (%d) reached", r.sc.Checks.MaxSteps)
+	}
+	if len(r.s.Waiting) > 0 && len(r.s.Running) == 0 {
+		w := r.s.Waiting[0]
+		e := &r.sc.Engine
+		chunk := w.NumTokens() - w.NumComputedTokens
+		if t := e.LongPrefillTokenThreshold; t > 0 && chunk > t {
+			chunk = t
+		}
+		if (!e.EnableChunkedPrefill || r.s.Version == sched.V0) && chunk > e.MaxNumBatchedTokens {
+			return fmt.Sprintf(": request %d's whole prompt (%d tokens) exceeds max_num_batched_tokens %d and chunked prefill is off", w.ID, chunk, e.MaxNumBatchedTokens)
+		}
+		chunk = min(chunk, e.MaxNumBatchedTokens)
+		if need := r.kv.BlocksNeeded(&w.Blocks, w.NumComputedTokens+chunk); need > r.kv.Pool.NumFree() {
+			return fmt.Sprintf(": request %d needs %d blocks for its first chunk, the pool has %d free of %d", w.ID, need, r.kv.Pool.NumFree(), r.nBlocks-1)
+		}
+		return fmt.Sprintf(": the %s policy scheduled nothing although request %d could be admitted", r.s.Policy.Name(), w.ID)
 	}
 	return ""
 }

@@ -41,6 +41,9 @@ type Imposter struct {
 	PrevContent  string `json:"prev_content"`
 	PrevTokens   int    `json:"prev_tokens"`
 	PrevStep     int64  `json:"prev_step"`
+	// Preempted: the request had been preempted and came back with its
+	// computed tokens reset, rather than arriving new.
+	Preempted bool `json:"preempted,omitempty"`
 }
 
 // maxImposters bounds the list; the count in Stats is exact.
@@ -248,7 +251,7 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 			if len(s.Imposters) < maxImposters {
 				s.Imposters = append(s.Imposters, Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
 					Slot: int64(staleSlot), PrevOwner: int64(staleProv.Writer), PrevContent: staleProv.Content.String(),
-					PrevTokens: int(staleProv.Tokens), PrevStep: staleProv.Step})
+					PrevTokens: int(staleProv.Tokens), PrevStep: staleProv.Step, Preempted: r.NumPreemptions > 0})
 			}
 		}
 		s.corrupt(r)

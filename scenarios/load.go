@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -278,6 +279,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	tmp := reflect.New(v.Type())
 	if err := n.Decode(tmp.Interface()); err != nil {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %q", typeName(v), n.Value), d.sets)
+	}
+	if f := tmp.Elem(); f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+		return locate(d.file, n, path, fmt.Sprintf("want a finite number, got %q", n.Value), d.sets)
 	}
 	v.Set(tmp.Elem())
 	return nil

@@ -56,6 +56,9 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"bad set", "", "t.yaml (--set engine.max_num_seqs=0): field engine.max_num_seqs: must be >= 1", []string{"engine.max_num_seqs=0"}},
 		{"set unknown", "", "field engine.nope: unknown field", []string{"engine.nope=1"}},
 		{"bad preset", "", "field model.preset: unknown model preset", []string{"model.preset=gpt"}},
+		{"not finite", "", "field sampling.temperature: want a finite number", []string{"sampling.temperature=.nan"}},
+		{"infinite memory", "", "field device.memory_gib: want a finite number", []string{"device.memory_gib=.inf"}},
+		{"whole prompt must fit", "", "field engine.max_num_batched_tokens: 32 is less than the longest prompt + output", []string{"engine.enable_chunked_prefill=false", "engine.max_num_batched_tokens=32"}},
 	}
 	for _, c := range cases {
 		y := strings.Replace(good, "  num_gpu_blocks_override: 100\n", c.edit, 1)
