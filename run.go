@@ -70,6 +70,21 @@ var factories = map[string]BackendFactory{}
 // RegisterBackend makes a backend kind available to scenarios.
 func RegisterBackend(kind string, f BackendFactory) { factories[kind] = f }
 
+// BackendAvailable reports whether kind can run in this binary, and if not,
+// why.
+func BackendAvailable(kind string) (bool, string) {
+	if kind == "symbolic" {
+		return true, ""
+	}
+	if _, ok := factories[kind]; ok {
+		return true, ""
+	}
+	if why, ok := unavailable[kind]; ok {
+		return false, why
+	}
+	return false, "not available in this build"
+}
+
 // unavailable explains backends this binary was built without.
 var unavailable = map[string]string{
 	"cuda": "this binary was built without CUDA support: build bin/statesim-cuda with `make cuda` (it fetches the CUDA headers; see Real GPUs in README.md) and run that binary on a machine with an NVIDIA GPU",

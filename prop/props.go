@@ -142,7 +142,11 @@ func ByName(names []string) ([]Property, error) {
 // c's is one. The mock does real arithmetic per token, so prompts and
 // outputs are capped at 64 and 16 tokens: a search stays in seconds.
 func onMock(c Config) Config {
-	c.Backends = []string{"mock"}
+	// A numeric backend already chosen (cuda, from statesim check
+	// --backend) stays; the symbolic one computes no log-probs.
+	if len(c.Backends) != 1 || c.Backends[0] == "symbolic" {
+		c.Backends = []string{"mock"}
+	}
 	c.MaxPrompt = max(c.MinPrompt, min(c.MaxPrompt, 64))
 	c.MaxOutput = max(c.MinOutput, min(c.MaxOutput, 16))
 	var keep []string
@@ -156,6 +160,13 @@ func onMock(c Config) Config {
 	}
 	c.Presets = keep
 	return c
+}
+
+// Numeric restricts c to what the numeric backends compute (float32
+// presets, short requests) and runs it on backend ("mock" or "cuda").
+func Numeric(c Config, backend string) Config {
+	c.Backends = []string{backend}
+	return onMock(c)
 }
 
 // checkLogprobs requires the numeric backend's report to list no

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"statesim"
 	"golang.org/x/term"
 
 	"statesim/prop"
@@ -49,6 +51,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	bits := fs.String("bits", "64", "state_index_bits, N or LO-HI; below 64 draws the tiny hybrid with pools of hundreds of blocks, where the wrap is reachable")
 	outDir := fs.String("out", "statesim-check", "directory for shrunk counterexamples")
 	shrinks := fs.Int("max-shrinks", 1000, "successful shrink steps at most per counterexample")
+	backendKind := fs.String("backend", "symbolic", "backend the scenarios run on: symbolic, mock, or cuda (a binary built with `make cuda`, on a GPU)")
 	var props stringList
 	fs.Var(&props, "property", "property to check (repeatable or comma-separated; default all)")
 	var sets setFlags
@@ -89,6 +92,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Versions = []string{*version}
 	cfg.MinBits, cfg.MaxBits = lo, hi
+	switch *backendKind {
+	case "symbolic":
+	case "mock", "cuda":
+		if ok, why := statesim.BackendAvailable(*backendKind); !ok {
+			return bad("--backend %s: %s", *backendKind, why)
+		}
+		cfg = prop.Numeric(cfg, *backendKind)
+	default:
+		return bad("--backend: unknown %q (want symbolic, mock or cuda)", *backendKind)
+	}
 
 	dir, err := prop.TempDir()
 	if err != nil {

@@ -57,3 +57,16 @@ func TestCheckBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckBackendFlag(t *testing.T) {
+	if code, _, errs := runCLI("check", "--backend", "cuda", "--trials", "1"); code != exitBadInput || !strings.Contains(errs, "make cuda") {
+		t.Errorf("--backend cuda without CUDA: exit %d, %s", code, errs)
+	}
+	if code, _, errs := runCLI("check", "--backend", "gpu"); code != exitBadInput || !strings.Contains(errs, "unknown") {
+		t.Errorf("--backend gpu: exit %d, %s", code, errs)
+	}
+	code, out, errs := runCLI("check", "--backend", "mock", "--trials", "20", "--property", "logprobs-match-reference", "--out", t.TempDir())
+	if code != exitClean || !strings.Contains(out, "ok (20 scenarios)") {
+		t.Errorf("--backend mock, fixed: exit %d\n%s%s", code, out, errs)
+	}
+}
