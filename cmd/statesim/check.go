@@ -13,8 +13,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"statesim"
 	"golang.org/x/term"
+	"statesim"
 
 	"statesim/prop"
 	"statesim/scenarios"
