@@ -201,37 +201,11 @@ func (V1) Schedule(st *State, out *Output) error {
 			i++
 			continue
 		}
-		scheduled := true
-		for r.NumComputedTokens+n > r.Blocks.Covered() { // a decode mostly fits
-			ok, err := st.Allocate(r, r.NumComputedTokens+n)
-			if err != nil {
-				return err
-			}
-			if ok {
-				break
-			}
-			victim := st.PreemptVictim()
-			if cfg.Policy == PriorityPolicy && indexOf(st.Running, victim) < i {
-				// Un-schedule a request this step already took.
-				for k := range out.Rows {
-					if out.Rows[k].Req == victim {
-						budget += out.Rows[k].NumScheduled
-						out.NumScheduledTokens -= out.Rows[k].NumScheduled
-						out.Rows = append(out.Rows[:k], out.Rows[k+1:]...)
-						break
-					}
-				}
-				i--
-			}
-			if err := st.Preempt(victim, out); err != nil {
-				return err
-			}
-			if victim == r {
-				scheduled = false
-				break
-			}
+		ok, err := st.allocateOrPreempt(r, n, out, &i, &budget)
+		if err != nil {
+			return err
 		}
-		if !scheduled {
+		if !ok {
 			break
 		}
 		out.addRow(r, n)
@@ -273,6 +247,42 @@ func (V1) Schedule(st *State, out *Output) error {
 }
 
 // indexOf searches from the end: FCFS preempts the last running request.
+// allocateOrPreempt grows r's blocks for n more tokens, preempting until
+// they fit (vLLM's loop around allocate_slots). A victim this step already
+// scheduled (the priority policy can pick one) is un-scheduled: its tokens
+// go back to *budget and *i steps back. It reports false when r itself was
+// preempted: r cannot be scheduled in this step.
+func (st *State) allocateOrPreempt(r *Request, n int, out *Output, i, budget *int) (bool, error) {
+	for r.NumComputedTokens+n > r.Blocks.Covered() { // a decode mostly fits
+		ok, err := st.Allocate(r, r.NumComputedTokens+n)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+		victim := st.PreemptVictim()
+		if st.Cfg.Policy == PriorityPolicy && indexOf(st.Running, victim) < *i {
+			for k := range out.Rows {
+				if out.Rows[k].Req == victim {
+					*budget += out.Rows[k].NumScheduled
+					out.NumScheduledTokens -= out.Rows[k].NumScheduled
+					out.Rows = append(out.Rows[:k], out.Rows[k+1:]...)
+					break
+				}
+			}
+			*i--
+		}
+		if err := st.Preempt(victim, out); err != nil {
+			return false, err
+		}
+		if victim == r {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 func indexOf(rs []*Request, r *Request) int {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if rs[i] == r {
@@ -321,25 +331,11 @@ func (V0Policy) Schedule(st *State, out *Output) error {
 			i++
 			continue
 		}
-		scheduled := true
-		for {
-			ok, err := st.Allocate(r, r.NumComputedTokens+n)
-			if err != nil {
-				return err
-			}
-			if ok {
-				break
-			}
-			victim := st.PreemptVictim()
-			if err := st.Preempt(victim, out); err != nil {
-				return err
-			}
-			if victim == r {
-				scheduled = false
-				break
-			}
+		ok, err := st.allocateOrPreempt(r, n, out, &i, &budget)
+		if err != nil {
+			return err
 		}
-		if !scheduled {
+		if !ok {
 			break
 		}
 		out.addRow(r, n)
