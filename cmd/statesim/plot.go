@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,12 +58,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 		rec := plot.NewRecorder()
 		rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
 		if err != nil {
-			fmt.Fprintf(stderr, "statesim: %v\n", err)
-			var ie *scenarios.InputError
-			if errors.As(err, &ie) {
-				return exitBadInput
-			}
-			return exitInternal
+			return reportRunError(stderr, err)
 		}
 		run = rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -95,12 +94,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := statesim.Run(sc, opt)
 	if err != nil {
-		fmt.Fprintf(stderr, "statesim: %v\n", err)
-		var ie *scenarios.InputError
-		if errors.As(err, &ie) {
-			return exitBadInput
-		}
-		return exitInternal
+		return reportRunError(stderr, err)
 	}
 	if tl != nil {
 		tl.Violations(rep.Violations)
