@@ -1,8 +1,11 @@
 package statesim
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sort"
 
 	"statesim/backend"
@@ -185,7 +188,11 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 	}
 	src, err := workload.New(&sc.Workload, sim.NewStreams(sc.Seed), "")
 	if err != nil {
-		return nil, setupErr(sc, "workload: %v", err)
+		hint := ""
+		if errors.Is(err, fs.ErrNotExist) && sc.Workload.Path != "" && !filepath.IsAbs(sc.Workload.Path) {
+			hint = " (a built-in scenario's trace path is relative to the statesim repository root: run from there, or --set workload.path=FILE)"
+		}
+		return nil, setupErr(sc, "workload: %v%s", err, hint)
 	}
 	r.src = src
 	if opt.Trace != nil {
