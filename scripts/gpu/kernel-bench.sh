@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kernel benchmark, run on the GPU machine from the repository root:
 #   scripts/gpu/kernel-bench.sh OUT_DIR
-# Builds the harness from kernels/*.cu with nvcc, checks the kernels against
+# Builds the harness from kernels/*.cu (and the harness-only bulk-copy variant,
+# scripts/gpu/ssu_bulk.cuh) with nvcc, checks the kernels against
 # a CPU reference, times them and the PyTorch baseline, and writes
 # OUT_DIR/kernel-bench.md (commit it as docs/kernel-bench.md).
 set -euo pipefail

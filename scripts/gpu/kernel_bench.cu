@@ -3,6 +3,9 @@
 //
 //   kernel_bench check        correctness against a float64 CPU reference
 //   kernel_bench bench JSON   timings, written as JSON
+//   kernel_bench sweep        the 16-byte kernels over rows per block
+//   kernel_bench bulk         the bulk-copy variant (ssu_bulk.cuh) over its
+//                             configurations, checked bitwise against _n16
 //
 // Every CUDA call is checked; inputs are random, never zeros; outputs are
 // poisoned with NaN before each checked launch.
@@ -16,6 +19,7 @@
 
 #include "../../kernels/layers.cu"
 #include "../../kernels/mamba.cu"
+#include "ssu_bulk.cuh"
 
 // The grid policy of kernels.SSUGrid (kernels/kernels.go), repeated here.
 #ifndef SSU_BLOCKS_PER_SM
@@ -26,6 +30,23 @@
 #endif
 #define SSU_WAVES 4
 #define SSU_MAX_ROWS 8
+// b16, the bulk-copy variant (ssu_bulk.cuh, not in the backend): 64 channels
+// (4 KiB of state) per block, 4 stages, 8 resident blocks per
+// multiprocessor, at most 4 rows per block: the best of the sweep
+// (kernel_bench bulk) at the four batch >= 256 shapes.
+#define SSU_BULK_CH 64
+#define SSU_BULK_STAGES 4
+#define SSU_BULK_BLOCKS_PER_SM 8
+#define SSU_BULK_MAX_ROWS 4
+
+template <int CHN, int S, int MINB>
+__global__ void __launch_bounds__(CHN, MINB)
+    ssu_bulk_k(float* y, const float* xc, const float* dtp, const float* dbc, int dbc_stride, int R, const float* xz,
+               int xz_stride, const float* A, const float* Dp, const float* dt_bias, float* states, long long stride,
+               const int* tok, const int* slot, int nrows, int rows_per_block, int di) {
+    state_update_bulk<CHN, S>(y, xc, dtp, dbc, dbc_stride, R, xz, xz_stride, A, Dp, dt_bias, states, stride, tok, slot,
+                              nrows, rows_per_block, di);
+}
 
 #define CK(x)                                                                                   \
     do {                                                                                        \
@@ -106,19 +127,25 @@ static void launch_scan(Batch& b, float* states, bool u32) {
 }
 
 // launch_ssu runs a decode state update: V = 16 the slab kernel for d_state
-// 16, else the V-wide kernel. The grid is sized as kernels.SSUGrid sizes it
-// unless rpb_override is given.
+// 16, V = 64 its bulk-copy variant b16, else the V-wide kernel. The grid is
+// sized as kernels.SSUGrid sizes it (b16: with its own blocks per
+// multiprocessor and row cap) unless rpb_override is given.
 static void launch_ssu(Batch& b, float* states, int V, int rpb_override = 0) {
     static int sms = 0;
     if (!sms) CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    int G = V == 16 ? 1 : b.N / V;
-    int bx = (int)(((long long)b.di * G + 127) / 128);
-    int per_sm = V == 16 ? SSU16_BLOCKS_PER_SM : SSU_BLOCKS_PER_SM;
+    int G = V >= 16 ? 1 : b.N / V, ch = V == 64 ? SSU_BULK_CH : 128;
+    int bx = (int)(((long long)b.di * G + ch - 1) / ch);
+    int per_sm = V == 64 ? SSU_BULK_BLOCKS_PER_SM : V == 16 ? SSU16_BLOCKS_PER_SM : SSU_BLOCKS_PER_SM;
+    int max_rows = V == 64 ? SSU_BULK_MAX_ROWS : SSU_MAX_ROWS;
     long long slots = std::max(1, sms * per_sm * SSU_WAVES);
-    int rpb = (int)std::min<long long>(SSU_MAX_ROWS, std::max<long long>(1, ((long long)b.rows * bx + slots - 1) / slots));
+    int rpb = (int)std::min<long long>(max_rows, std::max<long long>(1, ((long long)b.rows * bx + slots - 1) / slots));
     if (rpb_override > 0) rpb = rpb_override;
     dim3 g(bx, (b.rows + rpb - 1) / rpb);
-    if (V == 16) {
+    if (V == 64) {
+        ssu_bulk_k<SSU_BULK_CH, SSU_BULK_STAGES, SSU_BULK_BLOCKS_PER_SM><<<g, SSU_BULK_CH>>>(
+            b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
+            states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, rpb, b.di);
+    } else if (V == 16) {
         selective_state_update_n16<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di,
                                                b.d_A, b.d_D, b.d_bias, states + b.offset, b.stride, b.d_tok,
                                                b.d_slot, b.rows, rpb, b.di);
@@ -179,13 +206,13 @@ static void report(const char* what, double err, double tol) {
 static void check_mamba() {
     int di = 512, N = 16, rows = 12, L = 37, nslots = 40;
     long long stride = (long long)di * (N + 3) + 64, offset = 3LL * di;
-    for (int variant = 0; variant < 5; variant++) {
+    for (int variant = 0; variant < 6; variant++) {
         bool decode = variant >= 2;
         Batch b = make_batch(rows, decode ? 1 : L, di, N, nslots, stride, offset);
         std::vector<float> st = randv((size_t)nslots * stride, -1, 1);
         float* d_st = dev(st);
         CK(cudaMemset(b.d_y, 0xff, (size_t)b.T * di * sizeof(float))); // NaN poison
-        if (decode) launch_ssu(b, d_st, variant == 2 ? 4 : variant == 3 ? 1 : 16);
+        if (decode) launch_ssu(b, d_st, variant == 2 ? 4 : variant == 3 ? 1 : variant == 4 ? 16 : 64);
         else launch_scan(b, d_st, variant == 0);
         CK(cudaDeviceSynchronize());
         std::vector<double> y;
@@ -193,7 +220,7 @@ static void check_mamba() {
         std::vector<double> stw(st.begin(), st.end());
         const char* names[] = {"selective_scan_fwd_u32 output", "selective_scan_fwd_u64 output",
                                "selective_state_update_v4 output", "selective_state_update_v1 output",
-                               "selective_state_update_n16 output"};
+                               "selective_state_update_n16 output", "b16 (bulk-copy variant) output"};
         report(names[variant], relerr(host(b.d_y, (size_t)b.T * di), y), 1e-5);
         report("  ... state after", relerr(host(d_st, st.size()), stw), 1e-5);
         CK(cudaFree(d_st));
@@ -271,6 +298,8 @@ __global__ void inplace_stream(float4* p, long long n) {
     }
 }
 
+__global__ void empty_k() {}
+
 static float median(std::vector<float> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -334,14 +363,18 @@ static void bench(const char* path) {
     double inplace_gbs = 2.0 * cb / (ims * 1e-3) / 1e9;
     CK(cudaFree(ca));
     CK(cudaFree(cb2));
-    printf("device %s, %d SMs; device-to-device copy %.0f GB/s, in-place 16-byte stream %.0f GB/s (read + write)\n",
-           p.name, p.multiProcessorCount, copy_gbs, inplace_gbs);
-    fprintf(js, "{\"device\": \"%s\", \"sms\": %d, \"copy_gbs\": %.1f, \"inplace_gbs\": %.1f, \"decode\": [", p.name,
-            p.multiProcessorCount, copy_gbs, inplace_gbs);
+    // What one launch costs by itself, timed the same way (events around it).
+    float ems = time_ms([&] { empty_k<<<1, 32>>>(); }, 50);
+    CKL();
+    printf("device %s, %d SMs; device-to-device copy %.0f GB/s, in-place 16-byte stream %.0f GB/s (read + write); "
+           "empty launch %.2f us\n",
+           p.name, p.multiProcessorCount, copy_gbs, inplace_gbs, ems * 1e3);
+    fprintf(js, "{\"device\": \"%s\", \"sms\": %d, \"copy_gbs\": %.1f, \"inplace_gbs\": %.1f, \"empty_launch_us\": %.2f, \"decode\": [",
+            p.name, p.multiProcessorCount, copy_gbs, inplace_gbs, ems * 1e3);
     int N = 16;
     const char* sep = "";
     printf("\nselective_state_update (decode), d_state %d, fp32 state, slots scattered over a pool twice the batch;\n"
-           "kernel 16 = _n16, 4 = _v4, 1 = _v1\n", N);
+           "kernel 64 = b16 (bulk-copy variant), 16 = _n16, 4 = _v4, 1 = _v1\n", N);
     printf("%6s %7s %4s %10s %8s %8s %8s %8s %10s\n", "batch", "d_inner", "kernel", "time_us", "GB/s", "of_copy",
            "b2b_GB/s", "of_copy", "copy_same");
     void *sa, *sb;
@@ -349,9 +382,29 @@ static void bench(const char* path) {
     CK(cudaMalloc(&sa, smax));
     CK(cudaMalloc(&sb, smax));
     CK(cudaMemset(sa, 1, smax));
+    std::string ceil_js;
     for (int di : {4096, 8192})
-        for (int batch : {64, 256, 1024})
-            for (int V : {16, 4, 1}) {
+        for (int batch : {64, 256, 1024}) {
+            // Ceilings at this size: a device-to-device copy and an in-place
+            // 16-byte read-modify-write stream moving the same bytes (half
+            // read, half written), per launch and back to back.
+            double cbytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
+            size_t half = std::min<size_t>(smax, (size_t)(cbytes / 2) & ~(size_t)255);
+            auto copy1 = [&] { CK(cudaMemcpyAsync(sb, sa, half, cudaMemcpyDeviceToDevice)); };
+            auto inpl1 = [&] { inplace_stream<<<p.multiProcessorCount * 16, 128>>>((float4*)sa, (long long)(half / 16)); };
+            float c1 = time_ms(copy1, 50), c20 = time_b2b_ms(copy1, 20, 20);
+            float i1 = time_ms(inpl1, 50), i20 = time_b2b_ms(inpl1, 20, 20);
+            CKL();
+            auto g = [&](float ms) { return 2.0 * half / (ms * 1e-3) / 1e9; };
+            printf("%6d %7d same-size copy %.0f GB/s per launch, %.0f back to back; in-place stream %.0f, %.0f\n", batch, di,
+                   g(c1), g(c20), g(i1), g(i20));
+            char cj[256];
+            snprintf(cj, sizeof cj,
+                     "%s{\"batch\": %d, \"d_inner\": %d, \"copy_gbs\": %.1f, \"copy_gbs_b2b\": %.1f, \"inplace_gbs\": %.1f, \"inplace_gbs_b2b\": %.1f}",
+                     ceil_js.empty() ? "" : ", ", batch, di, g(c1), g(c20), g(i1), g(i20));
+            ceil_js += cj;
+            double copy_same = g(c20);
+            for (int V : {64, 16, 4, 1}) {
                 long long stride = (long long)di * (N + 3), offset = 3LL * di;
                 Batch b = make_batch(batch, 1, di, N, 2 * batch + 1, stride, offset);
                 float* st;
@@ -365,10 +418,7 @@ static void bench(const char* path) {
                 // Counted bytes: the state read and written, plus x, dt, z in and y out.
                 double bytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
                 double gbs = bytes / (ms * 1e-3) / 1e9, bgbs = bytes / (bms * 1e-3) / 1e9;
-                // A device-to-device copy moving the same bytes (half read, half written), back to back.
-                size_t half = std::min<size_t>(smax, (size_t)(bytes / 2) & ~(size_t)255);
-                float cms = time_b2b_ms([&] { CK(cudaMemcpyAsync(sb, sa, half, cudaMemcpyDeviceToDevice)); }, 20, 20);
-                double cgbs = 2.0 * half / (cms * 1e-3) / 1e9;
+                double cgbs = copy_same;
                 printf("%6d %7d %4d %10.1f %8.0f %7.0f%% %8.0f %7.0f%% %10.0f\n", batch, di, V, ms * 1e3, gbs,
                        100 * gbs / copy_gbs, bgbs, 100 * bgbs / copy_gbs, cgbs);
                 fprintf(js, "%s{\"batch\": %d, \"d_inner\": %d, \"d_state\": %d, \"vec\": %d, \"time_us\": %.2f, \"bytes\": %.0f, \"gbs\": %.1f, \"time_us_b2b\": %.2f, \"gbs_b2b\": %.1f, \"copy_same_gbs\": %.1f}",
@@ -376,9 +426,10 @@ static void bench(const char* path) {
                 sep = ", ";
                 CK(cudaFree(st));
             }
+        }
     CK(cudaFree(sa));
     CK(cudaFree(sb));
-    fprintf(js, "], \"prefill\": [");
+    fprintf(js, "], \"ceilings\": [%s], \"prefill\": [", ceil_js.c_str());
     sep = "";
     printf("\nselective_scan_fwd (prefill), d_state %d, 64-bit index\n", N);
     printf("%6s %6s %7s %10s %10s %8s\n", "rows", "tokens", "d_inner", "time_us", "GB/s", "of_copy");
@@ -435,6 +486,159 @@ static void sweep() {
         }
 }
 
+// ---- the bulk-copy state update (ssu_bulk.cuh), swept ----
+
+struct BulkCfg {
+    int chn, S, minb;
+    decltype(&ssu_bulk_k<128, 2, 8>) fn;
+};
+static const BulkCfg bulk_cfgs[] = {
+    {128, 2, 8, ssu_bulk_k<128, 2, 8>}, {128, 2, 4, ssu_bulk_k<128, 2, 4>}, {128, 3, 6, ssu_bulk_k<128, 3, 6>},
+    {128, 4, 4, ssu_bulk_k<128, 4, 4>}, {256, 2, 4, ssu_bulk_k<256, 2, 4>}, {64, 2, 16, ssu_bulk_k<64, 2, 16>},
+    {64, 4, 8, ssu_bulk_k<64, 4, 8>},
+};
+
+static void launch_bulk(Batch& b, float* states, const BulkCfg& c, int rpb) {
+    dim3 g((b.di + c.chn - 1) / c.chn, (b.rows + rpb - 1) / rpb);
+    c.fn<<<g, c.chn>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
+                       states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, rpb, b.di);
+    CKL();
+}
+
+// The largest |a − b| over n floats, as bits (NaN: all ones).
+__global__ void maxdiff_k(const float* a, const float* b, long long n, unsigned* out) {
+    unsigned m = 0;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float d = fabsf(a[i] - b[i]);
+        unsigned u = d != d ? 0xffffffffu : __float_as_uint(d);
+        m = max(m, u);
+    }
+    atomicMax(out, m);
+}
+static float maxdiff(const float* a, const float* b, long long n) {
+    unsigned* d;
+    CK(cudaMalloc(&d, 4));
+    CK(cudaMemset(d, 0, 4));
+    maxdiff_k<<<264, 256>>>(a, b, n, d);
+    CKL();
+    unsigned h;
+    CK(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d));
+    float f;
+    memcpy(&f, &h, 4);
+    return h == 0xffffffffu ? NAN : f;
+}
+
+// bulk_compare runs _n16 and one bulk configuration from the same state and
+// reports the largest differences in the state and in y (0 = bitwise equal).
+static bool bulk_compare(int rows, int di, const BulkCfg& c, int rpb) {
+    int N = 16;
+    long long stride = (long long)di * (N + 3) + 4, offset = 3LL * di;
+    int nslots = 2 * rows + 1;
+    Batch b = make_batch(rows, 1, di, N, nslots, stride, offset);
+    size_t sn = (size_t)nslots * stride;
+    std::vector<float> init = randv(sn, -1, 1);
+    float *s1 = dev(init), *s2 = dev(init), *y1;
+    size_t yn = (size_t)b.T * di;
+    CK(cudaMalloc(&y1, yn * 4));
+    CK(cudaMemset(b.d_y, 0xff, yn * 4));
+    launch_ssu(b, s1, 16);
+    CK(cudaMemcpy(y1, b.d_y, yn * 4, cudaMemcpyDeviceToDevice));
+    CK(cudaMemset(b.d_y, 0xff, yn * 4));
+    launch_bulk(b, s2, c, rpb);
+    CK(cudaDeviceSynchronize());
+    float ds = maxdiff(s1, s2, (long long)sn), dy = maxdiff(y1, b.d_y, (long long)yn);
+    bool ok = ds == 0 && dy == 0;
+    printf("compare b%d s%d m%d rpb %d rows %d di %d: max |state diff| %g, max |y diff| %g %s\n", c.chn, c.S, c.minb, rpb,
+           rows, di, ds, dy, ok ? "bitwise equal" : (ds < 1e-5f && dy < 1e-5f ? "close" : "FAIL"));
+    CK(cudaFree(s1));
+    CK(cudaFree(s2));
+    CK(cudaFree(y1));
+    return ds < 1e-5f && dy < 1e-5f;
+}
+
+// bulk_sweep: every bulk configuration against _n16 (the grid policy), per
+// launch and back to back, at the four batch >= 256 shapes.
+static void bulk_sweep() {
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    for (auto& c : bulk_cfgs) {
+        cudaFuncAttributes fa;
+        CK(cudaFuncGetAttributes(&fa, c.fn));
+        int nb = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, c.fn, c.chn, 0));
+        printf("b%d s%d m%d: %d registers, %zu B shared, %zu B local, %d blocks/SM\n", c.chn, c.S, c.minb, fa.numRegs,
+               fa.sharedSizeBytes, fa.localSizeBytes, nb);
+    }
+    {
+        cudaFuncAttributes fa;
+        CK(cudaFuncGetAttributes(&fa, selective_state_update_n16));
+        printf("n16: %d registers, %zu B shared, %zu B local\n", fa.numRegs, fa.sharedSizeBytes, fa.localSizeBytes);
+    }
+    bool okall = true;
+    for (auto& c : bulk_cfgs) {
+        okall &= bulk_compare(12, 448, c, 5);
+        okall &= bulk_compare(256, 4096, c, 3);
+        okall &= bulk_compare(64, 1024, c, 1);
+    }
+    printf(okall ? "bulk compare: all ok\n" : "bulk compare: FAILED\n");
+    fflush(stdout);
+    size_t cb = 4ull << 30;
+    void *ca, *cb2;
+    CK(cudaMalloc(&ca, cb));
+    CK(cudaMalloc(&cb2, cb));
+    CK(cudaMemset(ca, 1, cb));
+    float cms = time_ms([&] { CK(cudaMemcpy(cb2, ca, cb, cudaMemcpyDeviceToDevice)); }, 20);
+    double copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
+    CK(cudaFree(ca));
+    CK(cudaFree(cb2));
+    float ems = time_ms([&] { empty_k<<<1, 32>>>(); }, 50);
+    printf("device %s, %d SMs; device-to-device copy (4 GiB) %.0f GB/s; empty launch %.2f us (events)\n", p.name,
+           p.multiProcessorCount, copy_gbs, ems * 1e3);
+    printf("%6s %6s %-12s %4s %9s %7s %6s %9s %7s %6s\n", "batch", "d_in", "kernel", "rpb", "us", "GB/s", "%copy", "b2b_us",
+           "GB/s", "%copy");
+    void *sa, *sb;
+    size_t smax = 1ull << 30;
+    CK(cudaMalloc(&sa, smax));
+    CK(cudaMalloc(&sb, smax));
+    CK(cudaMemset(sa, 1, smax));
+    int N = 16;
+    for (int di : {4096, 8192})
+        for (int batch : {256, 1024}) {
+            long long stride = (long long)di * (N + 3), offset = 3LL * di;
+            Batch b = make_batch(batch, 1, di, N, 2 * batch + 1, stride, offset);
+            float* st;
+            size_t sn = (size_t)(2 * batch + 1) * stride;
+            CK(cudaMalloc(&st, sn * 4));
+            std::vector<float> init = randv(1 << 20, -1, 1);
+            for (size_t o = 0; o < sn; o += init.size())
+                CK(cudaMemcpy(st + o, init.data(), std::min(init.size(), sn - o) * 4, cudaMemcpyHostToDevice));
+            double bytes = (double)batch * di * (2.0 * N * 4 + 4 * 4) + (double)batch * 2 * N * 4;
+            size_t half = std::min<size_t>(smax, (size_t)(bytes / 2) & ~(size_t)255);
+            float c1 = time_ms([&] { CK(cudaMemcpyAsync(sb, sa, half, cudaMemcpyDeviceToDevice)); }, 50);
+            float c2 = time_b2b_ms([&] { CK(cudaMemcpyAsync(sb, sa, half, cudaMemcpyDeviceToDevice)); }, 20, 20);
+            auto row = [&](const char* name, int rpb, float ms, float bms) {
+                double g = bytes / (ms * 1e-3) / 1e9, bg = bytes / (bms * 1e-3) / 1e9;
+                printf("%6d %6d %-12s %4d %9.1f %7.0f %5.1f%% %9.1f %7.0f %5.1f%%\n", batch, di, name, rpb, ms * 1e3, g,
+                       100 * g / copy_gbs, bms * 1e3, bg, 100 * bg / copy_gbs);
+            };
+            row("copy-same", 0, c1 * (float)(bytes / (2.0 * half)), c2 * (float)(bytes / (2.0 * half)));
+            for (int rep = 0; rep < 2; rep++) {
+                row("n16", 0, time_ms([&] { launch_ssu(b, st, 16); }, 50),
+                    time_b2b_ms([&] { launch_ssu(b, st, 16); }, 20, 20));
+                for (auto& c : bulk_cfgs)
+                    for (int rpb : {1, 2, 4, 8, 16}) {
+                        char name[32];
+                        snprintf(name, sizeof name, "b%d_s%d_m%d", c.chn, c.S, c.minb);
+                        row(name, rpb, time_ms([&] { launch_bulk(b, st, c, rpb); }, 50),
+                            time_b2b_ms([&] { launch_bulk(b, st, c, rpb); }, 20, 20));
+                    }
+                fflush(stdout);
+            }
+            CK(cudaFree(st));
+        }
+}
+
 int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "check";
     if (mode == "check") {
@@ -447,10 +651,14 @@ int main(int argc, char** argv) {
         sweep();
         return 0;
     }
+    if (mode == "bulk") {
+        bulk_sweep();
+        return 0;
+    }
     if (mode == "bench" && argc > 2) {
         bench(argv[2]);
         return 0;
     }
-    fprintf(stderr, "usage: kernel_bench check | bench OUT.json\n");
+    fprintf(stderr, "usage: kernel_bench check | bench OUT.json | sweep | bulk\n");
     return 2;
 }
