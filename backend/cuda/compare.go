@@ -58,31 +58,11 @@ func (b *Backend) compare(id, corruptStep int64, rd *reqData) {
 	}
 	ref, err := b.ref.Reference(rd.seed, rd.prompt, rd.tokens)
 	if err != nil {
-		ref = make([]mock.RefPoint, len(rd.tokens))
-		for i := range ref {
-			ref[i] = mock.RefPoint{LogProb: math.NaN(), Greedy: -1, GreedyLogProb: math.NaN()}
-		}
+		ref = mock.UnknownReference(len(rd.tokens))
 	}
 	b.stats.ReferenceTokens += int64(rd.prompt + len(rd.tokens) - 1)
-	b.stats.RequestsCompared++
-	b.stats.TokensCompared += int64(len(rd.tokens))
-	dv := mock.Divergence{RequestID: id, FirstBadToken: -1, NumGenerated: len(rd.tokens), NumPromptToken: rd.prompt, CorruptStep: corruptStep}
-	for k, tok := range rd.tokens {
-		d := absDelta(rd.logprobs[k], ref[k].LogProb)
-		dv.MaxDelta = max(dv.MaxDelta, d)
-		if d > b.cfg.Threshold {
-			dv.NumBadTokens++
-			if dv.FirstBadToken < 0 {
-				dv.FirstBadToken, dv.FirstBadStep = k, rd.steps[k]
-				dv.EngineLogProb, dv.RefLogProb = rd.logprobs[k], ref[k].LogProb
-				dv.EngineToken, dv.RefToken = tok, ref[k].Greedy
-			}
-		}
-	}
-	b.stats.MaxDelta = max(b.stats.MaxDelta, dv.MaxDelta)
-	b.stats.TokensDivergent += int64(dv.NumBadTokens)
-	if dv.FirstBadToken >= 0 {
-		b.stats.RequestsDivergent++
+	o := mock.Outcome{ID: id, CorruptStep: corruptStep, Prompt: rd.prompt, Tokens: rd.tokens, LogProbs: rd.logprobs, Steps: rd.steps}
+	if dv, bad := b.stats.Compare(&o, ref, b.cfg.Threshold, nil); bad {
 		b.divs = append(b.divs, dv)
 	}
 }

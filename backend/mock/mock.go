@@ -416,45 +416,77 @@ func (m *Mock) compare(id int64, corruptStep int64, rd *reqData) {
 	if err != nil {
 		// The engine ran these very positions, so the reference cannot
 		// fail short of a bug here; record it as maximally divergent.
-		ref = make([]RefPoint, len(rd.tokens))
-		for i := range ref {
-			ref[i] = RefPoint{LogProb: math.NaN(), Greedy: -1, GreedyLogProb: math.NaN()}
-		}
+		ref = UnknownReference(len(rd.tokens))
 	}
-	m.stats.RequestsCompared++
-	m.stats.TokensCompared += int64(len(rd.tokens))
-	var tr *Trace
+	var each func(k int, d float64)
 	if m.keep[id] {
-		tr = &Trace{RequestID: id, Seed: rd.seed, NumPromptTokens: rd.prompt, CorruptStep: corruptStep}
+		tr := &Trace{RequestID: id, Seed: rd.seed, NumPromptTokens: rd.prompt, CorruptStep: corruptStep}
 		m.traces[id] = tr
-	}
-	dv := Divergence{RequestID: id, FirstBadToken: -1, NumGenerated: len(rd.tokens), NumPromptToken: rd.prompt, CorruptStep: corruptStep}
-	for k, tok := range rd.tokens {
-		d := absDelta(rd.logprobs[k], ref[k].LogProb)
-		dv.MaxDelta = max(dv.MaxDelta, d)
-		if d > m.cfg.Threshold {
-			dv.NumBadTokens++
-			if dv.FirstBadToken < 0 {
-				dv.FirstBadToken, dv.FirstBadStep = k, rd.steps[k]
-				dv.EngineLogProb, dv.RefLogProb = rd.logprobs[k], ref[k].LogProb
-				dv.EngineToken, dv.RefToken = tok, ref[k].Greedy
-			}
-		}
-		if tr != nil {
+		each = func(k int, d float64) {
 			tr.Tokens = append(tr.Tokens, TokenTrace{
 				Index: k, Position: rd.prompt + k, Step: rd.steps[k],
-				EngineToken: tok, EngineLogProb: rd.logprobs[k], RefLogProb: ref[k].LogProb,
+				EngineToken: rd.tokens[k], EngineLogProb: rd.logprobs[k], RefLogProb: ref[k].LogProb,
 				RefToken: ref[k].Greedy, RefTokenLogProb: ref[k].GreedyLogProb,
 				Delta: d,
 			})
 		}
 	}
-	m.stats.MaxDelta = max(m.stats.MaxDelta, dv.MaxDelta)
-	m.stats.TokensDivergent += int64(dv.NumBadTokens)
-	if dv.FirstBadToken >= 0 {
-		m.stats.RequestsDivergent++
+	o := Outcome{ID: id, CorruptStep: corruptStep, Prompt: rd.prompt, Tokens: rd.tokens, LogProbs: rd.logprobs, Steps: rd.steps}
+	if dv, bad := m.stats.Compare(&o, ref, m.cfg.Threshold, each); bad {
 		m.divs = append(m.divs, dv)
 	}
+}
+
+// Outcome is what an engine produced for one finished request: the
+// differential check's input, whichever backend computed it.
+type Outcome struct {
+	ID, CorruptStep int64
+	Prompt          int
+	Tokens          []int32
+	LogProbs        []float64
+	Steps           []int64 // the step that sampled each token
+}
+
+// Compare checks o's log-probs against the reference's for the same tokens
+// (ref[k] for o.Tokens[k]), counts it in st, and returns the request's
+// Divergence and whether any token passed the threshold. each, when not
+// nil, sees every token's |Δ|.
+func (st *Stats) Compare(o *Outcome, ref []RefPoint, threshold float64, each func(k int, d float64)) (Divergence, bool) {
+	st.RequestsCompared++
+	st.TokensCompared += int64(len(o.Tokens))
+	dv := Divergence{RequestID: o.ID, FirstBadToken: -1, NumGenerated: len(o.Tokens), NumPromptToken: o.Prompt, CorruptStep: o.CorruptStep}
+	for k, tok := range o.Tokens {
+		d := absDelta(o.LogProbs[k], ref[k].LogProb)
+		dv.MaxDelta = max(dv.MaxDelta, d)
+		if d > threshold {
+			dv.NumBadTokens++
+			if dv.FirstBadToken < 0 {
+				dv.FirstBadToken, dv.FirstBadStep = k, o.Steps[k]
+				dv.EngineLogProb, dv.RefLogProb = o.LogProbs[k], ref[k].LogProb
+				dv.EngineToken, dv.RefToken = tok, ref[k].Greedy
+			}
+		}
+		if each != nil {
+			each(k, d)
+		}
+	}
+	st.MaxDelta = max(st.MaxDelta, dv.MaxDelta)
+	st.TokensDivergent += int64(dv.NumBadTokens)
+	if dv.FirstBadToken < 0 {
+		return dv, false
+	}
+	st.RequestsDivergent++
+	return dv, true
+}
+
+// UnknownReference stands for a reference run that failed: every token
+// counts as maximally divergent.
+func UnknownReference(n int) []RefPoint {
+	ref := make([]RefPoint, n)
+	for i := range ref {
+		ref[i] = RefPoint{LogProb: math.NaN(), Greedy: -1, GreedyLogProb: math.NaN()}
+	}
+	return ref
 }
 
 // Divergences are the divergent requests compared so far, by request id.
