@@ -85,3 +85,33 @@ func TestSSUGridCoversRows(t *testing.T) {
 		t.Errorf("no rows: grid.y %d", gy)
 	}
 }
+
+// The d_state 16 decode: _b16 from SSUBulkMinChannelRows channel-rows (or
+// when forced), _n16 below; every row and channel covered within the caps.
+func TestSSU16Launch(t *testing.T) {
+	for _, c := range []struct {
+		rows, di int
+		v        SSU16Variant
+		want     string
+	}{{256, 4096, SSU16Auto, "selective_state_update_n16"}, {64, 8192, SSU16Auto, "selective_state_update_n16"},
+		{256, 8192, SSU16Auto, "selective_state_update_b16"}, {1024, 4096, SSU16Auto, "selective_state_update_b16"},
+		{1024, 8192, SSU16Auto, "selective_state_update_b16"}, {3, 64, SSU16Bulk, "selective_state_update_b16"},
+		{5000, 8192, SSU16Slab, "selective_state_update_n16"}, {7, 100, SSU16Bulk, "selective_state_update_b16"}} {
+		name, gx, gy, blk, rpb := SSU16Launch(c.rows, c.di, 132, c.v)
+		if name != c.want {
+			t.Errorf("SSU16Launch(%d, %d, %d) = %s, want %s", c.rows, c.di, c.v, name, c.want)
+		}
+		maxRows := SSUMaxRows
+		if name == "selective_state_update_b16" {
+			maxRows = SSUBulkMaxRows
+		}
+		if gx*blk < c.di || (gx-1)*blk >= c.di || rpb < 1 || rpb > maxRows || gy*rpb < c.rows || (gy-1)*rpb >= c.rows {
+			t.Errorf("SSU16Launch(%d, %d, %d) = (%s, %d, %d, %d, %d): does not cover rows and channels exactly within the caps",
+				c.rows, c.di, c.v, name, gx, gy, blk, rpb)
+		}
+	}
+	// The sweep's settings at batch 256 × d_inner 8192: 128 channel blocks, 4 rows per block.
+	if _, gx, gy, blk, rpb := SSU16Launch(256, 8192, 132, SSU16Auto); gx != 128 || gy != 64 || blk != 64 || rpb != 4 {
+		t.Errorf("SSU16Launch(256, 8192) = (%d, %d, %d, %d), want (128, 64, 64, 4)", gx, gy, blk, rpb)
+	}
+}

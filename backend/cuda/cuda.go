@@ -5,6 +5,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"unsafe"
 
@@ -100,6 +101,7 @@ type Backend struct {
 	layers                   []layerW
 	tensors                  []cu.DevicePtr
 	vec4                     bool
+	ssu16                    kernels.SSU16Variant // the d_state 16 decode kernel (SSU16Env)
 
 	bufs   map[string]*dbuf
 	reqs   map[statecache.RequestID]*reqData
@@ -156,6 +158,10 @@ func New(dev *Device, cfg Config, sym *backend.Symbolic) (*Backend, error) {
 	}
 	g := &b.geo
 	b.vec4 = s.MambaDState%4 == 0 && g.PageElems%4 == 0 && g.StateOffset%4 == 0
+	if b.ssu16, err = ssu16FromEnv(); err != nil {
+		b.Close()
+		return nil, err
+	}
 	for t := 0; t < g.NumTensors; t++ {
 		n := int64(cfg.NumBlocks) * g.PageElems
 		p, err := dev.Alloc(4 * n)
@@ -266,6 +272,25 @@ func (b *Backend) allocs() []cu.DevicePtr {
 }
 
 func (b *Backend) Name() string { return "cuda" }
+
+// SSU16Env names the environment variable that forces the d_state 16
+// decode kernel: "n16" or "b16"; unset, empty or "auto" leaves the choice to
+// kernels.SSU16Launch (by size). It exists so that `gpu-confirm` can check
+// parity through _b16 on models too small for the size rule to pick it.
+const SSU16Env = "STATESIM_SSU16"
+
+func ssu16FromEnv() (kernels.SSU16Variant, error) {
+	switch v := os.Getenv(SSU16Env); v {
+	case "", "auto":
+		return kernels.SSU16Auto, nil
+	case "n16":
+		return kernels.SSU16Slab, nil
+	case "b16":
+		return kernels.SSU16Bulk, nil
+	default:
+		return 0, fmt.Errorf("cuda: %s=%q: want n16, b16 or auto", SSU16Env, v)
+	}
+}
 
 // Tensors are the raw cache tensors on the device.
 func (b *Backend) Tensors() []cu.DevicePtr { return b.tensors }
@@ -501,9 +526,8 @@ func (b *Backend) run(out *sched.Output) error {
 				func() error {
 					switch {
 					case b.vec4 && N == 16:
-						bx := ceilDiv(di, 128)
-						gy, rpb := kernels.SSUGrid(nd, bx, kernels.SSU16BlocksPerSM, d.SMs)
-						return d.Launch("selective_state_update_n16", [3]int{bx, gy, 1}, blk, 0,
+						name, bx, gy, threads, rpb := kernels.SSU16Launch(nd, di, d.SMs, b.ssu16)
+						return d.Launch(name, [3]int{bx, gy, 1}, [3]int{threads, 1, 1}, 0,
 							y, xc, dtp, dbc, R+2*N, R, xz, 2*di, m.a, m.d, m.dtBias, states, g.PageElems,
 							P["dTok"], ds, nd, rpb, di)
 					default:

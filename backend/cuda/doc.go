@@ -10,6 +10,10 @@
 // the process at start-up when no CUDA driver is present, so the default
 // build, the tests and CI never link it. Build with `make cuda`.
 //
+// The d_state 16 decode state update is _n16 or _b16 (bitwise equal) as
+// kernels.SSU16Launch chooses by size; STATESIM_SSU16=n16|b16 forces one
+// (SSU16Env), so that gpu-confirm can check parity through either.
+//
 // It must never use managed memory, never link CUDA libraries other than
 // the driver's libcuda, and never clear a cache page on free.
 package cuda

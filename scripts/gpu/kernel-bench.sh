@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Kernel benchmark, run on the GPU machine from the repository root:
 #   scripts/gpu/kernel-bench.sh OUT_DIR
-# Builds the harness from kernels/*.cu (and the harness-only bulk-copy variant,
-# scripts/gpu/ssu_bulk.cuh) with nvcc, checks the kernels against
-# a CPU reference, times them and the PyTorch baseline, and writes
+# Builds the harness from kernels/*.cu (the backend's own kernel sources) with
+# nvcc, checks the kernels against a CPU reference (and _b16 bitwise against
+# _n16), times them and the PyTorch baseline, and writes
 # OUT_DIR/kernel-bench.md (commit it as docs/kernel-bench.md).
 set -euo pipefail
 out=${1:?usage: kernel-bench.sh OUT_DIR}

@@ -1,11 +1,12 @@
 // Standalone harness for statesim's Mamba kernels, compiled by nvcc on the
 // GPU machine from the very sources the Go backend loads as PTX.
 //
-//   kernel_bench check        correctness against a float64 CPU reference
+//   kernel_bench check        correctness against a float64 CPU reference, and
+//                             _b16 bitwise against _n16
 //   kernel_bench bench JSON   timings, written as JSON
 //   kernel_bench sweep        the 16-byte kernels over rows per block
-//   kernel_bench bulk         the bulk-copy variant (ssu_bulk.cuh) over its
-//                             configurations, checked bitwise against _n16
+//   kernel_bench bulk         the bulk-copy update (state_update_bulk, kernels/mamba.cu)
+//                             over its configurations, checked bitwise against _n16
 //
 // Every CUDA call is checked; inputs are random, never zeros; outputs are
 // poisoned with NaN before each checked launch.
@@ -19,7 +20,6 @@
 
 #include "../../kernels/layers.cu"
 #include "../../kernels/mamba.cu"
-#include "ssu_bulk.cuh"
 
 // The grid policy of kernels.SSUGrid (kernels/kernels.go), repeated here.
 #ifndef SSU_BLOCKS_PER_SM
@@ -30,15 +30,15 @@
 #endif
 #define SSU_WAVES 4
 #define SSU_MAX_ROWS 8
-// b16, the bulk-copy variant (ssu_bulk.cuh, not in the backend): 64 channels
-// (4 KiB of state) per block, 4 stages, 8 resident blocks per
-// multiprocessor, at most 4 rows per block: the best of the sweep
-// (kernel_bench bulk) at the four batch >= 256 shapes.
-#define SSU_BULK_CH 64
-#define SSU_BULK_STAGES 4
-#define SSU_BULK_BLOCKS_PER_SM 8
+// _b16 (kernels/mamba.cu: SSU_BULK_CH channels per block, SSU_BULK_STAGES
+// stages, SSU_BULK_MIN_BLOCKS resident blocks per multiprocessor) at most
+// SSU_BULK_MAX_ROWS rows per block (kernels.SSUBulk*). Which of _n16 and
+// _b16 the backend runs at a size is kernels.SSU16Launch's choice, repeated
+// in bench_report.py.
+#define SSU_BULK_BLOCKS_PER_SM SSU_BULK_MIN_BLOCKS
 #define SSU_BULK_MAX_ROWS 4
 
+// ssu_bulk_k: state_update_bulk at other settings, for the sweep (kernel_bench bulk).
 template <int CHN, int S, int MINB>
 __global__ void __launch_bounds__(CHN, MINB)
     ssu_bulk_k(float* y, const float* xc, const float* dtp, const float* dbc, int dbc_stride, int R, const float* xz,
@@ -127,7 +127,7 @@ static void launch_scan(Batch& b, float* states, bool u32) {
 }
 
 // launch_ssu runs a decode state update: V = 16 the slab kernel for d_state
-// 16, V = 64 its bulk-copy variant b16, else the V-wide kernel. The grid is
+// 16, V = 64 its bulk-copy variant _b16, else the V-wide kernel. The grid is
 // sized as kernels.SSUGrid sizes it (b16: with its own blocks per
 // multiprocessor and row cap) unless rpb_override is given.
 static void launch_ssu(Batch& b, float* states, int V, int rpb_override = 0) {
@@ -142,9 +142,9 @@ static void launch_ssu(Batch& b, float* states, int V, int rpb_override = 0) {
     if (rpb_override > 0) rpb = rpb_override;
     dim3 g(bx, (b.rows + rpb - 1) / rpb);
     if (V == 64) {
-        ssu_bulk_k<SSU_BULK_CH, SSU_BULK_STAGES, SSU_BULK_BLOCKS_PER_SM><<<g, SSU_BULK_CH>>>(
-            b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di, b.d_A, b.d_D, b.d_bias,
-            states + b.offset, b.stride, b.d_tok, b.d_slot, b.rows, rpb, b.di);
+        selective_state_update_b16<<<g, SSU_BULK_CH>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz,
+                                                       2 * b.di, b.d_A, b.d_D, b.d_bias, states + b.offset, b.stride,
+                                                       b.d_tok, b.d_slot, b.rows, rpb, b.di);
     } else if (V == 16) {
         selective_state_update_n16<<<g, 128>>>(b.d_y, b.d_xc, b.d_dtp, b.d_dbc, b.R + 2 * b.N, b.R, b.d_xz, 2 * b.di,
                                                b.d_A, b.d_D, b.d_bias, states + b.offset, b.stride, b.d_tok,
@@ -220,7 +220,7 @@ static void check_mamba() {
         std::vector<double> stw(st.begin(), st.end());
         const char* names[] = {"selective_scan_fwd_u32 output", "selective_scan_fwd_u64 output",
                                "selective_state_update_v4 output", "selective_state_update_v1 output",
-                               "selective_state_update_n16 output", "b16 (bulk-copy variant) output"};
+                               "selective_state_update_n16 output", "selective_state_update_b16 output"};
         report(names[variant], relerr(host(b.d_y, (size_t)b.T * di), y), 1e-5);
         report("  ... state after", relerr(host(d_st, st.size()), stw), 1e-5);
         CK(cudaFree(d_st));
@@ -486,7 +486,7 @@ static void sweep() {
         }
 }
 
-// ---- the bulk-copy state update (ssu_bulk.cuh), swept ----
+// ---- the bulk-copy state update (state_update_bulk, kernels/mamba.cu), swept ----
 
 struct BulkCfg {
     int chn, S, minb;
@@ -555,6 +555,38 @@ static bool bulk_compare(int rows, int di, const BulkCfg& c, int rpb) {
     CK(cudaFree(s2));
     CK(cudaFree(y1));
     return ds < 1e-5f && dy < 1e-5f;
+}
+
+// check_b16: the backend's _b16 against _n16 from the same state, bitwise
+// (state and y), over shapes with partial channel blocks and partial row
+// blocks; rpb 0 is the grid policy's rows per block.
+static void check_b16() {
+    struct { int rows, di, rpb; } cs[] = {{12, 448, 0}, {12, 448, 5}, {7, 100, 3}, {64, 1024, 1},
+                                          {256, 4096, 0}, {300, 8192, 0}, {1024, 4096, 0}};
+    int N = 16;
+    for (auto c : cs) {
+        long long stride = (long long)c.di * (N + 3) + 4, offset = 3LL * c.di;
+        int nslots = 2 * c.rows + 1;
+        Batch b = make_batch(c.rows, 1, c.di, N, nslots, stride, offset);
+        size_t sn = (size_t)nslots * stride, yn = (size_t)b.T * c.di;
+        std::vector<float> init = randv(sn, -1, 1);
+        float *s1 = dev(init), *s2 = dev(init), *y1;
+        CK(cudaMalloc(&y1, yn * 4));
+        CK(cudaMemset(b.d_y, 0xff, yn * 4));
+        launch_ssu(b, s1, 16);
+        CK(cudaMemcpy(y1, b.d_y, yn * 4, cudaMemcpyDeviceToDevice));
+        CK(cudaMemset(b.d_y, 0xff, yn * 4));
+        launch_ssu(b, s2, 64, c.rpb);
+        CK(cudaDeviceSynchronize());
+        float ds = maxdiff(s1, s2, (long long)sn), dy = maxdiff(y1, b.d_y, (long long)yn);
+        bool ok = ds == 0 && dy == 0;
+        failures += !ok;
+        printf("b16 vs n16, rows %4d d_inner %4d rpb %s%d: max |state diff| %g, max |y diff| %g %s\n", c.rows, c.di,
+               c.rpb ? "" : "policy ", c.rpb, ds, dy, ok ? "bitwise equal ok" : "FAIL");
+        CK(cudaFree(s1));
+        CK(cudaFree(s2));
+        CK(cudaFree(y1));
+    }
 }
 
 // bulk_sweep: every bulk configuration against _n16 (the grid policy), per
@@ -644,6 +676,7 @@ int main(int argc, char** argv) {
     if (mode == "check") {
         check_mamba();
         check_matmul();
+        check_b16();
         printf(failures ? "kernel check: %d FAILED\n" : "kernel check: all ok\n", failures);
         return failures ? 1 : 0;
     }
