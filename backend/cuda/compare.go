@@ -38,30 +38,30 @@ func absDelta(a, c float64) float64 {
 // compareShadow compares token by token until the sampled ids differ.
 func (b *Backend) compareShadow(rd *reqData, tr *mock.Trace) {
 	for i, t := range tr.Tokens {
-		if i >= len(rd.tokens) {
+		if i >= len(rd.Tokens) {
 			break
 		}
-		if t.EngineToken != rd.tokens[i] {
+		if t.EngineToken != rd.Tokens[i] {
 			b.parity.TokenMismatches++
 			return
 		}
 		b.parity.TokensCompared++
-		b.parity.MaxDelta = max(b.parity.MaxDelta, absDelta(rd.logprobs[i], t.EngineLogProb))
+		b.parity.MaxDelta = max(b.parity.MaxDelta, absDelta(rd.LogProbs[i], t.EngineLogProb))
 	}
 }
 
 // compare is the mock's differential check against the reference, with
 // the GPU's log-probs as the engine's.
 func (b *Backend) compare(id, corruptStep int64, rd *reqData) {
-	if len(rd.tokens) == 0 {
+	if len(rd.Tokens) == 0 {
 		return
 	}
-	ref, err := b.ref.Reference(rd.seed, rd.prompt, rd.tokens)
+	ref, err := b.ref.Reference(rd.Seed, rd.Prompt, rd.Tokens)
 	if err != nil {
-		ref = mock.UnknownReference(len(rd.tokens))
+		ref = mock.UnknownReference(len(rd.Tokens))
 	}
-	b.stats.ReferenceTokens += int64(rd.prompt + len(rd.tokens) - 1)
-	o := mock.Outcome{ID: id, CorruptStep: corruptStep, Prompt: rd.prompt, Tokens: rd.tokens, LogProbs: rd.logprobs, Steps: rd.steps}
+	b.stats.ReferenceTokens += int64(rd.Prompt + len(rd.Tokens) - 1)
+	o := mock.Outcome{ID: id, CorruptStep: corruptStep, Generated: rd}
 	if dv, bad := b.stats.Compare(&o, ref, b.cfg.Threshold, nil); bad {
 		b.divs = append(b.divs, dv)
 	}

@@ -72,20 +72,8 @@ type dbuf struct {
 	n int64 // bytes
 }
 
-type reqData struct {
-	seed     uint64
-	prompt   int
-	tokens   []int32
-	logprobs []float64
-	steps    []int64
-}
-
-func (rd *reqData) tokenAt(p, vocab int) int32 {
-	if p < rd.prompt {
-		return mock.PromptToken(rd.seed, p, vocab)
-	}
-	return rd.tokens[p-rd.prompt]
-}
+// reqData is what the GPU engine produced for one request in flight.
+type reqData = mock.Generated
 
 // Backend runs batches on the GPU.
 type Backend struct {
@@ -377,11 +365,11 @@ func (b *Backend) run(out *sched.Output) error {
 		r := row.Req
 		rd := b.reqs[r.ID]
 		if rd == nil {
-			rd = &reqData{seed: r.Seed, prompt: r.NumPromptTokens}
+			rd = &reqData{Seed: r.Seed, Prompt: r.NumPromptTokens}
 			b.reqs[r.ID] = rd
 		}
-		if len(rd.tokens) != r.NumOutputTokens || rd.prompt != r.NumPromptTokens {
-			return fmt.Errorf("request %d: engine holds %d+%d tokens, the backend %d+%d", r.ID, r.NumPromptTokens, r.NumOutputTokens, rd.prompt, len(rd.tokens))
+		if len(rd.Tokens) != r.NumOutputTokens || rd.Prompt != r.NumPromptTokens {
+			return fmt.Errorf("request %d: engine holds %d+%d tokens, the backend %d+%d", r.ID, r.NumPromptTokens, r.NumOutputTokens, rd.Prompt, len(rd.Tokens))
 		}
 		c, q := row.NumComputed, row.NumScheduled
 		if q <= 0 || c+q > r.NumTokens() {
@@ -389,7 +377,7 @@ func (b *Backend) run(out *sched.Output) error {
 		}
 		qsl[i] = int32(len(tokens))
 		for p := c; p < c+q; p++ {
-			tokens = append(tokens, rd.tokenAt(p, V))
+			tokens = append(tokens, rd.TokenAt(p, V))
 			tokRow = append(tokRow, int32(i))
 			tokPos = append(tokPos, int32(p))
 		}
@@ -627,10 +615,10 @@ func (b *Backend) run(out *sched.Output) error {
 	for i, sp := range samples {
 		lp := host[i*V : (i+1)*V]
 		// Sampling is shift-invariant, so log-probs stand in for logits.
-		tok := mock.Sample(lp, b.cfg.Temperature, sp.rd.seed, sp.pos)
-		sp.rd.tokens = append(sp.rd.tokens, tok)
-		sp.rd.logprobs = append(sp.rd.logprobs, float64(lp[tok]))
-		sp.rd.steps = append(sp.rd.steps, sp.step)
+		tok := mock.Sample(lp, b.cfg.Temperature, sp.rd.Seed, sp.pos)
+		sp.rd.Tokens = append(sp.rd.Tokens, tok)
+		sp.rd.LogProbs = append(sp.rd.LogProbs, float64(lp[tok]))
+		sp.rd.Steps = append(sp.rd.Steps, sp.step)
 	}
 	b.stats.TokensSampled += int64(S)
 	return nil

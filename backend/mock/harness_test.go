@@ -127,8 +127,8 @@ func (e *engine) stepOnce() (bool, error) {
 	for _, r := range fin {
 		if e.keepRes {
 			rd := e.mk.reqs[r.ID]
-			e.tokens[int64(r.ID)] = append([]int32(nil), rd.tokens...)
-			e.logprobs[int64(r.ID)] = append([]float64(nil), rd.logprobs...)
+			e.tokens[int64(r.ID)] = append([]int32(nil), rd.Tokens...)
+			e.logprobs[int64(r.ID)] = append([]float64(nil), rd.LogProbs...)
 		}
 		e.mk.Finish(r)
 	}

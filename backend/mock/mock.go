@@ -103,21 +103,30 @@ type Trace struct {
 	Tokens          []TokenTrace `json:"tokens"`
 }
 
-// reqData is what the engine produced for one request in flight.
-type reqData struct {
-	req      *sched.Request // valid only while in flight: engines recycle finished requests
-	seed     uint64
-	prompt   int
-	tokens   []int32
-	logprobs []float64
-	steps    []int64
+// Generated is what an engine produced for one request: its prompt
+// identity and every sampled token with its log-prob and the step that
+// sampled it. The mock and CUDA backends keep one per request in flight,
+// and the differential check compares it with the reference.
+type Generated struct {
+	Seed     uint64
+	Prompt   int
+	Tokens   []int32
+	LogProbs []float64
+	Steps    []int64
 }
 
-func (rd *reqData) tokenAt(p, vocab int) int32 {
-	if p < rd.prompt {
-		return PromptToken(rd.seed, p, vocab)
+// TokenAt is the token at position p: a prompt token or a generated one.
+func (g *Generated) TokenAt(p, vocab int) int32 {
+	if p < g.Prompt {
+		return PromptToken(g.Seed, p, vocab)
 	}
-	return rd.tokens[p-rd.prompt]
+	return g.Tokens[p-g.Prompt]
+}
+
+// reqData is the mock's record of one request in flight.
+type reqData struct {
+	req *sched.Request // valid only while in flight: engines recycle finished requests
+	Generated
 }
 
 // Mock is the numeric backend.
@@ -244,11 +253,11 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 	r := row.Req
 	rd := m.reqs[r.ID]
 	if rd == nil {
-		rd = &reqData{req: r, seed: r.Seed, prompt: r.NumPromptTokens}
+		rd = &reqData{req: r, Generated: Generated{Seed: r.Seed, Prompt: r.NumPromptTokens}}
 		m.reqs[r.ID] = rd
 	}
-	if len(rd.tokens) != r.NumOutputTokens || rd.prompt != r.NumPromptTokens {
-		return fmt.Errorf("engine holds %d+%d tokens, the mock %d+%d", r.NumPromptTokens, r.NumOutputTokens, rd.prompt, len(rd.tokens))
+	if len(rd.Tokens) != r.NumOutputTokens || rd.Prompt != r.NumPromptTokens {
+		return fmt.Errorf("engine holds %d+%d tokens, the mock %d+%d", r.NumPromptTokens, r.NumOutputTokens, rd.Prompt, len(rd.Tokens))
 	}
 	c, q := row.NumComputed, row.NumScheduled
 	if q <= 0 || c+q > r.NumTokens() {
@@ -257,7 +266,7 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 	vocab := m.cfg.Shape.VocabSize
 	m.tok = m.tok[:0]
 	for p := c; p < c+q; p++ {
-		m.tok = append(m.tok, rd.tokenAt(p, vocab))
+		m.tok = append(m.tok, rd.TokenAt(p, vocab))
 	}
 	job := rowJob{
 		tensors: m.tensors, attn: r.Blocks.Attn, slots: r.Blocks.Mamba, ssm: m.index,
@@ -267,10 +276,10 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 	if r.Status == sched.Running && c+q >= r.NumTokens() {
 		job.logitsFrom = q - 1
 		job.onLogits = func(_ int, logits []float32) {
-			tok := Sample(logits, m.cfg.Temperature, rd.seed, c+q)
-			rd.tokens = append(rd.tokens, tok)
-			rd.logprobs = append(rd.logprobs, LogProb(logits, tok))
-			rd.steps = append(rd.steps, step)
+			tok := Sample(logits, m.cfg.Temperature, rd.Seed, c+q)
+			rd.Tokens = append(rd.Tokens, tok)
+			rd.LogProbs = append(rd.LogProbs, LogProb(logits, tok))
+			rd.Steps = append(rd.Steps, step)
 		}
 		m.stats.TokensSampled++
 	}
@@ -350,13 +359,13 @@ func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint
 	if numPrompt < 1 {
 		return nil, fmt.Errorf("mock: reference needs a prompt of at least 1 token")
 	}
-	rd := &reqData{seed: seed, prompt: numPrompt, tokens: tokens}
+	rd := &reqData{Generated: Generated{Seed: seed, Prompt: numPrompt, Tokens: tokens}}
 	L := numPrompt + len(tokens) - 1
 	s := &m.cfg.Shape
 	vocab := s.VocabSize
 	in := make([]int32, L)
 	for p := range in {
-		in[p] = rd.tokenAt(p, vocab)
+		in[p] = rd.TokenAt(p, vocab)
 	}
 	// Private caches: block 0 null, one page per Mamba group, then each
 	// attention group's blocks contiguously.
@@ -409,29 +418,29 @@ func absDelta(a, b float64) float64 {
 }
 
 func (m *Mock) compare(id int64, corruptStep int64, rd *reqData) {
-	if len(rd.tokens) == 0 {
+	if len(rd.Tokens) == 0 {
 		return
 	}
-	ref, err := m.Reference(rd.seed, rd.prompt, rd.tokens)
+	ref, err := m.Reference(rd.Seed, rd.Prompt, rd.Tokens)
 	if err != nil {
 		// The engine ran these very positions, so the reference cannot
 		// fail short of a bug here; record it as maximally divergent.
-		ref = UnknownReference(len(rd.tokens))
+		ref = UnknownReference(len(rd.Tokens))
 	}
 	var each func(k int, d float64)
 	if m.keep[id] {
-		tr := &Trace{RequestID: id, Seed: rd.seed, NumPromptTokens: rd.prompt, CorruptStep: corruptStep}
+		tr := &Trace{RequestID: id, Seed: rd.Seed, NumPromptTokens: rd.Prompt, CorruptStep: corruptStep}
 		m.traces[id] = tr
 		each = func(k int, d float64) {
 			tr.Tokens = append(tr.Tokens, TokenTrace{
-				Index: k, Position: rd.prompt + k, Step: rd.steps[k],
-				EngineToken: rd.tokens[k], EngineLogProb: rd.logprobs[k], RefLogProb: ref[k].LogProb,
+				Index: k, Position: rd.Prompt + k, Step: rd.Steps[k],
+				EngineToken: rd.Tokens[k], EngineLogProb: rd.LogProbs[k], RefLogProb: ref[k].LogProb,
 				RefToken: ref[k].Greedy, RefTokenLogProb: ref[k].GreedyLogProb,
 				Delta: d,
 			})
 		}
 	}
-	o := Outcome{ID: id, CorruptStep: corruptStep, Prompt: rd.prompt, Tokens: rd.tokens, LogProbs: rd.logprobs, Steps: rd.steps}
+	o := Outcome{ID: id, CorruptStep: corruptStep, Generated: &rd.Generated}
 	if dv, bad := m.stats.Compare(&o, ref, m.cfg.Threshold, each); bad {
 		m.divs = append(m.divs, dv)
 	}
@@ -441,10 +450,7 @@ func (m *Mock) compare(id int64, corruptStep int64, rd *reqData) {
 // differential check's input, whichever backend computed it.
 type Outcome struct {
 	ID, CorruptStep int64
-	Prompt          int
-	Tokens          []int32
-	LogProbs        []float64
-	Steps           []int64 // the step that sampled each token
+	*Generated
 }
 
 // Compare checks o's log-probs against the reference's for the same tokens
