@@ -91,22 +91,28 @@ func (r *Recorder) OnStep(e *statesim.StepEvent) {
 // classify splits a step's tokens by each row's own state.
 func classify(st *Step, rows []sched.Row) {
 	for i := range rows {
-		row := &rows[i]
-		n := int32(row.NumScheduled)
-		switch {
-		case row.NumComputed >= row.Req.NumPromptTokens:
-			st.Decode += n
-		case row.NumComputed > 0:
-			st.Extend += n
-		case row.NumScheduled < row.Req.NumPromptTokens:
-			st.NewCut += n
-			st.CutNew++
-			if n == 1 {
-				st.OneToken++
-			}
-		default:
-			st.Prefill += n
+		st.addRow(rows[i].NumScheduled, rows[i].NumComputed, rows[i].Req.NumPromptTokens)
+	}
+}
+
+// addRow counts one row's scheduled tokens under the state of its request:
+// decoding, continuing a prompt, a new request cut short by the budget (1
+// token is bug A's trigger), or a whole new prompt.
+func (st *Step) addRow(scheduled, computed, prompt int) {
+	n := int32(scheduled)
+	switch {
+	case computed >= prompt:
+		st.Decode += n
+	case computed > 0:
+		st.Extend += n
+	case scheduled < prompt:
+		st.NewCut += n
+		st.CutNew++
+		if n == 1 {
+			st.OneToken++
 		}
+	default:
+		st.Prefill += n
 	}
 }
 

@@ -53,21 +53,7 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 		st := Step{Step: *ts.Step, StartNS: ts.StartNS, EndNS: ts.EndNS, Rows: int32(len(ts.Rows)), Preempted: int32(len(ts.Preempted)),
 			Waiting: -1, Running: -1, BlocksHeld: -1, FreeQueue: -1}
 		for _, r := range ts.Rows {
-			n := int32(r.Scheduled)
-			switch {
-			case r.Computed >= r.Prompt:
-				st.Decode += n
-			case r.Computed > 0:
-				st.Extend += n
-			case r.Scheduled < r.Prompt:
-				st.NewCut += n
-				st.CutNew++
-				if n == 1 {
-					st.OneToken++
-				}
-			default:
-				st.Prefill += n
-			}
+			st.addRow(r.Scheduled, r.Computed, r.Prompt)
 			if r.Computed == 0 && r.Path == "decode" {
 				st.Violations[check.NoDecodeBeforePrefill]++
 			}
