@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -32,7 +33,7 @@ func Points(spec *Spec, rs []*Result) []Point {
 	m, _ := MetricByName(spec.Metric)
 	var pts []Point
 	for _, r := range rs {
-		if n := len(pts); n > 0 && equal(pts[n-1].Values, r.Values) {
+		if n := len(pts); n > 0 && slices.Equal(pts[n-1].Values, r.Values) {
 			pts[n-1].Cells = append(pts[n-1].Cells, r)
 			continue
 		}
@@ -43,18 +44,6 @@ func Points(spec *Spec, rs []*Result) []Point {
 		pts[i].Value = m.Of(pts[i].Cells)
 	}
 	return pts
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func per1k(n, req int64) string {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -146,18 +147,6 @@ func runOne(name string, sets []string) (confirmRun, error) {
 	return cr, nil
 }
 
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpu-confirm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -233,7 +222,7 @@ func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 		}
 		covered = covered && found
 	}
-	a.Pass = len(a.Imposters) > 0 && equalIDs(a.DivergentGPU, a.DivergentMock) && covered
+	a.Pass = len(a.Imposters) > 0 && slices.Equal(a.DivergentGPU, a.DivergentMock) && covered
 	c.Pass = c.Pass && a.Pass
 	say("bug A  imposter v0.13: %d imposters %v; divergent GPU %v; divergent mock %v: %s", len(a.Imposters), a.Imposters, a.DivergentGPU, a.DivergentMock, passFail(a.Pass))
 	if lastGPU != nil {
