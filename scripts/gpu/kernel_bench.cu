@@ -305,25 +305,6 @@ static float median(std::vector<float> v) {
     return v[v.size() / 2];
 }
 
-template <typename F> static float time_ms(F f, int reps) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; i++) f();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ts;
-    for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(a));
-        f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        ts.push_back(ms);
-    }
-    return median(ts);
-}
-
 // time_b2b_ms is the time per launch of inner back-to-back launches (the
 // steady state of many decode steps), median over reps.
 template <typename F> static float time_b2b_ms(F f, int reps, int inner) {
@@ -342,8 +323,13 @@ template <typename F> static float time_b2b_ms(F f, int reps, int inner) {
         CK(cudaEventElapsedTime(&ms, a, b));
         ts.push_back(ms / inner);
     }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
     return median(ts);
 }
+
+// time_ms is the time of one launch on its own, median over reps.
+template <typename F> static float time_ms(F f, int reps) { return time_b2b_ms(f, reps, 1); }
 
 static void bench(const char* path) {
     FILE* js = fopen(path, "w");
