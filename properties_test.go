@@ -306,7 +306,8 @@ func TestLogprobsMatchReference(t *testing.T) {
 	c.Presets = []string{"tiny-hybrid"}
 	res := search(t, r, c, p, seed, 100)
 	if res.Unavailable {
-		t.Skipf("logprobs-match-reference needs the numeric mock backend registered with statesim.Run (backend.kind: mock): %v", res.Err)
+		// This file imports the mock's registration: never skip.
+		t.Fatalf("logprobs-match-reference could not run on the mock backend: %v", res.Err)
 	}
 	if !res.Holds {
 		t.Fatalf("fixed: %s", explain(t, r, res))

@@ -153,6 +153,10 @@ func (r *runner) finishReport() {
 		k, v := x.ReportExtra()
 		rep.Extra = map[string]any{k: v}
 	}
+	// Requests still in flight (a stalled run) are compared too.
+	if f, ok := r.be.(interface{ FlushPending() }); ok {
+		f.FlushPending()
+	}
 	if d, ok := r.be.(Differ); ok {
 		st := d.Stats()
 		rep.Divergence = &st

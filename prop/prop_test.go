@@ -142,19 +142,6 @@ func TestByName(t *testing.T) {
 	}
 }
 
-func TestDivergences(t *testing.T) {
-	n, first, err := divergences(map[string]any{"mock": map[string]any{"divergent_requests": []any{map[string]any{"id": 3}, 4}}})
-	if err != nil || n != 2 || first != `{"id":3}` {
-		t.Fatalf("got %d %q %v", n, first, err)
-	}
-	if n, _, err := divergences(map[string]any{"mock": map[string]any{"divergences": nil, "steps": 4}}); err != nil || n != 0 {
-		t.Fatalf("a null list is an empty one: %d, %v", n, err)
-	}
-	if _, _, err := divergences(map[string]any{"mock": map[string]any{"tokens": 3}}); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("a section without a divergence list: %v", err)
-	}
-}
-
 // TestWithoutPreemptionPasses: the narrowed property accepts a run that
 // preempted, whatever else it did, and judges the others as before.
 func TestWithoutPreemptionPasses(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"statesim/check"
@@ -180,59 +178,15 @@ func checkLogprobs(r *Runner, p *Params) error {
 		}
 		return fmt.Errorf("run failed: %w", o.Err)
 	}
-	if len(o.Report.Extra) == 0 {
-		return fmt.Errorf("%w: the mock backend reported no log-prob comparison", ErrUnavailable)
+	d := o.Report.Divergence
+	if d == nil {
+		return fmt.Errorf("%w: the %s backend reported no log-prob comparison", ErrUnavailable, o.Report.Backend)
 	}
-	n, detail, err := divergences(o.Report.Extra)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return fmt.Errorf("%d requests diverge from the reference: %s", n, detail)
+	if d.RequestsDivergent > 0 {
+		first, _ := json.Marshal(o.Report.DivergentRequests[0])
+		return fmt.Errorf("%d requests diverge from the reference: %s", d.RequestsDivergent, first)
 	}
 	return nil
-}
-
-// divergences reads the numeric backend's report section through its
-// JSON form, so this package does not depend on the backend's types:
-// any list under a key containing "diverg" counts.
-func divergences(extra map[string]any) (int, string, error) {
-	data, err := json.Marshal(extra)
-	if err != nil {
-		return 0, "", err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return 0, "", err
-	}
-	var found bool
-	var n int
-	var first string
-	var walk func(raw json.RawMessage, key string)
-	walk = func(raw json.RawMessage, key string) {
-		var list []json.RawMessage
-		if strings.Contains(strings.ToLower(key), "diverg") && json.Unmarshal(raw, &list) == nil {
-			found = true // a null list is an empty one
-			n += len(list)
-			if first == "" && len(list) > 0 {
-				first = string(list[0])
-			}
-			return
-		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) == nil {
-			for _, k := range slices.Sorted(maps.Keys(obj)) {
-				walk(obj[k], k)
-			}
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		walk(m[k], k)
-	}
-	if !found {
-		return 0, "", fmt.Errorf("%w: no divergence list in the mock backend's report section", ErrUnavailable)
-	}
-	return n, first, nil
 }
 
 // WithoutPreemption narrows p to runs with no preemption: a run that

@@ -1,11 +1,9 @@
 package sweep
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
 	"statesim"
 	"statesim/backend"
@@ -90,7 +88,7 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 	r := &Result{Cell: c, Key: s.Key(c), Requests: rep.Requests, Finished: rep.Finished, Steps: rep.Steps,
 		Preemptions: rep.Preemptions, NumGPUBlocks: rep.Cache.NumGPUBlocks, HighestSlot: rep.Cache.HighestSlot,
 		FirstWrappingSlot: rep.Cache.FirstWrappingSlot, Misclassified: rep.MisclassifiedRows,
-		Corrupted: rep.CorruptedRequests, Divergent: divergent(rep.Extra),
+		Corrupted: rep.CorruptedRequests, Divergent: -1,
 		RequestsPerS: rep.Throughput.RequestsPerS, OutputTokensPerS: rep.Throughput.OutputTokensPerS, FirstWrap: wrap}
 	if rep.Divergence != nil {
 		r.Divergent = rep.Divergence.RequestsDivergent
@@ -126,53 +124,6 @@ func firstWrap(e *statesim.StepEvent) *Wrap {
 		}
 	}
 	return nil
-}
-
-// divergent digs a divergent-request count out of a report's Extra
-// section, whatever its key, or -1: the fallback for a numeric backend
-// that does not fill Report.Divergence.
-func divergent(extra map[string]any) int64 {
-	if len(extra) == 0 {
-		return -1
-	}
-	b, err := json.Marshal(extra)
-	if err != nil {
-		return -1
-	}
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return -1
-	}
-	if n, ok := findNumber(v, "requests_divergent"); ok {
-		return int64(n)
-	}
-	return -1
-}
-
-func findNumber(v any, key string) (float64, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		if n, ok := x[key].(float64); ok {
-			return n, true
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if n, ok := findNumber(x[k], key); ok {
-				return n, true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if n, ok := findNumber(e, key); ok {
-				return n, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // Metric is a per-point incidence drawn in charts.

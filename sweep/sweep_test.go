@@ -231,36 +231,6 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// The numeric backend's section is found whatever its key, with its
-// counters inlined (an embedded struct) or nested.
-func TestDivergentFromExtra(t *testing.T) {
-	type stats struct {
-		RequestsCompared  int64 `json:"requests_compared"`
-		RequestsDivergent int64 `json:"requests_divergent"`
-	}
-	type inlined struct {
-		stats
-		Divergences []int `json:"divergences"`
-	}
-	type nested struct {
-		Stats stats `json:"stats"`
-	}
-	for _, c := range []struct {
-		extra map[string]any
-		want  int64
-	}{
-		{nil, -1},
-		{map[string]any{"_text": "hello"}, -1},
-		{map[string]any{"mock": inlined{stats: stats{RequestsCompared: 9, RequestsDivergent: 3}}}, 3},
-		{map[string]any{"cuda": nested{Stats: stats{RequestsDivergent: 7}}}, 7},
-		{map[string]any{"mock": inlined{}}, 0},
-	} {
-		if got := divergent(c.extra); got != c.want {
-			t.Errorf("divergent(%+v) = %d, want %d", c.extra, got, c.want)
-		}
-	}
-}
-
 // With the numeric backend, the divergent column is its count (the mock's
 // log-prob comparison); with the symbolic one it stays blank (-1).
 func TestDivergentColumn(t *testing.T) {

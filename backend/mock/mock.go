@@ -318,28 +318,8 @@ func (m *Mock) FlushPending() {
 // the request finishes).
 func (m *Mock) KeepTrace(id int64) { m.keep[id] = true }
 
-// Report is the mock's section of a run report.
-type Report struct {
-	Stats
-	// Divergences lists divergent requests by id, at most MaxReported.
-	Divergences []Divergence `json:"divergences"`
-	Truncated   bool         `json:"divergences_truncated,omitempty"`
-}
-
-// MaxReported bounds the divergences a Report lists; Stats counts all.
+// MaxReported bounds the divergences a run report lists; Stats counts all.
 const MaxReported = 1000
-
-// ReportExtra is the run report's backend section: it compares requests
-// still in flight (FlushPending), then returns ("mock", Report).
-func (m *Mock) ReportExtra() (string, any) {
-	m.FlushPending()
-	d := m.Divergences()
-	rep := Report{Stats: m.stats, Divergences: d}
-	if len(d) > MaxReported {
-		rep.Divergences, rep.Truncated = d[:MaxReported], true
-	}
-	return "mock", rep
-}
 
 // RefPoint is the reference's view of one generated position: the
 // log-prob of the engine's token, and the reference's own greedy token with

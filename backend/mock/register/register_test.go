@@ -1,7 +1,6 @@
 package register_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -43,7 +42,7 @@ backend:
   divergence_threshold: 0.001
 `
 
-func runTiny(t *testing.T, version string) (*statesim.Report, map[string]any) {
+func runTiny(t *testing.T, version string) *statesim.Report {
 	sc, err := scenarios.Parse([]byte(strings.ReplaceAll(tinyImposter, "%VERSION%", version)), "tiny-imposter", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,28 +51,24 @@ func runTiny(t *testing.T, version string) (*statesim.Report, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(rep.Extra["mock"])
-	if err != nil {
-		t.Fatal(err)
+	if rep.Divergence == nil {
+		t.Fatal("the mock's comparison is missing from the report")
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return rep, m
+	return rep
 }
 
 func TestMockThroughEngine(t *testing.T) {
-	rep, m := runTiny(t, "v0.13")
-	t.Logf("v0.13: %d requests, %d corrupted; mock: compared %v, divergent %v", rep.Requests, rep.CorruptedRequests, m["requests_compared"], m["requests_divergent"])
-	if m["requests_compared"].(float64) != float64(rep.Requests) {
-		t.Errorf("compared %v of %d requests", m["requests_compared"], rep.Requests)
+	rep := runTiny(t, "v0.13")
+	d := rep.Divergence
+	t.Logf("v0.13: %d requests, %d corrupted; mock: compared %d, divergent %d", rep.Requests, rep.CorruptedRequests, d.RequestsCompared, d.RequestsDivergent)
+	if d.RequestsCompared != rep.Requests {
+		t.Errorf("compared %d of %d requests", d.RequestsCompared, rep.Requests)
 	}
-	if rep.CorruptedRequests == 0 || m["requests_divergent"].(float64) == 0 {
-		t.Errorf("want bug A corruption and divergence under v0.13")
+	if rep.CorruptedRequests == 0 || d.RequestsDivergent == 0 || int64(len(rep.DivergentRequests)) != d.RequestsDivergent {
+		t.Errorf("want bug A corruption and divergence under v0.13: %+v, %d listed", d, len(rep.DivergentRequests))
 	}
-	rep, m = runTiny(t, "fixed")
-	if rep.CorruptedRequests != 0 || m["requests_divergent"].(float64) != 0 || m["max_delta"].(float64) != 0 {
-		t.Errorf("fixed: %d corrupted, mock %v", rep.CorruptedRequests, m)
+	rep = runTiny(t, "fixed")
+	if d := rep.Divergence; rep.CorruptedRequests != 0 || d.RequestsDivergent != 0 || d.MaxDelta != 0 {
+		t.Errorf("fixed: %d corrupted, mock %+v", rep.CorruptedRequests, d)
 	}
 }
