@@ -28,7 +28,7 @@ func reportRecords(b *testing.B, perOp int) {
 }
 
 // BenchmarkAzureCSV parses the whole Azure hour (19,366 requests), or the
-// checked-in sample without the shared checkout, from memory.
+// checked-in sample if the copy is missing, from memory.
 func BenchmarkAzureCSV(b *testing.B) {
 	path := sharedTrace
 	if _, err := os.Stat(path); err != nil {
