@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"statesim"
-	_ "statesim/backend/mock/register"
+	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/check"
 	"statesim/scenarios"
 )

@@ -10,12 +10,13 @@ import (
 	"flag"
 	"os"
 	"slices"
+	"statesim/step"
 	"strconv"
 	"strings"
 	"testing"
 
 	"statesim"
-	_ "statesim/backend/mock/register" // backend kind "mock" for logprobs-match-reference
+	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/check"
 	"statesim/prop"
 	"statesim/scenarios"
@@ -262,8 +263,8 @@ func TestSearchFindsV014Residual(t *testing.T) {
 		t.Fatal(err)
 	}
 	residue := false
-	_, err = statesim.Run(sc, statesim.Options{OnStep: func(e *statesim.StepEvent) {
-		for _, row := range e.Out.Rows {
+	_, err = statesim.Run(sc, statesim.Options{Observe: func(rec *step.Record) {
+		for _, row := range rec.Rows {
 			if row.NumComputed == 0 && row.Region == sched.RegionPrefill && row.Path == sched.PathDecode {
 				residue = true
 			}

@@ -12,9 +12,3 @@ type Backend interface {
 	Name() string
 	Execute(out *sched.Output, now sim.Time) error
 }
-
-// Finisher is implemented by backends that keep per-request data (token
-// ids, log-probs) and want to know when a request is done with.
-type Finisher interface {
-	Finish(r *sched.Request)
-}

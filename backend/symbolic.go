@@ -8,6 +8,7 @@ import (
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
+	"statesim/step"
 )
 
 // Stats are the symbolic backend's counters for reports and plots.
@@ -58,11 +59,16 @@ type Symbolic struct {
 	Stats Stats
 	// Imposters are the first imposter rows, in order.
 	Imposters []Imposter
-	layout    model.Layout
-	bs        int
-	stateRW   int64 // bytes one Mamba layer moves to read+write a state
-	nMamba    int   // Mamba layers
-	step      int64
+	// Out, when set, is the record of the step being executed: rows in
+	// the batch's order, to which Execute adds what the kernels did
+	// (wrapped writes, imposters, and with Detail Reads each state read).
+	Out     *step.Record
+	Detail  step.Detail
+	layout  model.Layout
+	bs      int
+	stateRW int64 // bytes one Mamba layer moves to read+write a state
+	nMamba  int   // Mamba layers
+	step    int64
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.
@@ -109,6 +115,9 @@ func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 			return err
 		}
 		if len(r.Blocks.Mamba) > 0 {
+			if s.Out != nil && s.Detail&step.Reads != 0 && i < len(s.Out.Rows) {
+				s.reads(&s.Out.Rows[i], row)
+			}
 			s.mamba(row, now)
 		}
 	}
@@ -229,6 +238,9 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 				wrongSlot, wrongFirst, wrongLast, clobberedProv = slot, target, last, s.Prov.Get(target)
 			}
 			wrongN++
+			if s.Out != nil {
+				s.Out.Wrapped = append(s.Out.Wrapped, step.Wrap{RequestID: int64(r.ID), Group: r.Group, Slot: slot, First: target, Last: last})
+			}
 			for b := target; b <= last; b++ {
 				s.Prov.Clobber(b, slot, r.ID, c+q, s.step)
 			}
@@ -248,6 +260,9 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 	if staleN > 0 {
 		if decode && c == 0 {
 			s.Stats.Imposters++
+			if s.Out != nil {
+				s.Out.Imposters++
+			}
 			if len(s.Imposters) < maxImposters {
 				s.Imposters = append(s.Imposters, Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
 					Slot: int64(staleSlot), PrevOwner: int64(staleProv.Writer), PrevContent: staleProv.Content.String(),
@@ -281,14 +296,14 @@ func (s *Symbolic) add(inv check.Invariant, r *sched.Request, now sim.Time, slot
 	s.Rec.Add(v)
 }
 
-func describe(p statecache.Provenance) string {
-	switch {
-	case p.Content == statecache.Zero:
-		return "zeros (never written)"
-	case p.Clobber:
-		return fmt.Sprintf("bytes clobbered by request %d's wrapped write for slot %d at step %d", p.Writer, p.Intended, p.Step)
-	case p.Content == statecache.KV:
-		return fmt.Sprintf("KV of request %d (step %d)", p.Writer, p.Step)
+func describe(p statecache.Provenance) string { return p.Describe(-1) }
+
+// reads records what each of a row's state blocks holds as its kernels
+// are about to read it.
+func (s *Symbolic) reads(rec *step.Row, row *sched.Row) {
+	r := row.Req
+	for _, slot := range r.Blocks.Mamba {
+		p := s.Prov.Get(slot)
+		rec.Reads = append(rec.Reads, step.Read{Block: slot, Own: s.Prov.StateValid(slot, r.ID, row.NumComputed), Describe: p.Describe(r.ID)})
 	}
-	return fmt.Sprintf("state of request %d after %d tokens (step %d)", p.Writer, p.Tokens, p.Step)
 }

@@ -1,7 +1,11 @@
-// Package check names the invariants statesim enforces and records their
-// violations: a count per invariant and the first few occurrences, each
-// with the step, request id, slot and previous owner that explain it.
+// Package check holds statesim's invariants. The scheduler-level ones
+// (token budget, max_num_seqs, block conservation, time, liveness) are
+// checked here from each step record and the run's end; the cache-level
+// ones (decode before prefill, stale reads, wrapped writes) are found by
+// the symbolic backend as it performs every access, and reported into the
+// same Recorder. The vocabulary (names, Violation, Recorder) lives in
+// package invariant and is re-exported here.
 //
-// It only records; deciding what is a violation belongs to the package
-// that owns the state (the scheduler, the cache, the backends, the loop).
+// Checks read values only (step records); they never reach into the
+// scheduler, the pool or a backend.
 package check

@@ -1,9 +1,9 @@
 package plot
 
 import (
+	"statesim/engine"
 	"testing"
 
-	"statesim"
 	"statesim/scenarios"
 )
 
@@ -17,7 +17,7 @@ func BenchmarkImposterCharts(b *testing.B) {
 	dir := b.TempDir()
 	for i := 0; i < b.N; i++ {
 		rec := NewRecorder()
-		rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
+		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
 		if err != nil {
 			b.Fatal(err)
 		}

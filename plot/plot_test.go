@@ -8,10 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"statesim/engine"
 	"strings"
 	"testing"
 
-	"statesim"
 	"statesim/scenarios"
 )
 
@@ -80,7 +80,7 @@ func TestWriteFromRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder()
-	rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
+	rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestWriteFromTrace(t *testing.T) {
 	sc := smallImposter(t)
 	var tr bytes.Buffer
 	rec := NewRecorder()
-	rep, err := statesim.Run(sc, statesim.Options{Trace: &tr, OnStep: rec.OnStep})
+	rep, err := engine.Run(sc, engine.Options{Trace: &tr, Observe: rec.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 package plot
 
 import (
-	"statesim"
 	"statesim/check"
+	"statesim/invariant"
+	"statesim/report"
 	"statesim/sched"
+	"statesim/sim"
+	"statesim/step"
 )
 
 // Step is what one scheduler step did, as the charts need it.
@@ -44,68 +47,55 @@ type Run struct {
 	FromTrace bool
 }
 
-// Recorder builds a Run from statesim.Run's hooks:
+// Recorder builds a Run from the engine's step records:
 //
 //	rec := plot.NewRecorder()
-//	opt := statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish}
-//	rep, err := statesim.Run(sc, opt)
+//	rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
 //	run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
 type Recorder struct {
-	run     Run
-	counts  [check.NumInvariants]int64
-	highest int32
+	run    Run
+	counts [invariant.NumInvariants]int64
 }
 
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder { return &Recorder{run: Run{FirstWrappingSlot: -1}} }
 
-// OnStep records one executed step.
-func (r *Recorder) OnStep(e *statesim.StepEvent) {
-	st := Step{Step: e.Out.Step, StartNS: int64(e.Start), EndNS: int64(e.End),
-		Rows: int32(len(e.Out.Rows)), Preempted: int32(len(e.Out.Preempted))}
-	classify(&st, e.Out.Rows)
-	if e.Sched != nil {
-		st.Waiting, st.Running = int32(len(e.Sched.Waiting)), int32(len(e.Sched.Running))
-		for _, q := range e.Sched.Running {
-			st.SlotsHeld += int32(len(q.Blocks.Mamba))
-		}
+// Observe records one executed step and the requests it finished.
+func (r *Recorder) Observe(rec *step.Record) {
+	st := Step{Step: rec.Step, StartNS: int64(rec.Start), EndNS: int64(rec.End),
+		Rows: int32(len(rec.Rows)), Preempted: int32(len(rec.Preempted))}
+	for i := range rec.Rows {
+		st.addRow(&rec.Rows[i])
 	}
-	if e.Pool != nil {
-		st.BlocksHeld, st.FreeQueue = int32(e.Pool.NumHeld()), int32(e.Pool.NumFree())
+	st.Waiting, st.Running = int32(rec.Waiting), int32(rec.Running)
+	st.SlotsHeld = int32(rec.StateBlocksHeld)
+	st.BlocksHeld, st.FreeQueue = int32(rec.BlocksHeld), int32(rec.BlocksFree)
+	for inv, n := range rec.Counts {
+		st.Violations[inv] = n
+		r.counts[inv] += int64(n)
 	}
-	if e.Sym != nil {
-		r.highest = max(r.highest, e.Sym.Stats.HighestSlot)
-		// Every violation between two step ends belongs to the step that
-		// just ran: the scheduler's checks and the kernels' accesses
-		// both happen at its start.
-		for _, inv := range check.All() {
-			n := e.Sym.Rec.Count(inv)
-			st.Violations[inv] = int32(n - r.counts[inv])
-			r.counts[inv] = n
-		}
-	}
-	st.HighestSlot = r.highest
+	st.HighestSlot = rec.HighestSlot
 	r.run.add(&st)
-}
-
-// classify splits a step's tokens by each row's own state.
-func classify(st *Step, rows []sched.Row) {
-	for i := range rows {
-		st.addRow(rows[i].NumScheduled, rows[i].NumComputed, rows[i].Req.NumPromptTokens)
+	for _, f := range rec.Finished {
+		r.run.TTFT = append(r.run.TTFT, sim.Time(f.FirstTokenNS-f.ArrivalNS).Seconds())
+		r.run.E2E = append(r.run.E2E, sim.Time(f.FinishNS-f.ArrivalNS).Seconds())
+		if f.NumOutputTokens > 1 {
+			r.run.ITL = append(r.run.ITL, sim.Time(f.LastTokenNS-f.FirstTokenNS).Seconds()/float64(f.NumOutputTokens-1))
+		}
 	}
 }
 
-// addRow counts one row's scheduled tokens under the state of its request:
-// decoding, continuing a prompt, a new request cut short by the budget (1
-// token is bug A's trigger), or a whole new prompt.
-func (st *Step) addRow(scheduled, computed, prompt int) {
-	n := int32(scheduled)
-	switch {
-	case computed >= prompt:
+// addRow counts one row's scheduled tokens under its kind: decoding,
+// continuing a prompt, a new request cut short by the budget (1 token is
+// bug A's trigger), or a whole new prompt.
+func (st *Step) addRow(row *step.Row) {
+	n := int32(row.NumScheduled)
+	switch row.Kind {
+	case sched.KindDecode:
 		st.Decode += n
-	case computed > 0:
+	case sched.KindExtend:
 		st.Extend += n
-	case scheduled < prompt:
+	case sched.KindNewCut:
 		st.NewCut += n
 		st.CutNew++
 		if n == 1 {
@@ -116,19 +106,10 @@ func (st *Step) addRow(scheduled, computed, prompt int) {
 	}
 }
 
-// OnFinish records a finished request's latencies.
-func (r *Recorder) OnFinish(q *sched.Request) {
-	r.run.TTFT = append(r.run.TTFT, (q.FirstTokenTime - q.ArrivalTime).Seconds())
-	r.run.E2E = append(r.run.E2E, (q.FinishTime - q.ArrivalTime).Seconds())
-	if q.NumOutputTokens > 1 {
-		r.run.ITL = append(r.run.ITL, (q.LastTokenTime-q.FirstTokenTime).Seconds()/float64(q.NumOutputTokens-1))
-	}
-}
-
 // Done completes the run from its report: the reference lines, and the
 // violations found after the last step (liveness, leaks), which are put
 // on the last step.
-func (r *Recorder) Done(rep *statesim.Report, maxNumBatchedTokens int) *Run {
+func (r *Recorder) Done(rep *report.Report, maxNumBatchedTokens int) *Run {
 	run := r.run
 	run.Name = rep.Scenario
 	run.MaxNumBatchedTokens = maxNumBatchedTokens

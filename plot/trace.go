@@ -7,9 +7,11 @@ import (
 	"io"
 
 	"statesim/check"
+	"statesim/sched"
+	"statesim/step"
 )
 
-// traceStep is one line of `statesim run --trace` (see tracewriter.go).
+// traceStep is one line of `statesim run --trace` (see engine/tracewriter.go).
 type traceStep struct {
 	Step      *int64  `json:"step"`
 	StartNS   int64   `json:"start_ns"`
@@ -53,7 +55,7 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 		st := Step{Step: *ts.Step, StartNS: ts.StartNS, EndNS: ts.EndNS, Rows: int32(len(ts.Rows)), Preempted: int32(len(ts.Preempted)),
 			Waiting: -1, Running: -1, BlocksHeld: -1, FreeQueue: -1}
 		for _, r := range ts.Rows {
-			st.addRow(r.Scheduled, r.Computed, r.Prompt)
+			st.addRow(&step.Row{NumScheduled: r.Scheduled, NumComputed: r.Computed, NumPrompt: r.Prompt, Kind: sched.RowKind(r.Scheduled, r.Computed, r.Prompt)})
 			if r.Computed == 0 && r.Path == "decode" {
 				st.Violations[check.NoDecodeBeforePrefill]++
 			}

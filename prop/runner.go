@@ -9,16 +9,18 @@ import (
 	"path/filepath"
 	"strings"
 
-	"statesim"
+	"statesim/engine"
+	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/step"
 )
 
 // Outcome is one run of a generated scenario, with what the observers saw
 // on their own, apart from the simulator's checks.
 type Outcome struct {
 	Scenario *scenarios.Scenario
-	Report   *statesim.Report
+	Report   *report.Report
 	// Err is a run that could not complete: a setup error or a component
 	// that broke. Every property fails on it.
 	Err error
@@ -36,7 +38,7 @@ type Runner struct {
 	// marshalling it and parsing it back with the overrides).
 	Sets []string
 	// Policy, when set, replaces the version's scheduling policy in every
-	// run (a user policy under test; see statesim.Options.Policy).
+	// run (a user policy under test; see engine.Options.Policy).
 	Policy sched.Policy
 	// Runs counts simulations actually executed.
 	Runs  int
@@ -77,7 +79,7 @@ func (r *Runner) Run(p *Params) *Outcome {
 	if o, ok := r.cache[key]; ok {
 		return o
 	}
-	o := r.run(p, statesim.Options{})
+	o := r.run(p, engine.Options{})
 	if len(r.cache) >= 1<<12 {
 		clear(r.cache) // shrinking revisits recent values, not old ones
 	}
@@ -85,7 +87,7 @@ func (r *Runner) Run(p *Params) *Outcome {
 	return o
 }
 
-func (r *Runner) run(p *Params, opt statesim.Options) *Outcome {
+func (r *Runner) run(p *Params, opt engine.Options) *Outcome {
 	o := &Outcome{}
 	sc, err := r.Build(p, "generated")
 	if err != nil {
@@ -94,84 +96,74 @@ func (r *Runner) run(p *Params, opt statesim.Options) *Outcome {
 	}
 	o.Scenario = sc
 	opt.Policy = r.Policy
-	opt.OnStep = o.observe(sc)
-	opt.OnFinish = func(q *sched.Request) {
-		if n := q.Blocks.NumHeld(); n != 0 && o.Conservation == "" {
-			o.Conservation = fmt.Sprintf("request %d finished still holding %d blocks", q.ID, n)
-		}
-	}
+	opt.Observe = o.observe(sc)
+	opt.Detail |= step.Holdings
 	r.Runs++
-	o.Report, o.Err = statesim.Run(sc, opt)
+	o.Report, o.Err = engine.Run(sc, opt)
 	return o
 }
 
 // observe checks budget, max_num_seqs and block ownership after every
-// step from the scheduler's and the pool's own state, independently of
-// the runner's checkStep.
-func (o *Outcome) observe(sc *scenarios.Scenario) func(e *statesim.StepEvent) {
+// step from the step record's raw facts (rows, every held block with the
+// pool's view of its holder, pool counts), recomputed here rather than
+// read from the engine's own checks: a second opinion, independent of
+// package check.
+func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
 	// seenAt[b] is the step (+1) that last saw block b in a table, and
 	// seenBy[b] whose table: a slice, not a map, since this runs on every
 	// step of every candidate a shrink tries.
 	var seenAt []int64
-	var seenBy []sched.RequestID
+	var seenBy []int64
 	hasMamba := sc.Model.Shape.NumMambaLayers() > 0
-	return func(e *statesim.StepEvent) {
+	return func(rec *step.Record) {
 		sum := 0
-		for i := range e.Out.Rows {
-			row := &e.Out.Rows[i]
+		for i := range rec.Rows {
+			row := &rec.Rows[i]
 			sum += row.NumScheduled
 			if hasMamba && row.NumComputed == 0 && row.Path == sched.PathDecode && o.DecodeBeforePrefill == "" {
 				o.DecodeBeforePrefill = fmt.Sprintf("step %d: request %d with 0 computed tokens and %d scheduled is on the Mamba decode path",
-					e.Out.Step, row.Req.ID, row.NumScheduled)
+					rec.Step, row.RequestID, row.NumScheduled)
 			}
 		}
 		if sum > sc.Engine.MaxNumBatchedTokens && o.Budget == "" {
-			o.Budget = fmt.Sprintf("step %d scheduled %d tokens, max_num_batched_tokens %d", e.Out.Step, sum, sc.Engine.MaxNumBatchedTokens)
+			o.Budget = fmt.Sprintf("step %d scheduled %d tokens, max_num_batched_tokens %d", rec.Step, sum, sc.Engine.MaxNumBatchedTokens)
 		}
-		if n := len(e.Sched.Running); n > sc.Engine.MaxNumSeqs && o.Seqs == "" {
-			o.Seqs = fmt.Sprintf("step %d has %d running requests, max_num_seqs %d", e.Out.Step, n, sc.Engine.MaxNumSeqs)
+		if n := rec.Running; n > sc.Engine.MaxNumSeqs && o.Seqs == "" {
+			o.Seqs = fmt.Sprintf("step %d has %d running requests, max_num_seqs %d", rec.Step, n, sc.Engine.MaxNumSeqs)
+		}
+		for _, f := range rec.Finished {
+			if f.BlocksHeld != 0 && o.Conservation == "" {
+				o.Conservation = fmt.Sprintf("request %d finished still holding %d blocks", f.RequestID, f.BlocksHeld)
+			}
 		}
 		if o.Conservation != "" {
 			return
 		}
-		if n := e.Pool.NumBlocks(); len(seenAt) != n {
-			seenAt, seenBy = make([]int64, n), make([]sched.RequestID, n)
+		if n := rec.NumBlocks; len(seenAt) != n {
+			seenAt, seenBy = make([]int64, n), make([]int64, n)
 		}
-		stamp := e.Out.Step + 1
-		held := 0
-		claim := func(q *sched.Request, b int32) {
-			held++
+		stamp := rec.Step + 1
+		for _, h := range rec.Held {
+			b := h.Block
 			if b < 0 || int(b) >= len(seenAt) {
-				if o.Conservation == "" {
-					o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, outside the pool", e.Out.Step, q.ID, b)
-				}
+				o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, outside the pool", rec.Step, h.Table, b)
 				return
 			}
-			if seenAt[b] == stamp && o.Conservation == "" {
-				o.Conservation = fmt.Sprintf("step %d: block %d in the tables of requests %d and %d", e.Out.Step, b, seenBy[b], q.ID)
+			if seenAt[b] == stamp {
+				o.Conservation = fmt.Sprintf("step %d: block %d in the tables of requests %d and %d", rec.Step, b, seenBy[b], h.Table)
+				return
 			}
-			seenAt[b], seenBy[b] = stamp, q.ID
-			if h := e.Pool.Holder(b); h != q.ID && o.Conservation == "" {
-				o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, the pool says %d holds it", e.Out.Step, q.ID, b, h)
-			}
-		}
-		for _, q := range e.Sched.Running {
-			for _, g := range q.Blocks.Attn {
-				for _, b := range g {
-					claim(q, b)
-				}
-			}
-			for _, b := range q.Blocks.Mamba {
-				if b != 0 {
-					claim(q, b)
-				}
+			seenAt[b], seenBy[b] = stamp, h.Table
+			if h.Pool != h.Table {
+				o.Conservation = fmt.Sprintf("step %d: request %d's table has block %d, the pool says %d holds it", rec.Step, h.Table, b, h.Pool)
+				return
 			}
 		}
-		if n := e.Pool.NumHeld(); n != held && o.Conservation == "" {
-			o.Conservation = fmt.Sprintf("step %d: the pool says %d blocks held, running requests hold %d", e.Out.Step, n, held)
-		}
-		if free := e.Pool.NumFree(); free+held != e.Pool.NumBlocks()-1 && o.Conservation == "" {
-			o.Conservation = fmt.Sprintf("step %d: %d free + %d held ≠ %d usable blocks", e.Out.Step, free, held, e.Pool.NumBlocks()-1)
+		held := len(rec.Held)
+		if n := rec.BlocksHeld; n != held {
+			o.Conservation = fmt.Sprintf("step %d: the pool says %d blocks held, running requests hold %d", rec.Step, n, held)
+		} else if free := rec.BlocksFree; free+held != rec.NumBlocks-1 {
+			o.Conservation = fmt.Sprintf("step %d: %d free + %d held ≠ %d usable blocks", rec.Step, free, held, rec.NumBlocks-1)
 		}
 	}
 }
@@ -180,7 +172,7 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(e *statesim.StepEvent) {
 // one hash, for the determinism property.
 func (r *Runner) TraceHash(p *Params) (string, error) {
 	h := sha256.New()
-	o := r.run(p, statesim.Options{Trace: h})
+	o := r.run(p, engine.Options{Trace: h})
 	if o.Err != nil {
 		return "", o.Err
 	}

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"math"
 
-	"statesim"
-	"statesim/backend"
 	"statesim/check"
+	"statesim/engine"
 	"statesim/scenarios"
-	"statesim/sched"
+	"statesim/step"
 )
 
 // Result is what one cell found. Every field is a function of the
@@ -60,21 +59,14 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 		return nil, err
 	}
 	var wrap *Wrap
-	var sym *backend.Symbolic
-	wrapped := int64(0)
-	opt := statesim.Options{OnStep: func(e *statesim.StepEvent) {
-		sym = e.Sym
-		if wrap != nil || e.Sym == nil {
-			return
-		}
-		// A wrapped write of this step shows as a new wrong-address-write;
-		// find its row with the same arithmetic the backend used.
-		if n := e.Sym.Rec.Count(check.WrongAddressWrite); n > wrapped {
-			wrapped = n
-			wrap = firstWrap(e)
+	var imposters int64
+	opt := engine.Options{Observe: func(rec *step.Record) {
+		imposters += int64(rec.Imposters)
+		if wrap == nil && len(rec.Wrapped) > 0 {
+			wrap = firstWrap(rec)
 		}
 	}}
-	rep, err := statesim.Run(sc, opt)
+	rep, err := engine.Run(sc, opt)
 	var ie *scenarios.InputError
 	if errors.As(err, &ie) {
 		// An infeasible point of the grid, not a broken sweep.
@@ -96,34 +88,21 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 	for _, inv := range check.All() {
 		r.Violations = append(r.Violations, rep.Count(inv))
 	}
-	// The report keeps a bounded list of imposters; the backend's count
-	// is exact.
-	r.Imposters = int64(len(rep.Imposters))
-	if sym != nil {
-		r.Imposters = sym.Stats.Imposters
-	}
+	// The report keeps a bounded list of imposters; the records count
+	// every one.
+	r.Imposters = imposters
 	return r, nil
 }
 
-// firstWrap finds the first row of the step whose prefill state address
-// wraps; decode kernels index in 64 bits and never do.
-func firstWrap(e *statesim.StepEvent) *Wrap {
-	for i := range e.Out.Rows {
-		row := &e.Out.Rows[i]
-		if row.Path == sched.PathDecode {
-			continue
-		}
-		for _, slot := range row.Req.Blocks.Mamba {
-			if _, _, w := e.Sym.Index.Span(slot); w {
-				g := row.Req.Group + 1
-				if row.Req.Group < 0 {
-					g = 0
-				}
-				return &Wrap{Step: e.Out.Step, RequestID: int64(row.Req.ID), TrainingStep: g, Slot: int64(slot)}
-			}
-		}
+// firstWrap locates a step's first wrapped write (bug B); decode kernels
+// index in 64 bits and never wrap.
+func firstWrap(rec *step.Record) *Wrap {
+	w := rec.Wrapped[0]
+	g := w.Group + 1
+	if w.Group < 0 {
+		g = 0
 	}
-	return nil
+	return &Wrap{Step: rec.Step, RequestID: w.RequestID, TrainingStep: g, Slot: int64(w.Slot)}
 }
 
 // Metric is a per-point incidence drawn in charts.

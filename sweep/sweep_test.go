@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "statesim/backend/mock/register"
+	_ "statesim/backend/mock" // backend kind "mock"
 )
 
 // small is a 16-cell sweep of a cut-down imposter workload that runs in

@@ -2,9 +2,9 @@ package timeline
 
 import (
 	"io"
+	"statesim/engine"
 	"testing"
 
-	"statesim"
 	"statesim/scenarios"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkImposterTimeline(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cw := &countingWriter{}
 		tl := New(cw)
-		rep, err := statesim.Run(sc, statesim.Options{OnStep: tl.OnStep, OnFinish: tl.OnFinish})
+		rep, err := engine.Run(sc, engine.Options{Observe: tl.Observe})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func BenchmarkImposterPlain(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		if _, err := statesim.Run(sc, statesim.Options{}); err != nil {
+		if _, err := engine.Run(sc, engine.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

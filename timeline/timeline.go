@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strconv"
 
-	"statesim"
 	"statesim/check"
 	"statesim/sched"
+	"statesim/step"
 )
 
 // Process ids: the scheduler and the requests are two "processes" so that
@@ -77,8 +77,8 @@ type decodeSteps struct {
 	maxRows       int64
 }
 
-// Writer streams a timeline to an io.Writer; feed it from
-// statesim.Options.OnStep and OnFinish, then call Close.
+// Writer streams a timeline to an io.Writer; feed it the engine's step
+// records (engine.Options.Observe = w.Observe), then call Close.
 type Writer struct {
 	w    *bufio.Writer
 	buf  []byte
@@ -178,11 +178,10 @@ func (t *Writer) counter(name string, at int64, args ...arg) {
 	t.emit(name, "", "C", at, -1, pidScheduler, tidSteps, "", "", args...)
 }
 
-func (t *Writer) req(q *sched.Request) *request {
-	id := int64(q.ID)
+func (t *Writer) req(id, arrivalNS int64) *request {
 	r, ok := t.live[id]
 	if !ok {
-		r = &request{queuedSince: int64(q.ArrivalTime), lastStep: -2}
+		r = &request{queuedSince: arrivalNS, lastStep: -2}
 		t.live[id] = r
 		t.seen = append(t.seen, id)
 	}
@@ -198,14 +197,19 @@ func (t *Writer) closeDecode(id int64, r *request) {
 	r.decSteps, r.decTokens = 0, 0
 }
 
-// OnStep records one executed step.
-func (t *Writer) OnStep(e *statesim.StepEvent) {
-	start, end := int64(e.Start), int64(e.End)
+// Observe records one executed step and the requests it finished.
+func (t *Writer) Observe(out *step.Record) {
+	t.step(out)
+	for i := range out.Finished {
+		t.finish(&out.Finished[i])
+	}
+}
+
+func (t *Writer) step(out *step.Record) {
+	start, end := int64(out.Start), int64(out.End)
 	t.end = max(t.end, end)
-	out := e.Out
-	for _, q := range out.Preempted {
-		id := int64(q.ID)
-		r := t.req(q)
+	for _, id := range out.Preempted {
+		r := t.req(id, start)
 		t.closeDecode(id, r)
 		t.instant(pidRequests, tid(id), "preempted", "bad", start, num("step", out.Step))
 		r.queuedSince = start
@@ -213,14 +217,14 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 	var decode, extend, prefill, cut int
 	for i := range out.Rows {
 		row := &out.Rows[i]
-		q := row.Req
-		id := int64(q.ID)
-		r := t.req(q)
+		id := row.RequestID
+		r := t.req(id, row.ArrivalNS)
 		if r.queuedSince >= 0 {
 			t.span(pidRequests, tid(id), "queued", "queued", r.queuedSince, start)
 			r.queuedSince = -1
 		}
-		if row.NumComputed >= q.NumPromptTokens {
+		kind := row.Kind
+		if kind == sched.KindDecode {
 			decode += row.NumScheduled
 			if r.decSteps > 0 && r.lastStep != out.Step-1 {
 				t.closeDecode(id, r)
@@ -237,20 +241,20 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 		t.closeDecode(id, r)
 		r.lastStep = out.Step
 		name := "prefill chunk"
-		switch {
-		case row.NumComputed > 0:
+		switch kind {
+		case sched.KindExtend:
 			extend += row.NumScheduled
-		case row.NumScheduled < q.NumPromptTokens:
+		case sched.KindNewCut:
 			cut += row.NumScheduled
 		default:
 			prefill += row.NumScheduled
 		}
 		slot := int64(-1)
-		if len(q.Blocks.Mamba) > 0 {
-			slot = int64(q.Blocks.Mamba[0])
+		if len(row.StateBlocks) > 0 {
+			slot = int64(row.StateBlocks[0])
 		}
 		t.span(pidRequests, tid(id), name, "prefill", start, end, num("step", out.Step), inum("tokens", row.NumScheduled),
-			inum("num_computed_tokens", row.NumComputed), inum("prompt_tokens", q.NumPromptTokens),
+			inum("num_computed_tokens", row.NumComputed), inum("prompt_tokens", row.NumPrompt),
 			str("region", row.Region.String()), str("mamba_path", row.Path.String()), num("slot", slot))
 		if slot < 0 {
 			continue
@@ -259,15 +263,13 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 			t.instant(pidRequests, tid(id), "new request on the Mamba decode path", "terrible", start,
 				num("step", out.Step), inum("tokens", row.NumScheduled), num("slot", slot))
 		}
-		if row.Path != sched.PathDecode && e.Sym != nil {
-			// Bug B, exactly: the prefill kernel's address arithmetic for
-			// each of the request's slots, as the backend computes it.
-			for _, sl := range q.Blocks.Mamba {
-				if first, last, wrapped := e.Sym.Index.Span(sl); wrapped {
-					t.instant(pidRequests, tid(id), "wrapped state write", "terrible", start, num("step", out.Step),
-						inum("slot", sl), inum("wrote_blocks_from", first), inum("wrote_blocks_to", last))
-					break
-				}
+		// Bug B, exactly: the first of the row's state writes whose
+		// address wrapped, as the backend performed it.
+		for _, w := range out.Wrapped {
+			if w.RequestID == id {
+				t.instant(pidRequests, tid(id), "wrapped state write", "terrible", start, num("step", out.Step),
+					inum("slot", int(w.Slot)), inum("wrote_blocks_from", int(w.First)), inum("wrote_blocks_to", int(w.Last)))
+				break
 			}
 		}
 	}
@@ -291,11 +293,9 @@ func (t *Writer) OnStep(e *statesim.StepEvent) {
 			inum("tokens", out.NumScheduledTokens), inum("decode_rows", out.NumDecodes), inum("preempted", len(out.Preempted)))
 		t.budget(start, int64(decode), int64(extend), int64(prefill), int64(cut))
 	}
-	if s := e.Sched; s != nil {
-		if w, r := int64(len(s.Waiting)), int64(len(s.Running)); w != t.waiting || r != t.running {
-			t.waiting, t.running = w, r
-			t.counter("queues", start, num("waiting", w), num("running", r))
-		}
+	if w, r := int64(out.Waiting), int64(out.Running); w != t.waiting || r != t.running {
+		t.waiting, t.running = w, r
+		t.counter("queues", start, num("waiting", w), num("running", r))
 	}
 }
 
@@ -326,15 +326,15 @@ func (t *Writer) closeDecodeSteps() {
 	*d = decodeSteps{}
 }
 
-// OnFinish closes a finished request's track.
-func (t *Writer) OnFinish(q *sched.Request) {
-	id := int64(q.ID)
+// finish closes a finished request's track.
+func (t *Writer) finish(q *step.Finished) {
+	id := q.RequestID
 	r, ok := t.live[id]
 	if !ok {
 		return
 	}
 	t.closeDecode(id, r)
-	t.instant(pidRequests, tid(id), "finished", "good", int64(q.FinishTime), inum("output_tokens", q.NumOutputTokens))
+	t.instant(pidRequests, tid(id), "finished", "good", q.FinishNS, inum("output_tokens", q.NumOutputTokens))
 	delete(t.live, id)
 }
 

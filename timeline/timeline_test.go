@@ -3,9 +3,11 @@ package timeline
 import (
 	"bytes"
 	"encoding/json"
+	"statesim/engine"
+	"statesim/report"
+	"statesim/step"
 	"testing"
 
-	"statesim"
 	"statesim/scenarios"
 )
 
@@ -25,7 +27,7 @@ type traceFile struct {
 
 // record runs a scenario with a timeline and counts, independently, the
 // rows the timeline should show.
-func record(t *testing.T, name string, sets ...string) (tf traceFile, raw []byte, rep *statesim.Report, decodeRows, prefillRows int64) {
+func record(t *testing.T, name string, sets ...string) (tf traceFile, raw []byte, rep *report.Report, decodeRows, prefillRows int64) {
 	t.Helper()
 	sc, err := scenarios.Load(name, sets)
 	if err != nil {
@@ -33,17 +35,17 @@ func record(t *testing.T, name string, sets ...string) (tf traceFile, raw []byte
 	}
 	var buf bytes.Buffer
 	tl := New(&buf)
-	opt := statesim.Options{OnFinish: tl.OnFinish, OnStep: func(e *statesim.StepEvent) {
-		for i := range e.Out.Rows {
-			if r := &e.Out.Rows[i]; r.NumComputed >= r.Req.NumPromptTokens {
+	opt := engine.Options{Observe: func(rec *step.Record) {
+		for i := range rec.Rows {
+			if r := &rec.Rows[i]; r.NumComputed >= r.NumPrompt {
 				decodeRows++
 			} else {
 				prefillRows++
 			}
 		}
-		tl.OnStep(e)
+		tl.Observe(rec)
 	}}
-	rep, err = statesim.Run(sc, opt)
+	rep, err = engine.Run(sc, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (b *Backend) compare(id, corruptStep int64, rd *reqData) {
 	}
 	b.stats.ReferenceTokens += int64(rd.Prompt + len(rd.Tokens) - 1)
 	o := mock.Outcome{ID: id, CorruptStep: corruptStep, Generated: rd}
-	if dv, bad := b.stats.Compare(&o, ref, b.cfg.Threshold, nil); bad {
+	if dv, bad := mock.Compare(&b.stats, &o, ref, b.cfg.Threshold, nil); bad {
 		b.divs = append(b.divs, dv)
 	}
 }

@@ -39,45 +39,12 @@ type Config struct {
 	TraceIDs []int64
 }
 
-// Stats are the mock's counters.
-type Stats struct {
-	RequestsCompared  int64   `json:"requests_compared"`
-	RequestsDivergent int64   `json:"requests_divergent"`
-	TokensCompared    int64   `json:"tokens_compared"`
-	TokensDivergent   int64   `json:"tokens_divergent"`
-	MaxDelta          float64 `json:"max_delta"` // over every compared token
-	Threshold         float64 `json:"threshold"`
-	// TokensComputed counts engine forward tokens (recomputation
-	// included), TokensSampled engine samples, ReferenceTokens the
-	// reference run's forward tokens.
-	TokensComputed  int64 `json:"tokens_computed"`
-	TokensSampled   int64 `json:"tokens_sampled"`
-	ReferenceTokens int64 `json:"reference_tokens"`
-}
-
-// Divergence is one request whose engine log-probs differ from the
-// reference's by more than the threshold. Token indices count generated
-// tokens from 0.
-type Divergence struct {
-	RequestID     int64   `json:"request_id"`
-	FirstBadToken int     `json:"first_bad_token"`
-	MaxDelta      float64 `json:"max_delta"`
-	// At the first bad token: the engine's token and log-prob, the
-	// reference's log-prob of that same token, and the reference's own
-	// greedy token there.
-	EngineLogProb float64 `json:"engine_logprob"`
-	RefLogProb    float64 `json:"reference_logprob"`
-	EngineToken   int32   `json:"engine_token"`
-	RefToken      int32   `json:"reference_token"`
-	// FirstBadStep is the engine step that sampled the first bad token.
-	FirstBadStep   int64 `json:"first_bad_step"`
-	NumGenerated   int   `json:"num_generated"`
-	NumBadTokens   int   `json:"num_bad_tokens"`
-	NumPromptToken int   `json:"num_prompt_tokens"`
-	// CorruptStep is the request's CorruptStep when it finished: the step
-	// the symbolic check first saw it compute on bytes not its own, or -1.
-	CorruptStep int64 `json:"corrupt_step"`
-}
+// Stats and Divergence are the differential check's values; they live in
+// package backend so that reports carry them without importing the mock.
+type (
+	Stats      = backend.DivergenceStats
+	Divergence = backend.Divergence
+)
 
 // TokenTrace is one generated token seen by both runs.
 type TokenTrace struct {
@@ -421,7 +388,7 @@ func (m *Mock) compare(id int64, corruptStep int64, rd *reqData) {
 		}
 	}
 	o := Outcome{ID: id, CorruptStep: corruptStep, Generated: &rd.Generated}
-	if dv, bad := m.stats.Compare(&o, ref, m.cfg.Threshold, each); bad {
+	if dv, bad := Compare(&m.stats, &o, ref, m.cfg.Threshold, each); bad {
 		m.divs = append(m.divs, dv)
 	}
 }
@@ -437,7 +404,7 @@ type Outcome struct {
 // (ref[k] for o.Tokens[k]), counts it in st, and returns the request's
 // Divergence and whether any token passed the threshold. each, when not
 // nil, sees every token's |Δ|.
-func (st *Stats) Compare(o *Outcome, ref []RefPoint, threshold float64, each func(k int, d float64)) (Divergence, bool) {
+func Compare(st *Stats, o *Outcome, ref []RefPoint, threshold float64, each func(k int, d float64)) (Divergence, bool) {
 	st.RequestsCompared++
 	st.TokensCompared += int64(len(o.Tokens))
 	dv := Divergence{RequestID: o.ID, FirstBadToken: -1, NumGenerated: len(o.Tokens), NumPromptToken: o.Prompt, CorruptStep: o.CorruptStep}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"statesim"
+	"statesim/engine"
 )
 
 func init() {
@@ -21,7 +21,7 @@ func init() {
 }
 
 // calibrateColumns are the CSV columns, in any order: the step's load as
-// the model counts it (statesim.StepLoad) and its measured duration.
+// the model counts it (engine.StepLoad) and its measured duration.
 var calibrateColumns = []string{"prefill_tokens", "decode_rows", "context_tokens", "state_bytes", "step_us"}
 
 func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
@@ -47,14 +47,14 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	t, err := statesim.FitTiming(steps, *bw)
+	t, err := engine.FitTiming(steps, *bw)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %s: %v\n", pos[0], err)
 		return exitBadInput
 	}
 	var sq, worst float64
 	for _, s := range steps {
-		rel := (statesim.StepNS(&t, s.Load) - s.NS) / s.NS
+		rel := (engine.StepNS(&t, s.Load) - s.NS) / s.NS
 		sq += rel * rel
 		worst = max(worst, math.Abs(rel))
 	}
@@ -67,10 +67,10 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 
 // readSteps reads the measured steps: a header naming calibrateColumns,
 // then one step per line; errors are FILE:LINE: problem.
-func readSteps(r io.Reader, name string) ([]statesim.MeasuredStep, error) {
+func readSteps(r io.Reader, name string) ([]engine.MeasuredStep, error) {
 	sc := bufio.NewScanner(r)
 	var col map[string]int
-	var steps []statesim.MeasuredStep
+	var steps []engine.MeasuredStep
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || text[0] == '#' {
@@ -104,8 +104,8 @@ func readSteps(r io.Reader, name string) ([]statesim.MeasuredStep, error) {
 		if v[4] <= 0 {
 			return nil, fmt.Errorf("%s:%d: field step_us: a step takes time, got %q", name, line, fields[col["step_us"]])
 		}
-		steps = append(steps, statesim.MeasuredStep{
-			Load: statesim.StepLoad{PrefillTokens: int64(v[0]), DecodeRows: int64(v[1]), ContextTokens: int64(v[2]), StateBytes: int64(v[3])},
+		steps = append(steps, engine.MeasuredStep{
+			Load: engine.StepLoad{PrefillTokens: int64(v[0]), DecodeRows: int64(v[1]), ContextTokens: int64(v[2]), StateBytes: int64(v[3])},
 			NS:   v[4] * 1e3,
 		})
 	}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"statesim/engine"
 	"strings"
 	"testing"
 
-	"statesim"
 	"statesim/scenarios"
 )
 
@@ -17,10 +17,10 @@ func TestCalibrateRecoversTheDefaults(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("step_us,prefill_tokens,decode_rows,context_tokens,state_bytes\n")
 	for i := range 60 {
-		l := statesim.StepLoad{PrefillTokens: int64(i%4) * 2000, DecodeRows: int64(i * 7 % 200)}
+		l := engine.StepLoad{PrefillTokens: int64(i%4) * 2000, DecodeRows: int64(i * 7 % 200)}
 		l.ContextTokens = l.PrefillTokens + l.DecodeRows*int64(300+i*37%2000)
 		l.StateBytes = (l.DecodeRows + int64(i%4)) * 20070400
-		fmt.Fprintf(&b, "%.3f,%d,%d,%d,%d\n", statesim.StepNS(&def, l)/1e3, l.PrefillTokens, l.DecodeRows, l.ContextTokens, l.StateBytes)
+		fmt.Fprintf(&b, "%.3f,%d,%d,%d,%d\n", engine.StepNS(&def, l)/1e3, l.PrefillTokens, l.DecodeRows, l.ContextTokens, l.StateBytes)
 	}
 	p := filepath.Join(t.TempDir(), "steps.csv")
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {

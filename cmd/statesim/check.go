@@ -14,7 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"golang.org/x/term"
-	"statesim"
+	"statesim/backend"
 
 	"statesim/prop"
 	"statesim/scenarios"
@@ -95,7 +95,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	switch *backendKind {
 	case "symbolic":
 	case "mock", "cuda":
-		if ok, why := statesim.BackendAvailable(*backendKind); !ok {
+		if ok, why := backend.Available(*backendKind); !ok {
 			return bad("--backend %s: %s", *backendKind, why)
 		}
 		cfg = prop.Numeric(cfg, *backendKind)

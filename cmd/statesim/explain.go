@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"statesim"
+	"statesim/explain"
 	"statesim/scenarios"
 )
 
@@ -41,7 +41,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	life, rep, err := statesim.Explain(sc, *id)
+	life, rep, err := explain.Explain(sc, *id)
 	if err != nil {
 		return reportRunError(stderr, err)
 	}

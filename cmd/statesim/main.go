@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	_ "statesim/backend/mock/register"
+	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/scenarios"
 )
 

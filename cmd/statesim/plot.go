@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"statesim"
+	"statesim/engine"
 	"statesim/plot"
 	"statesim/scenarios"
 	"statesim/statecache"
@@ -56,7 +56,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 			return exitBadInput
 		}
 		rec := plot.NewRecorder()
-		rep, err := statesim.Run(sc, statesim.Options{OnStep: rec.OnStep, OnFinish: rec.OnFinish})
+		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
 		if err != nil {
 			return reportRunError(stderr, err)
 		}

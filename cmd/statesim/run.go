@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 
-	"statesim"
+	"statesim/engine"
 	"statesim/scenarios"
-	"statesim/sched"
+	"statesim/step"
 	"statesim/timeline"
 )
 
@@ -21,7 +21,7 @@ func init() {
 
 // startTimeline hooks a timeline writer into opt when path is set; done
 // finishes and closes the file.
-func startTimeline(path string, opt *statesim.Options) (*timeline.Writer, func() error, error) {
+func startTimeline(path string, opt *engine.Options) (*timeline.Writer, func() error, error) {
 	if path == "" {
 		return nil, nil, nil
 	}
@@ -30,18 +30,12 @@ func startTimeline(path string, opt *statesim.Options) (*timeline.Writer, func()
 		return nil, nil, err
 	}
 	tl := timeline.New(f)
-	prevStep, prevFinish := opt.OnStep, opt.OnFinish
-	opt.OnStep = func(e *statesim.StepEvent) {
-		if prevStep != nil {
-			prevStep(e)
+	prev := opt.Observe
+	opt.Observe = func(rec *step.Record) {
+		if prev != nil {
+			prev(rec)
 		}
-		tl.OnStep(e)
-	}
-	opt.OnFinish = func(q *sched.Request) {
-		if prevFinish != nil {
-			prevFinish(q)
-		}
-		tl.OnFinish(q)
+		tl.Observe(rec)
 	}
 	return tl, func() error {
 		err := tl.Close()
@@ -76,7 +70,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	var opt statesim.Options
+	var opt engine.Options
 	var traceFile *os.File
 	if *tracePath != "" {
 		traceFile, err = os.Create(*tracePath)
@@ -92,7 +86,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim: --timeline: %v\n", err)
 		return exitBadInput
 	}
-	rep, err := statesim.Run(sc, opt)
+	rep, err := engine.Run(sc, opt)
 	if err != nil {
 		return reportRunError(stderr, err)
 	}

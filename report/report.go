@@ -1,4 +1,4 @@
-package statesim
+package report
 
 import (
 	"encoding/json"
@@ -7,11 +7,7 @@ import (
 	"strings"
 
 	"statesim/backend"
-	"statesim/backend/mock"
 	"statesim/check"
-	"statesim/model"
-	"statesim/scenarios"
-	"statesim/statecache"
 )
 
 // Report is the result of one run. Its JSON form is byte-identical for the
@@ -63,15 +59,14 @@ type Report struct {
 	// Divergence and DivergentRequests are the numeric backends'
 	// comparison with the reference: requests whose log-probs for their
 	// own generated tokens differ by more than the threshold.
-	Divergence        *mock.Stats       `json:"divergence,omitempty"`
-	DivergentRequests []mock.Divergence `json:"divergent_requests,omitempty"`
+	Divergence        *backend.DivergenceStats `json:"divergence,omitempty"`
+	DivergentRequests []backend.Divergence     `json:"divergent_requests,omitempty"`
 
-	// Extra holds backend-specific sections (the numeric backends'
-	// divergent requests), keyed by a stable name.
+	// Extra holds backend-specific sections, keyed by a stable name.
 	Extra map[string]any `json:"extra,omitempty"`
 
-	rec    *check.Recorder
-	tokens []TokenTrace // the followed request's log-prob trace (Explain)
+	// Tokens is the followed request's log-prob trace (explain).
+	Tokens []backend.TokenTrace `json:"-"`
 }
 
 // InvariantCount is one invariant's tally.
@@ -103,78 +98,6 @@ type RCache struct {
 	FirstWrappingSlot int64 `json:"first_wrapping_slot"`
 	HighestSlot       int64 `json:"highest_slot"`
 	HighestBlock      int64 `json:"highest_block"`
-}
-
-func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks int, ix statecache.StateIndex) *Report {
-	r := &Report{
-		Scenario: sc.Name, Seed: sc.Seed, VLLMVersion: sc.Engine.VLLMVersion, Backend: sc.Backend.Kind,
-		StateIndexBits: sc.Engine.StateIndexBits, ForcePrefill: sc.Engine.ForcePrefillPath,
-		Model: RModel{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
-		Cache: RCache{NumGPUBlocks: nBlocks, FromOverride: sc.Engine.NumGPUBlocksOverride > 0, BlockSize: l.BlockSize,
-			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
-			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
-	}
-	if sh.NumMambaLayers() > 0 {
-		r.Model.DInner, r.Model.DState = sh.DInner(), sh.MambaDState
-		r.Cache.FirstWrappingSlot = ix.FirstWrappingSlot()
-	}
-	return r
-}
-
-func (r *runner) finishReport() {
-	rep := r.rep
-	rep.rec = r.rec
-	for _, inv := range check.All() {
-		rep.Invariants = append(rep.Invariants, InvariantCount{Name: inv.String(), Count: r.rec.Count(inv)})
-	}
-	rep.Violations = sortedViolations(r.rec)
-	if rep.Violations == nil {
-		rep.Violations = []check.Violation{}
-	}
-	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
-	rep.MisclassifiedRows = r.sym.Stats.Misclassified
-	rep.CorruptedRequests = r.sym.Stats.CorruptedRequests
-	rep.Cache.HighestSlot = int64(r.sym.Stats.HighestSlot)
-	rep.Cache.HighestBlock = int64(r.kv.Pool.HighWater)
-	rep.MaxBatchRows = r.metrics.maxRunning
-	rep.RowSteps = r.metrics.rowSteps
-	if rep.SimTimeS > 0 {
-		rep.Throughput.RequestsPerS = round3(float64(rep.Finished) / rep.SimTimeS)
-		rep.Throughput.OutputTokensPerS = round3(float64(rep.OutputTokens) / rep.SimTimeS)
-	}
-	rep.SimTimeS = round3(rep.SimTimeS*1e3) / 1e3
-	rep.Latency.TTFT = percentiles(&r.metrics.ttft)
-	rep.Latency.ITL = percentiles(&r.metrics.itl)
-	rep.Latency.E2E = percentiles(&r.metrics.e2e)
-	rep.Latency.Queue = percentiles(&r.metrics.queue)
-	r.metrics.closeRate(r.loop.Now())
-	rep.Throughput.OutputTokensPerSWindows = ratePercentiles(&r.metrics.rate)
-	if x, ok := r.be.(interface{ ReportExtra() (string, any) }); ok {
-		k, v := x.ReportExtra()
-		rep.Extra = map[string]any{k: v}
-	}
-	// Requests still in flight (a stalled run) are compared too.
-	if f, ok := r.be.(interface{ FlushPending() }); ok {
-		f.FlushPending()
-	}
-	if d, ok := r.be.(Differ); ok {
-		st := d.Stats()
-		rep.Divergence = &st
-		rep.DivergentRequests = d.Divergences()
-		if len(rep.DivergentRequests) > mock.MaxReported {
-			rep.DivergentRequests = rep.DivergentRequests[:mock.MaxReported]
-		}
-		if rep.DivergentRequests == nil {
-			rep.DivergentRequests = []mock.Divergence{}
-		}
-	}
-}
-
-// Differ is a numeric backend that compares every finished request's
-// log-probs with a reference run (the mock and CUDA backends).
-type Differ interface {
-	Stats() mock.Stats
-	Divergences() []mock.Divergence
 }
 
 // Count is the number of violations of the named invariant.
@@ -302,4 +225,25 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// RatePercentiles summarises a rate measured over 1 s windows of
+// simulated time (within 0.1%, see package sketch; Max exact).
+type RatePercentiles struct {
+	Windows int     `json:"windows"`
+	P10     float64 `json:"p10"`
+	P50     float64 `json:"p50"`
+	P90     float64 `json:"p90"`
+	Max     float64 `json:"max"`
+}
+
+// Percentiles summarises a latency distribution in milliseconds. The
+// percentiles are within 0.1% of the exact ones (see package sketch);
+// Count and Max are exact.
+type Percentiles struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
 }

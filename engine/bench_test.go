@@ -1,4 +1,4 @@
-package statesim
+package engine
 
 import (
 	"testing"

@@ -1,7 +1,8 @@
-package statesim
+package engine
 
 import (
 	"math"
+	"statesim/step"
 	"testing"
 
 	"statesim/scenarios"
@@ -42,9 +43,9 @@ func TestThroughputWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var counted int64
-	rep, err := Run(sc, Options{OnStep: func(e *StepEvent) {
-		for _, row := range e.Out.Rows {
-			if row.Req.NumComputedTokens >= row.Req.NumTokens() {
+	rep, err := Run(sc, Options{Observe: func(rec *step.Record) {
+		for i := range rec.Rows {
+			if rec.Rows[i].Samples() {
 				counted++
 			}
 		}

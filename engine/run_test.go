@@ -1,13 +1,14 @@
-package statesim
+package engine
 
 import (
+	"statesim/report"
 	"testing"
 
 	"statesim/check"
 	"statesim/scenarios"
 )
 
-func mustRun(t *testing.T, name string, sets ...string) *Report {
+func mustRun(t *testing.T, name string, sets ...string) *report.Report {
 	t.Helper()
 	sc, err := scenarios.Load(name, sets)
 	if err != nil {

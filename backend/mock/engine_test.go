@@ -1,11 +1,12 @@
-package register_test
+package mock_test
 
 import (
 	"strings"
 	"testing"
 
-	"statesim"
-	_ "statesim/backend/mock/register"
+	_ "statesim/backend/mock"
+	"statesim/engine"
+	"statesim/report"
 	"statesim/scenarios"
 )
 
@@ -42,12 +43,12 @@ backend:
   divergence_threshold: 0.001
 `
 
-func runTiny(t *testing.T, version string) *statesim.Report {
+func runTiny(t *testing.T, version string) *report.Report {
 	sc, err := scenarios.Parse([]byte(strings.ReplaceAll(tinyImposter, "%VERSION%", version)), "tiny-imposter", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := statesim.Run(sc, statesim.Options{})
+	rep, err := engine.Run(sc, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,11 @@
-package statesim
+package engine
 
 import (
 	"bufio"
 	"io"
 	"strconv"
 
-	"statesim/sched"
-	"statesim/sim"
+	"statesim/step"
 )
 
 // traceWriter writes one JSON object per step, by hand: it runs on every
@@ -24,24 +23,24 @@ func newTraceWriter(w io.Writer) *traceWriter {
 	return &traceWriter{w: bufio.NewWriterSize(w, 1<<16)}
 }
 
-func (t *traceWriter) step(out *sched.Output, start, end sim.Time) {
+func (t *traceWriter) step(out *step.Record) {
 	b := t.buf[:0]
 	b = append(b, `{"step":`...)
 	b = strconv.AppendInt(b, out.Step, 10)
 	b = append(b, `,"start_ns":`...)
-	b = strconv.AppendInt(b, int64(start), 10)
+	b = strconv.AppendInt(b, int64(out.Start), 10)
 	b = append(b, `,"end_ns":`...)
-	b = strconv.AppendInt(b, int64(end), 10)
+	b = strconv.AppendInt(b, int64(out.End), 10)
 	b = append(b, `,"num_scheduled_tokens":`...)
 	b = strconv.AppendInt(b, int64(out.NumScheduledTokens), 10)
 	b = append(b, `,"num_decodes":`...)
 	b = strconv.AppendInt(b, int64(out.NumDecodes), 10)
 	b = append(b, `,"preempted":[`...)
-	for i, r := range out.Preempted {
+	for i, id := range out.Preempted {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(r.ID), 10)
+		b = strconv.AppendInt(b, id, 10)
 	}
 	b = append(b, `],"rows":[`...)
 	for i := range out.Rows {
@@ -50,13 +49,13 @@ func (t *traceWriter) step(out *sched.Output, start, end sim.Time) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"request_id":`...)
-		b = strconv.AppendInt(b, int64(row.Req.ID), 10)
+		b = strconv.AppendInt(b, row.RequestID, 10)
 		b = append(b, `,"scheduled":`...)
 		b = strconv.AppendInt(b, int64(row.NumScheduled), 10)
 		b = append(b, `,"computed":`...)
 		b = strconv.AppendInt(b, int64(row.NumComputed), 10)
 		b = append(b, `,"prompt":`...)
-		b = strconv.AppendInt(b, int64(row.Req.NumPromptTokens), 10)
+		b = strconv.AppendInt(b, int64(row.NumPrompt), 10)
 		b = append(b, `,"region":"`...)
 		b = append(b, row.Region.String()...)
 		b = append(b, `","path":"`...)
@@ -64,7 +63,7 @@ func (t *traceWriter) step(out *sched.Output, start, end sim.Time) {
 		b = append(b, `","has_initial_state":`...)
 		b = strconv.AppendBool(b, row.HasInitialState)
 		b = append(b, `,"slots":[`...)
-		for j, s := range row.Req.Blocks.Mamba {
+		for j, s := range row.StateBlocks {
 			if j > 0 {
 				b = append(b, ',')
 			}

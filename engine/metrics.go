@@ -1,7 +1,8 @@
-package statesim
+package engine
 
 import (
 	"math"
+	"statesim/report"
 
 	"statesim/sched"
 	"statesim/sim"
@@ -44,22 +45,12 @@ func (m *metrics) closeRate(end sim.Time) {
 	}
 }
 
-// RatePercentiles summarises a rate measured over 1 s windows of
-// simulated time (within 0.1%, see package sketch; Max exact).
-type RatePercentiles struct {
-	Windows int     `json:"windows"`
-	P10     float64 `json:"p10"`
-	P50     float64 `json:"p50"`
-	P90     float64 `json:"p90"`
-	Max     float64 `json:"max"`
-}
-
-func ratePercentiles(s *sketch.Sketch) RatePercentiles {
+func ratePercentiles(s *sketch.Sketch) report.RatePercentiles {
 	if s.Count() == 0 {
-		return RatePercentiles{}
+		return report.RatePercentiles{}
 	}
 	q := func(p float64) float64 { return round3(s.Quantile(p)) }
-	return RatePercentiles{Windows: int(s.Count()), P10: q(0.1), P50: q(0.5), P90: q(0.9), Max: round3(s.Max())}
+	return report.RatePercentiles{Windows: int(s.Count()), P10: q(0.1), P50: q(0.5), P90: q(0.9), Max: round3(s.Max())}
 }
 
 // step records a step and measures its load for the step-time model, in
@@ -101,23 +92,12 @@ func (m *metrics) finish(r *sched.Request) {
 	}
 }
 
-// Percentiles summarises a latency distribution in milliseconds. The
-// percentiles are within 0.1% of the exact ones (see package sketch);
-// Count and Max are exact.
-type Percentiles struct {
-	Count int     `json:"count"`
-	P50   float64 `json:"p50_ms"`
-	P90   float64 `json:"p90_ms"`
-	P99   float64 `json:"p99_ms"`
-	Max   float64 `json:"max_ms"`
-}
-
-func percentiles(s *sketch.Sketch) Percentiles {
+func percentiles(s *sketch.Sketch) report.Percentiles {
 	if s.Count() == 0 {
-		return Percentiles{}
+		return report.Percentiles{}
 	}
 	q := func(p float64) float64 { return round3(s.Quantile(p) * 1e3) }
-	return Percentiles{Count: int(s.Count()), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: round3(s.Max() * 1e3)}
+	return report.Percentiles{Count: int(s.Count()), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: round3(s.Max() * 1e3)}
 }
 
 // round3 keeps reports short and stable: microsecond resolution in ms.

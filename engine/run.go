@@ -1,4 +1,4 @@
-package statesim
+package engine
 
 import (
 	"errors"
@@ -11,86 +11,41 @@ import (
 	"statesim/backend"
 	"statesim/check"
 	"statesim/model"
+	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
+	"statesim/step"
 	"statesim/workload"
 )
 
 // Options tune one run without changing its scenario.
 type Options struct {
-	// Trace, when set, receives one JSON line per step (see WriteStep).
+	// Trace, when set, receives one JSON line per step (see traceWriter).
 	Trace io.Writer
 	// Policy replaces the version's scheduling policy (a user policy under
 	// test); the version still decides classification.
 	Policy sched.Policy
-	// BeforeStep, when set, is called with each scheduled and classified
-	// step before the backend executes it: the cache's provenance is still
-	// what the kernels are about to read (End is not known yet).
-	BeforeStep func(e *StepEvent)
-	// OnStep, when set, is called after every step has executed, with the
-	// step's output and the state after it; used by plots and timelines.
-	OnStep func(e *StepEvent)
-	// OnFinish, when set, is called for every finished request.
-	OnFinish func(r *sched.Request)
+	// Observe, when set, sees every step's record once the step has ended
+	// (its finished requests included). The record is reused: copy what
+	// you keep.
+	Observe func(rec *step.Record)
+	// Detail adds the optional parts of each record (step.Reads,
+	// step.Holdings).
+	Detail step.Detail
 	// KeepAll keeps every violation instead of checks.keep per invariant.
 	KeepAll bool
+	// Follow, with Following, is a request whose log-prob trace numeric
+	// backends keep (report.Tokens).
+	Follow    int64
+	Following bool
 
 	// plainChecks runs the symbolic backend without its check shortcuts
 	// (statecache.Provenances.Plain); tests compare the two.
 	plainChecks bool
-
-	// follow is the request Explain follows (when following): numeric
-	// backends keep its token trace.
-	follow    int64
-	following bool
-}
-
-// StepEvent is what observers see of one step.
-type StepEvent struct {
-	Out        *sched.Output
-	Start, End sim.Time
-	Sched      *sched.Scheduler
-	Pool       *statecache.BlockPool
-	Sym        *backend.Symbolic
-}
-
-// BackendEnv is what a backend factory gets to build a backend.
-type BackendEnv struct {
-	Scenario  *scenarios.Scenario
-	Shape     *model.Shape
-	Layout    model.Layout
-	NumBlocks int
-	Sym       *backend.Symbolic
-}
-
-// BackendFactory builds a numeric backend on top of the symbolic one.
-type BackendFactory func(env *BackendEnv) (backend.Backend, error)
-
-var factories = map[string]BackendFactory{}
-
-// RegisterBackend makes a backend kind available to scenarios.
-func RegisterBackend(kind string, f BackendFactory) { factories[kind] = f }
-
-// BackendAvailable reports whether kind can run in this binary, and if not,
-// why.
-func BackendAvailable(kind string) (bool, string) {
-	if kind == "symbolic" {
-		return true, ""
-	}
-	if _, ok := factories[kind]; ok {
-		return true, ""
-	}
-	if why, ok := unavailable[kind]; ok {
-		return false, why
-	}
-	return false, "not available in this build"
-}
-
-// unavailable explains backends this binary was built without.
-var unavailable = map[string]string{
-	"cuda": "this binary was built without CUDA support: build bin/statesim-cuda with `make cuda` (it fetches the CUDA headers; see Real GPUs in README.md) and run that binary on a machine with an NVIDIA GPU",
+	// newRequests, when set, counts request objects allocated (tests).
+	newRequests *int
 }
 
 // Event kinds and their same-instant order: a step's completion first,
@@ -115,9 +70,14 @@ type runner struct {
 	sym     *backend.Symbolic
 	be      backend.Backend
 	rec     *check.Recorder
+	checks  check.Scheduler
 	tw      *traceWriter
-	rep     *Report
+	rep     *report.Report
 	metrics metrics
+	// step is the record of the step in flight (or last ended).
+	step step.Record
+	// finisher is the backend's optional ability, asked once.
+	finisher backend.Finisher
 
 	pending     workload.Arrival
 	hasPending  bool
@@ -139,7 +99,7 @@ func setupErr(sc *scenarios.Scenario, format string, a ...any) error {
 // Run replays a scenario and returns its report. An error means the run
 // could not be set up or a component broke; invariant violations are not
 // errors, they are the report.
-func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
+func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r := &runner{sc: sc, opt: opt, shape: sc.Model.Shape}
 	r.layout = r.shape.Layout(sc.Engine.BlockSize)
 	if n := sc.Engine.NumGPUBlocksOverride; n > 0 {
@@ -158,6 +118,8 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 		keep = 1 << 30
 	}
 	r.rec = check.NewRecorder(keep)
+	r.rec.Hook = r.collect
+	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs}, Rec: r.rec}
 	r.kv = statecache.NewKVCacheManager(&r.layout, r.nBlocks)
 	r.s = sched.New(sched.Config{
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
@@ -167,24 +129,23 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
 	r.sym.Prov.Plain = opt.plainChecks
+	r.sym.Out, r.sym.Detail = &r.step, opt.Detail
 	r.be = r.sym
 	if k := sc.Backend.Kind; k != "symbolic" {
-		f, ok := factories[k]
-		if !ok {
-			if why, known := unavailable[k]; known {
-				return nil, setupErr(sc, "backend %s: %s", k, why)
-			}
-			return nil, setupErr(sc, "backend %s: not available in this build", k)
+		f, err := backend.Lookup(k)
+		if err != nil {
+			return nil, setupErr(sc, "%v", err)
 		}
-		be, err := f(&BackendEnv{Scenario: sc, Shape: &r.shape, Layout: r.layout, NumBlocks: r.nBlocks, Sym: r.sym})
+		be, err := f(&backend.Env{Scenario: sc, Shape: &r.shape, Layout: r.layout, NumBlocks: r.nBlocks, Sym: r.sym})
 		if err != nil {
 			return nil, setupErr(sc, "backend %s: %v", k, err)
 		}
 		r.be = be
 	}
-	tracer, _ := r.be.(TokenTracer)
-	if opt.following && tracer != nil {
-		tracer.KeepTrace(opt.follow)
+	r.finisher, _ = r.be.(backend.Finisher)
+	tracer, _ := r.be.(backend.TokenTracer)
+	if opt.Following && tracer != nil {
+		tracer.KeepTrace(opt.Follow)
 	}
 	src, err := workload.New(&sc.Workload, sim.NewStreams(sc.Seed), "")
 	if err != nil {
@@ -208,8 +169,8 @@ func Run(sc *scenarios.Scenario, opt Options) (*Report, error) {
 		}
 	}
 	r.finishReport()
-	if opt.following && tracer != nil {
-		r.rep.tokens = tracer.TokenTrace(opt.follow)
+	if opt.Following && tracer != nil {
+		r.rep.Tokens = tracer.TokenTrace(opt.Follow)
 	}
 	return r.rep, nil
 }
@@ -294,21 +255,17 @@ func (r *runner) loopAll() error {
 		}
 	}
 	r.rep.SimTimeS = r.loop.Now().Seconds()
-	if !r.src.Done() || r.s.HasUnfinished() {
-		n := len(r.s.Waiting) + len(r.s.Running)
-		id := int64(-1)
-		if len(r.s.Running) > 0 {
-			id = int64(r.s.Running[0].ID)
-		} else if len(r.s.Waiting) > 0 {
-			id = int64(r.s.Waiting[0].ID)
-		}
-		r.rec.Add(check.Violation{Invariant: check.Liveness, Step: r.s.Out().Step, TimeNS: int64(r.loop.Now()), RequestID: id, Slot: -1, PrevOwner: -1,
-			Detail: fmt.Sprintf("run ended with %d unfinished requests (%d waiting, %d running)%s", n, len(r.s.Waiting), len(r.s.Running), r.stallReason())})
+	end := check.RunEnd{Step: r.s.Out().Step, TimeNS: int64(r.loop.Now()), Waiting: len(r.s.Waiting), Running: len(r.s.Running),
+		FirstUnfinished: -1, ArrivalsLeft: !r.src.Done(), BlocksHeld: r.kv.Pool.NumHeld()}
+	if len(r.s.Running) > 0 {
+		end.FirstUnfinished = int64(r.s.Running[0].ID)
+	} else if len(r.s.Waiting) > 0 {
+		end.FirstUnfinished = int64(r.s.Waiting[0].ID)
 	}
-	if held := r.kv.Pool.NumHeld(); held != 0 && !r.s.HasUnfinished() {
-		r.rec.Add(check.Violation{Invariant: check.BlockConservation, Step: r.s.Out().Step, RequestID: -1, Slot: -1, PrevOwner: -1,
-			Detail: fmt.Sprintf("%d blocks still held after every request finished", held)})
+	if end.ArrivalsLeft || end.Waiting+end.Running > 0 {
+		end.Why = r.stallReason()
 	}
+	r.checks.End(end)
 	return nil
 }
 
@@ -344,6 +301,9 @@ func (r *runner) newRequest(a workload.Arrival) *sched.Request {
 		*q = sched.Request{Blocks: blocks}
 	} else {
 		q = &sched.Request{Blocks: r.kv.NewTable()}
+		if r.opt.newRequests != nil {
+			*r.opt.newRequests++
+		}
 	}
 	q.ID = r.nextID
 	r.nextID++
@@ -387,10 +347,8 @@ func (r *runner) startStep() error {
 		}
 		return nil
 	}
-	r.checkStep(out, now)
-	if r.opt.BeforeStep != nil {
-		r.opt.BeforeStep(&StepEvent{Out: out, Start: now, End: now, Sched: r.s, Pool: r.kv.Pool, Sym: r.sym})
-	}
+	r.record(out, now)
+	r.checks.Step(&r.step)
 	if err := r.be.Execute(out, now); err != nil {
 		return fmt.Errorf("backend %s, step %d: %w", r.be.Name(), out.Step, err)
 	}
@@ -402,31 +360,59 @@ func (r *runner) startStep() error {
 	return r.schedule(now+stepTime(&r.sc.Timing, r.metrics.step(out, now, bytes)), evStepEnd)
 }
 
-// checkStep enforces the scheduler-level invariants of one step.
-func (r *runner) checkStep(out *sched.Output, now sim.Time) {
-	e := &r.sc.Engine
-	if out.NumScheduledTokens > e.MaxNumBatchedTokens {
-		r.rec.Add(check.Violation{Invariant: check.TokenBudget, Step: out.Step, TimeNS: int64(now), RequestID: -1, Slot: -1, PrevOwner: -1,
-			Detail: fmt.Sprintf("%d tokens scheduled, max_num_batched_tokens %d", out.NumScheduledTokens, e.MaxNumBatchedTokens)})
-	}
-	if n := len(r.s.Running); n > e.MaxNumSeqs {
-		r.rec.Add(check.Violation{Invariant: check.MaxNumSeqs, Step: out.Step, TimeNS: int64(now), RequestID: -1, Slot: -1, PrevOwner: -1,
-			Detail: fmt.Sprintf("%d running requests, max_num_seqs %d", n, e.MaxNumSeqs)})
-	}
-	held := 0
-	for _, q := range r.s.Running {
-		held += q.Blocks.NumHeld()
+// record starts the step's record from the scheduled batch, before the
+// backend executes it (which adds what the kernels did).
+func (r *runner) record(out *sched.Output, now sim.Time) {
+	rec := &r.step
+	rec.Reset()
+	rec.Step, rec.Start, rec.End = out.Step, now, now
+	rec.NumScheduledTokens, rec.NumDecodes = out.NumScheduledTokens, out.NumDecodes
+	for _, q := range out.Preempted {
+		rec.Preempted = append(rec.Preempted, int64(q.ID))
 	}
 	for i := range out.Rows {
 		row := &out.Rows[i]
-		if need := r.kv.BlocksNeeded(&row.Req.Blocks, row.NumComputed+row.NumScheduled); need > 0 || row.Req.Status != sched.Running {
-			r.rec.Add(check.Violation{Invariant: check.BlockConservation, Step: out.Step, TimeNS: int64(now), RequestID: int64(row.Req.ID), Slot: -1, PrevOwner: -1,
-				Detail: fmt.Sprintf("scheduled %d tokens while %s and %d blocks short", row.NumScheduled, row.Req.Status, need)})
+		q := row.Req
+		x := rec.AddRow()
+		x.RequestID, x.Group, x.BatchIndex = int64(q.ID), q.Group, i
+		x.NumScheduled, x.NumComputed, x.NumPrompt = row.NumScheduled, row.NumComputed, q.NumPromptTokens
+		x.NumOutput, x.NumPreemptions, x.ArrivalNS = q.NumOutputTokens, q.NumPreemptions, int64(q.ArrivalTime)
+		x.Kind, x.Region, x.Path, x.HasInitialState = row.Kind(), row.Region, row.Path, row.HasInitialState
+		x.StateBlocks = append(x.StateBlocks, q.Blocks.Mamba...)
+		x.BlocksShort = r.kv.BlocksNeeded(&q.Blocks, row.NumComputed+row.NumScheduled)
+		x.Status = q.Status
+		x.CorruptStep = q.CorruptStep
+	}
+	rec.Waiting, rec.Running = len(r.s.Waiting), len(r.s.Running)
+	rec.NumBlocks, rec.BlocksHeld, rec.BlocksFree = r.kv.Pool.NumBlocks(), r.kv.Pool.NumHeld(), r.kv.Pool.NumFree()
+	for _, q := range r.s.Running {
+		rec.BlocksHeldByRunning += q.Blocks.NumHeld()
+		rec.StateBlocksHeld += len(q.Blocks.Mamba)
+	}
+	if r.opt.Detail&step.Holdings != 0 {
+		for _, q := range r.s.Running {
+			hold := func(b int32) {
+				rec.Held = append(rec.Held, step.Holding{Block: b, Table: int64(q.ID), Pool: int64(r.kv.Pool.Holder(b))})
+			}
+			for _, g := range q.Blocks.Attn {
+				for _, b := range g {
+					hold(b)
+				}
+			}
+			for _, b := range q.Blocks.Mamba {
+				if b != 0 {
+					hold(b)
+				}
+			}
 		}
 	}
-	if pool := r.kv.Pool.NumHeld(); pool != held {
-		r.rec.Add(check.Violation{Invariant: check.BlockConservation, Step: out.Step, TimeNS: int64(now), RequestID: -1, Slot: -1, PrevOwner: -1,
-			Detail: fmt.Sprintf("pool says %d blocks held, running requests hold %d", pool, held)})
+}
+
+// collect adds every violation, whoever finds it, to the step in flight.
+func (r *runner) collect(v check.Violation) {
+	if v.Step == r.step.Step {
+		r.step.Violations = append(r.step.Violations, v)
+		r.step.Counts[v.Invariant]++
 	}
 }
 
@@ -434,11 +420,15 @@ func (r *runner) endStep() error {
 	now := r.loop.Now()
 	out := r.out
 	r.out = nil
-	if r.tw != nil {
-		r.tw.step(out, r.stepStart, now)
+	rec := &r.step
+	rec.End = now
+	rec.HighestSlot = r.sym.Stats.HighestSlot
+	for i := range out.Rows {
+		rec.Rows[i].CorruptStep = out.Rows[i].Req.CorruptStep
 	}
-	if r.opt.OnStep != nil {
-		r.opt.OnStep(&StepEvent{Out: out, Start: r.stepStart, End: now, Sched: r.s, Pool: r.kv.Pool, Sym: r.sym})
+	r.checks.Ended(rec)
+	if r.tw != nil {
+		r.tw.step(rec)
 	}
 	r.metrics.tokens(now)
 	fin, err := r.s.Update(out, now)
@@ -449,14 +439,18 @@ func (r *runner) endStep() error {
 		r.rep.OutputTokens += int64(q.NumOutputTokens)
 		r.rep.Finished++
 		r.metrics.finish(q)
-		if f, ok := r.be.(backend.Finisher); ok {
-			f.Finish(q)
+		if r.finisher != nil {
+			r.finisher.Finish(q)
 		}
-		if r.opt.OnFinish != nil {
-			r.opt.OnFinish(q)
-		}
+		rec.Finished = append(rec.Finished, step.Finished{RequestID: int64(q.ID), Group: q.Group,
+			NumPromptTokens: q.NumPromptTokens, NumOutputTokens: q.NumOutputTokens, ArrivalNS: int64(q.ArrivalTime),
+			FirstTokenNS: int64(q.FirstTokenTime), LastTokenNS: int64(q.LastTokenTime), FinishNS: int64(q.FinishTime),
+			BlocksHeld: q.Blocks.NumHeld()})
 		r.src.Finished(q.Group, now)
 		r.free = append(r.free, q)
+	}
+	if r.opt.Observe != nil {
+		r.opt.Observe(rec)
 	}
 	if err := r.pullArrival(); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package statesim
+package engine
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"statesim/scenarios"
-	"statesim/sched"
 )
 
 // The check shortcuts (verified KV prefixes, leased records; see
@@ -49,8 +48,8 @@ func TestMemoryBoundedByInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objects := map[any]bool{}
-	rep, err := Run(sc, Options{OnFinish: func(r *sched.Request) { objects[r] = true }})
+	objects := 0
+	rep, err := Run(sc, Options{newRequests: &objects})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +57,7 @@ func TestMemoryBoundedByInFlight(t *testing.T) {
 		t.Fatalf("%d of 30000 requests finished", rep.Finished)
 	}
 	// In flight: at most max_batch_rows running plus a short queue.
-	if n := len(objects); n > 2*rep.MaxBatchRows+256 {
+	if n := objects; n > 2*rep.MaxBatchRows+256 {
 		t.Errorf("%d request objects for 30000 requests with at most %d running: memory grows with the trace", n, rep.MaxBatchRows)
 	}
 }

@@ -1,16 +1,24 @@
-package statesim
+package explain
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
+	"statesim/engine"
 	"statesim/scenarios"
 )
 
 // Explain follows the imposter from its first (stale) decode to its end.
 func TestExplainImposter(t *testing.T) {
-	rep := mustRun(t, "imposter")
+	sc0, err := scenarios.Load("imposter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := engine.Run(sc0, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rep.Imposters) == 0 {
 		t.Fatal("no imposter to explain")
 	}

@@ -1,14 +1,17 @@
-package statesim
+package explain
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"statesim/backend"
 	"statesim/check"
+	"statesim/engine"
+	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
-	"statesim/statecache"
+	"statesim/step"
 )
 
 // Life is one request's history in a run, step by step: what the seeds'
@@ -19,7 +22,6 @@ type Life struct {
 	ArrivalNS  int64             `json:"arrival_ns"`
 	Group      int               `json:"group"`
 	Prompt     int               `json:"prompt_tokens"`
-	MaxTokens  int               `json:"max_tokens"`
 	FinishNS   int64             `json:"finish_ns"`
 	Outputs    int               `json:"output_tokens"`
 	CorruptAt  int64             `json:"corrupt_step"`
@@ -27,7 +29,7 @@ type Life struct {
 	Violations []check.Violation `json:"violations"`
 	// Tokens is the log-prob trace against the reference, from numeric
 	// backends that keep one.
-	Tokens []TokenTrace `json:"tokens,omitempty"`
+	Tokens []backend.TokenTrace `json:"tokens,omitempty"`
 }
 
 // LifeStep is one step the request took part in, or its preemption.
@@ -41,6 +43,7 @@ type LifeStep struct {
 	Region          string   `json:"region"`
 	Path            string   `json:"path"`
 	HasInitialState bool     `json:"has_initial_state"`
+	BatchIndex      int      `json:"batch_index"` // the row in the persistent input batch
 	BatchRows       int      `json:"batch_rows"`
 	BatchTokens     int      `json:"batch_tokens"`
 	Slots           []int32  `json:"slots"`
@@ -48,78 +51,47 @@ type LifeStep struct {
 	Stale           bool     `json:"stale"`           // the read slot was not this request's own state
 }
 
-// TokenTrace compares one generated token with the reference.
-type TokenTrace struct {
-	Index      int     `json:"index"`
-	Token      int32   `json:"token"`
-	EngineLP   float64 `json:"engine_logprob"`
-	ReferenceL float64 `json:"reference_logprob"`
-}
-
-// TokenTracer is implemented by numeric backends that can give one
-// request's generated tokens with engine and reference log-probs. KeepTrace
-// is called before the run for the request to follow.
-type TokenTracer interface {
-	KeepTrace(id int64)
-	TokenTrace(id int64) []TokenTrace
-}
-
-// Explain runs a scenario and returns the life of one request.
-func Explain(sc *scenarios.Scenario, id int64) (*Life, *Report, error) {
+// Explain runs a scenario and returns the life of one request, read from
+// the run's step records.
+func Explain(sc *scenarios.Scenario, id int64) (*Life, *report.Report, error) {
 	life := &Life{RequestID: id, CorruptAt: -1}
-	var cur *LifeStep
-	opt := Options{KeepAll: true}
-	opt.BeforeStep = func(e *StepEvent) {
-		cur = nil
-		for i := range e.Out.Rows {
-			row := &e.Out.Rows[i]
-			if int64(row.Req.ID) != id {
+	opt := engine.Options{KeepAll: true, Detail: step.Reads, Follow: id, Following: true}
+	opt.Observe = func(rec *step.Record) {
+		for _, p := range rec.Preempted {
+			if p == id {
+				life.Steps = append(life.Steps, LifeStep{Step: rec.Step, StartNS: int64(rec.Start), EndNS: int64(rec.Start), Preempted: true})
+			}
+		}
+		for i := range rec.Rows {
+			row := &rec.Rows[i]
+			if row.RequestID != id {
 				continue
 			}
-			r := row.Req
 			if !life.Found {
 				life.Found = true
-				life.ArrivalNS, life.Group, life.Prompt, life.MaxTokens = int64(r.ArrivalTime), r.Group, r.NumPromptTokens, r.MaxTokens
+				life.ArrivalNS, life.Group, life.Prompt = row.ArrivalNS, row.Group, row.NumPrompt
 			}
-			s := LifeStep{Step: e.Out.Step, StartNS: int64(e.Start), Scheduled: row.NumScheduled, Computed: row.NumComputed,
+			s := LifeStep{Step: rec.Step, StartNS: int64(rec.Start), EndNS: int64(rec.End), Scheduled: row.NumScheduled, Computed: row.NumComputed,
 				Region: row.Region.String(), Path: row.Path.String(), HasInitialState: row.HasInitialState,
-				BatchRows: len(e.Out.Rows), BatchTokens: e.Out.NumScheduledTokens, Slots: append([]int32(nil), r.Blocks.Mamba...)}
+				BatchIndex: row.BatchIndex, BatchRows: len(rec.Rows), BatchTokens: rec.NumScheduledTokens,
+				Slots: append([]int32(nil), row.StateBlocks...)}
 			reads := row.Path == sched.PathDecode || row.HasInitialState
-			for _, slot := range r.Blocks.Mamba {
-				p := e.Sym.Prov.Get(slot)
-				s.SlotProvenance = append(s.SlotProvenance, describeProv(p, statecache.RequestID(id)))
-				if reads && !e.Sym.Prov.StateValid(slot, r.ID, row.NumComputed) {
+			for _, rd := range row.Reads {
+				s.SlotProvenance = append(s.SlotProvenance, rd.Describe)
+				if reads && !rd.Own {
 					s.Stale = true
 				}
 			}
 			life.Steps = append(life.Steps, s)
-			cur = &life.Steps[len(life.Steps)-1]
+			life.CorruptAt = row.CorruptStep
 		}
-		for _, p := range e.Out.Preempted {
-			if int64(p.ID) == id {
-				life.Steps = append(life.Steps, LifeStep{Step: e.Out.Step, StartNS: int64(e.Start), EndNS: int64(e.Start), Preempted: true})
+		for _, f := range rec.Finished {
+			if f.RequestID == id {
+				life.FinishNS, life.Outputs = f.FinishNS, f.NumOutputTokens
 			}
 		}
 	}
-	opt.OnStep = func(e *StepEvent) {
-		if cur != nil {
-			cur.EndNS = int64(e.End)
-			if c := cur; c.Step == e.Out.Step {
-				for i := range e.Out.Rows {
-					if int64(e.Out.Rows[i].Req.ID) == id {
-						life.CorruptAt = e.Out.Rows[i].Req.CorruptStep
-					}
-				}
-			}
-		}
-	}
-	opt.OnFinish = func(r *sched.Request) {
-		if int64(r.ID) == id {
-			life.FinishNS, life.Outputs = int64(r.FinishTime), r.NumOutputTokens
-		}
-	}
-	opt.follow, opt.following = id, true
-	rep, err := Run(sc, opt)
+	rep, err := engine.Run(sc, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -128,26 +100,8 @@ func Explain(sc *scenarios.Scenario, id int64) (*Life, *Report, error) {
 			life.Violations = append(life.Violations, v)
 		}
 	}
-	life.Tokens = rep.tokens
+	life.Tokens = rep.Tokens
 	return life, rep, nil
-}
-
-func describeProv(p statecache.Provenance, self statecache.RequestID) string {
-	switch {
-	case p.Content == statecache.Zero:
-		return "zeros"
-	case p.Clobber:
-		return fmt.Sprintf("CLOBBERED by request %d (write meant for slot %d, step %d)", p.Writer, p.Intended, p.Step)
-	case p.Writer == self && p.Content == statecache.State:
-		t := ""
-		if p.Tainted {
-			t = ", tainted"
-		}
-		return fmt.Sprintf("own state, %d tokens%s", p.Tokens, t)
-	case p.Content == statecache.KV:
-		return fmt.Sprintf("KV of request %d (%d tokens, step %d)", p.Writer, p.Tokens, p.Step)
-	}
-	return fmt.Sprintf("state of request %d (%d tokens, step %d)", p.Writer, p.Tokens, p.Step)
 }
 
 // WriteText renders a life for a terminal. Runs of ordinary decode steps
@@ -160,8 +114,8 @@ func (l *Life) WriteText(w io.Writer) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	p("request %d: arrived at %.6f s (group %d), prompt %d tokens, max_tokens %d\n", l.RequestID, float64(l.ArrivalNS)/1e9, l.Group, l.Prompt, l.MaxTokens)
-	p("%7s %12s %6s %8s %-8s %-8s %-5s %5s  %s\n", "step", "start (s)", "sched", "computed", "region", "path", "init", "rows", "slot[0] at read time")
+	p("request %d: arrived at %.6f s (group %d), prompt %d tokens\n", l.RequestID, float64(l.ArrivalNS)/1e9, l.Group, l.Prompt)
+	p("%7s %12s %6s %8s %-8s %-8s %-5s %5s %5s  %s\n", "step", "start (s)", "sched", "computed", "region", "path", "init", "row", "rows", "slot[0] at read time")
 	for i := 0; i < len(l.Steps); i++ {
 		s := l.Steps[i]
 		if s.Preempted {
@@ -188,7 +142,7 @@ func (l *Life) WriteText(w io.Writer) error {
 		if s.Computed == 0 && s.Path == "decode" {
 			mark += "   <-- NEW REQUEST ON THE DECODE PATH"
 		}
-		p("%7d %12.6f %6d %8d %-8s %-8s %-5v %5d  %s%s\n", s.Step, float64(s.StartNS)/1e9, s.Scheduled, s.Computed, s.Region, s.Path, s.HasInitialState, s.BatchRows, prov, mark)
+		p("%7d %12.6f %6d %8d %-8s %-8s %-5v %5d %5d  %s%s\n", s.Step, float64(s.StartNS)/1e9, s.Scheduled, s.Computed, s.Region, s.Path, s.HasInitialState, s.BatchIndex, s.BatchRows, prov, mark)
 	}
 	p("finished at %.6f s with %d output tokens\n", float64(l.FinishNS)/1e9, l.Outputs)
 	if l.CorruptAt >= 0 {

@@ -1,0 +1,15 @@
+package engine
+
+import (
+	"os"
+	"testing"
+)
+
+// Built-in scenarios name repository files (azure-conv's trace) relative
+// to the repository root.
+func TestMain(m *testing.M) {
+	if err := os.Chdir(".."); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"statesim/backend"
+	"statesim/check"
+	"statesim/model"
+	"statesim/report"
+	"statesim/scenarios"
+	"statesim/statecache"
+)
+
+// maxDivergent bounds the divergent requests a report lists; the
+// backend's stats count all.
+const maxDivergent = 1000
+
+func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks int, ix statecache.StateIndex) *report.Report {
+	r := &report.Report{
+		Scenario: sc.Name, Seed: sc.Seed, VLLMVersion: sc.Engine.VLLMVersion, Backend: sc.Backend.Kind,
+		StateIndexBits: sc.Engine.StateIndexBits, ForcePrefill: sc.Engine.ForcePrefillPath,
+		Model: report.RModel{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
+		Cache: report.RCache{NumGPUBlocks: nBlocks, FromOverride: sc.Engine.NumGPUBlocksOverride > 0, BlockSize: l.BlockSize,
+			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
+			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
+	}
+	if sh.NumMambaLayers() > 0 {
+		r.Model.DInner, r.Model.DState = sh.DInner(), sh.MambaDState
+		r.Cache.FirstWrappingSlot = ix.FirstWrappingSlot()
+	}
+	return r
+}
+
+func (r *runner) finishReport() {
+	rep := r.rep
+	for _, inv := range check.All() {
+		rep.Invariants = append(rep.Invariants, report.InvariantCount{Name: inv.String(), Count: r.rec.Count(inv)})
+	}
+	rep.Violations = sortedViolations(r.rec)
+	if rep.Violations == nil {
+		rep.Violations = []check.Violation{}
+	}
+	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
+	rep.MisclassifiedRows = r.sym.Stats.Misclassified
+	rep.CorruptedRequests = r.sym.Stats.CorruptedRequests
+	rep.Cache.HighestSlot = int64(r.sym.Stats.HighestSlot)
+	rep.Cache.HighestBlock = int64(r.kv.Pool.HighWater)
+	rep.MaxBatchRows = r.metrics.maxRunning
+	rep.RowSteps = r.metrics.rowSteps
+	if rep.SimTimeS > 0 {
+		rep.Throughput.RequestsPerS = round3(float64(rep.Finished) / rep.SimTimeS)
+		rep.Throughput.OutputTokensPerS = round3(float64(rep.OutputTokens) / rep.SimTimeS)
+	}
+	rep.SimTimeS = round3(rep.SimTimeS*1e3) / 1e3
+	rep.Latency.TTFT = percentiles(&r.metrics.ttft)
+	rep.Latency.ITL = percentiles(&r.metrics.itl)
+	rep.Latency.E2E = percentiles(&r.metrics.e2e)
+	rep.Latency.Queue = percentiles(&r.metrics.queue)
+	r.metrics.closeRate(r.loop.Now())
+	rep.Throughput.OutputTokensPerSWindows = ratePercentiles(&r.metrics.rate)
+	if x, ok := r.be.(backend.Extra); ok {
+		k, v := x.ReportExtra()
+		rep.Extra = map[string]any{k: v}
+	}
+	// Requests still in flight (a stalled run) are compared too.
+	if f, ok := r.be.(backend.Flusher); ok {
+		f.FlushPending()
+	}
+	if d, ok := r.be.(backend.Differ); ok {
+		st := d.Stats()
+		rep.Divergence = &st
+		rep.DivergentRequests = d.Divergences()
+		if len(rep.DivergentRequests) > maxDivergent {
+			rep.DivergentRequests = rep.DivergentRequests[:maxDivergent]
+		}
+		if rep.DivergentRequests == nil {
+			rep.DivergentRequests = []backend.Divergence{}
+		}
+	}
+}

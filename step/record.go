@@ -1,0 +1,164 @@
+package step
+
+import (
+	"statesim/invariant"
+	"statesim/sched"
+	"statesim/sim"
+)
+
+// Detail selects the optional, costlier parts of a Record.
+type Detail uint8
+
+const (
+	// Reads fills Row.Reads: the provenance of every state block a row's
+	// Mamba kernels saw (explain).
+	Reads Detail = 1 << iota
+	// Holdings fills Record.Held: every block in a running request's
+	// table with the pool's own view of its holder (the property observer).
+	Holdings
+)
+
+// Record is one executed step.
+type Record struct {
+	Step       int64
+	Start, End sim.Time
+	// NumScheduledTokens is the step's token total; NumDecodes the rows on
+	// the Mamba decode path (Rows[:NumDecodes]).
+	NumScheduledTokens int
+	NumDecodes         int
+	// Rows are the batch in the order the model runner executes it.
+	Rows []Row
+	// Preempted are the requests preempted (recompute) while scheduling.
+	Preempted []int64
+
+	// Violations found in this step, by every checker, in the order found;
+	// Detail is empty past the recorder's keep limit. Counts is exact.
+	Violations []invariant.Violation
+	Counts     [invariant.NumInvariants]int32
+	// Wrapped are the state writes whose address wrapped (bug B).
+	Wrapped []Wrap
+	// Imposters counts rows of new requests on the decode path that read
+	// another request's bytes (bug A caught in the act).
+	Imposters int32
+
+	// Queue and pool, as the step ended (before finished requests left).
+	Waiting, Running int
+	NumBlocks        int // the pool, null block included
+	BlocksHeld       int
+	BlocksFree       int
+	// BlocksHeldByRunning sums the running requests' tables.
+	BlocksHeldByRunning int
+	// StateBlocksHeld counts state blocks in running requests' tables.
+	StateBlocksHeld int
+	// HighestSlot is the highest state slot any kernel has addressed so
+	// far in the run.
+	HighestSlot int32
+	// Held lists every block of every running request's table (Holdings).
+	Held []Holding
+
+	// Finished are the requests that completed at the end of this step.
+	Finished []Finished
+}
+
+// Row is one request's part of a step.
+type Row struct {
+	RequestID int64
+	// Group is the workload group (RL training step, batch); -1 for none.
+	Group int
+	// BatchIndex is the request's row in the persistent input batch.
+	BatchIndex int
+	// NumScheduled is the query length; NumComputed the request's
+	// num_computed_tokens as the model runner sees it (before the step).
+	NumScheduled, NumComputed, NumPrompt int
+	// NumOutput is the tokens the request had generated before the step.
+	NumOutput      int
+	NumPreemptions int
+	ArrivalNS      int64
+	Kind           sched.Kind
+	Region         sched.Region
+	// Path is the Mamba metadata builder's kernel path.
+	Path            sched.Path
+	HasInitialState bool
+	// StateBlocks are the row's state blocks, one per Mamba group.
+	StateBlocks []int32
+	// BlocksShort is how many blocks the row's table lacks for its tokens
+	// (0 when the scheduler allocated what it scheduled).
+	BlocksShort int
+	// Status is the request's status when scheduled (running, unless a
+	// policy broke the rules).
+	Status sched.Status
+	// CorruptStep is the step since which the request's state is corrupt
+	// (-1: clean), as of the end of the step.
+	CorruptStep int64
+	// Reads are the state blocks the kernels read (Detail Reads).
+	Reads []Read
+}
+
+// Samples reports whether the row computes every token its request
+// knows, so that the step samples a token for it.
+func (r *Row) Samples() bool { return r.NumComputed+r.NumScheduled >= r.NumPrompt+r.NumOutput }
+
+// Imposter reports a row of a request with no state on the decode path.
+func (r *Row) Imposter() bool { return r.Kind.IsNew() && r.Path == sched.PathDecode }
+
+// Wrap is one wrapped state write: the prefill kernel's address for
+// Slot, formed in too few bits, landed in blocks [First, Last].
+type Wrap struct {
+	RequestID   int64
+	Group       int
+	Slot        int32
+	First, Last int32
+}
+
+// Read is one state block as a kernel found it.
+type Read struct {
+	Block int32
+	// Own: the bytes are the reader's own state after exactly the tokens
+	// it has computed.
+	Own bool
+	// Describe is what the block held, in words.
+	Describe string
+}
+
+// Holding is one block in a running request's table.
+type Holding struct {
+	Block int32
+	// Table is the request whose table lists the block; Pool the holder
+	// the block pool records.
+	Table, Pool int64
+}
+
+// Finished is a request that completed.
+type Finished struct {
+	RequestID       int64
+	Group           int
+	NumPromptTokens int
+	NumOutputTokens int
+	ArrivalNS       int64
+	FirstTokenNS    int64
+	LastTokenNS     int64
+	FinishNS        int64
+	// BlocksHeld is what its table still held once it was freed (0).
+	BlocksHeld int
+}
+
+// Reset empties r for the next step, keeping its buffers.
+func (r *Record) Reset() {
+	rows, pre, vio, wr, held, fin := r.Rows[:0], r.Preempted[:0], r.Violations[:0], r.Wrapped[:0], r.Held[:0], r.Finished[:0]
+	*r = Record{Rows: rows, Preempted: pre, Violations: vio, Wrapped: wr, Held: held, Finished: fin}
+}
+
+// AddRow appends an empty row, reusing the buffers of the row that last
+// stood at that position.
+func (r *Record) AddRow() *Row {
+	n := len(r.Rows)
+	if n < cap(r.Rows) {
+		r.Rows = r.Rows[:n+1]
+		row := &r.Rows[n]
+		sb, rd := row.StateBlocks[:0], row.Reads[:0]
+		*row = Row{StateBlocks: sb, Reads: rd}
+		return row
+	}
+	r.Rows = append(r.Rows, Row{})
+	return &r.Rows[n]
+}
