@@ -1,0 +1,153 @@
+package statesim
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// layer ranks every package of the module: a package may import only
+// packages of a lower rank, so data flows one way — the core yields values,
+// the engine drives it and yields step records and a report, and the
+// readers (explain, plot, timeline, sweep, prop) only read those. A new
+// package takes a rank here, which is the point: its place is a decision.
+var layer = map[string]int{
+	// foundations: time and randomness, names, shapes, trace formats
+	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
+	// the core state machines
+	"statecache": 1, "workload": 1,
+	"sched": 2,
+	// what a step did, as values; the scenario language
+	"step": 3, "scenarios": 3,
+	"check": 4,
+	// backends: the interface and the symbolic one, then the others
+	"backend":      5,
+	"backend/mock": 6, "report": 6,
+	// the CUDA backend composes the mock (its shadow and reference)
+	"backend/cuda": 7, "engine": 7, "refmodel": 7,
+	// readers of step records and reports; GPU experiments
+	"explain": 8, "plot": 8, "timeline": 8, "prop": 8, "gpuconfirm": 8,
+	"sweep":            9,
+	"scenarios/sweeps": 10,
+	// the thin public entry point and the command
+	".":            11,
+	"cmd/statesim": 12,
+}
+
+// Readers of records must not reach into the cache or a numeric backend.
+var readers = []string{"explain", "plot", "timeline", "sweep", "prop", "report"}
+var internals = []string{"statecache", "backend/mock", "backend/cuda"}
+
+// moduleImports maps each package directory (relative, "." for the root)
+// to the module packages its non-test files import, whatever their build
+// tags (a cuda-only file must respect the layers too).
+func moduleImports(t *testing.T, root, module string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || name == "bin" || name == "out") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		dir = filepath.ToSlash(dir)
+		if _, ok := out[dir]; !ok {
+			out[dir] = nil
+		}
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			switch {
+			case p == module:
+				out[dir] = append(out[dir], ".")
+			case strings.HasPrefix(p, module+"/"):
+				out[dir] = append(out[dir], strings.TrimPrefix(p, module+"/"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// layerViolations checks imports against the ranks.
+func layerViolations(imports map[string][]string) []string {
+	var bad []string
+	dirs := make([]string, 0, len(imports))
+	for d := range imports {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		rank, ok := layer[d]
+		if !ok {
+			bad = append(bad, "package "+d+" has no rank in layering_test.go's layer table: give it one")
+			continue
+		}
+		seen := map[string]bool{}
+		for _, imp := range imports[d] {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			r, ok := layer[imp]
+			switch {
+			case !ok:
+				bad = append(bad, d+" imports "+imp+", which has no rank")
+			case r >= rank:
+				bad = append(bad, d+" imports "+imp+": a package may import only lower layers")
+			}
+			for _, rd := range readers {
+				for _, in := range internals {
+					if d == rd && imp == in {
+						bad = append(bad, d+" imports "+imp+": readers see step records and reports, not the cache or a backend's internals")
+					}
+				}
+			}
+		}
+	}
+	return bad
+}
+
+func TestLayering(t *testing.T) {
+	for _, v := range layerViolations(moduleImports(t, ".", "statesim")) {
+		t.Error(v)
+	}
+}
+
+// The check can fail: an upward import, a reader reaching into the cache,
+// and an unranked package are each reported.
+func TestLayeringCatchesViolations(t *testing.T) {
+	got := layerViolations(map[string][]string{
+		"sched":    {"engine"},
+		"plot":     {"statecache"},
+		"newthing": {"sim"},
+	})
+	want := []string{"newthing has no rank", "plot imports statecache: readers", "sched imports engine: a package may import only lower"}
+	if len(got) != len(want) {
+		t.Fatalf("got %q", got)
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("violation %d = %q, want it to mention %q", i, got[i], want[i])
+		}
+	}
+}
