@@ -77,6 +77,10 @@ type BackendSpec struct {
 	DivergenceThreshold float64 `yaml:"divergence_threshold" json:"divergence_threshold"`
 	// WeightSeed seeds the numeric model's weights (0: the scenario seed).
 	WeightSeed uint64 `yaml:"weight_seed" json:"weight_seed,omitempty"`
+	// Shadow (cuda only) also runs the mock engine on every batch, so that
+	// the report's extra.cuda.parity compares the GPU's log-probs with the
+	// mock's token by token (gpu-confirm sets it).
+	Shadow bool `yaml:"shadow" json:"shadow,omitempty"`
 }
 
 // Timing is the step-time model: a step costs overhead + prefill tokens ×
@@ -194,6 +198,9 @@ func (s *Scenario) Validate() error {
 	case "symbolic", "mock", "cuda":
 	default:
 		return fe("backend.kind", "unknown %q (want symbolic, mock or cuda)", s.Backend.Kind)
+	}
+	if s.Backend.Shadow && s.Backend.Kind != "cuda" {
+		return fe("backend.shadow", "only the cuda backend runs a shadow (the mock engine beside it), not %s", s.Backend.Kind)
 	}
 	if !(s.Backend.DivergenceThreshold > 0) {
 		return fe("backend.divergence_threshold", "must be > 0, got %g", s.Backend.DivergenceThreshold)
