@@ -59,12 +59,25 @@ func invariantProp(name, doc string, extra func(*Outcome, *Params) string, invs 
 	}}
 }
 
+// joinFound joins the non-empty observations.
+func joinFound(obs ...string) string {
+	var found []string
+	for _, s := range obs {
+		if s != "" {
+			found = append(found, s)
+		}
+	}
+	return strings.Join(found, "; ")
+}
+
 // All lists the properties in the order they are checked.
 func All() []Property {
 	return []Property{
 		invariantProp("no-decode-before-prefill",
 			"a request with no computed tokens never takes a Mamba decode path",
-			func(o *Outcome, _ *Params) string { return o.DecodeBeforePrefill }, check.NoDecodeBeforePrefill),
+			func(o *Outcome, _ *Params) string {
+				return joinFound(o.DecodeBeforePrefill, o.Classification)
+			}, check.NoDecodeBeforePrefill),
 		invariantProp("stale-slot-read",
 			"a kernel never reads a state slot or KV block holding bytes not its own", nil,
 			check.StaleSlotRead),

@@ -26,6 +26,10 @@ type Outcome struct {
 	Err error
 	// Observed problems, first occurrence each ("" = none).
 	Budget, Seqs, Conservation, DecodeBeforePrefill string
+	// Classification is the first row whose kernel path (or the batch
+	// order) disagrees with the version's rules, re-derived from the
+	// rows' token counts (classRules).
+	Classification string
 }
 
 // Runner builds and runs generated scenarios. Trace files go to Dir,
@@ -115,15 +119,20 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
 	var seenAt []int64
 	var seenBy []int64
 	hasMamba := sc.Model.Shape.NumMambaLayers() > 0
+	cls := newClassifier(sc.Engine.VLLMVersion, sc.Engine.ForcePrefillPath)
+	decodeNoState := func(rec *step.Record, row *step.Row, derived sched.Path) {
+		if hasMamba && o.DecodeBeforePrefill == "" {
+			o.DecodeBeforePrefill = fmt.Sprintf("step %d: request %d with 0 computed tokens and %d scheduled is on the Mamba decode path (recorded %s, the version's rules give %s)",
+				rec.Step, row.RequestID, row.NumScheduled, row.Path, derived)
+		}
+	}
 	return func(rec *step.Record) {
+		if s := cls.check(rec, decodeNoState); s != "" && o.Classification == "" {
+			o.Classification = s
+		}
 		sum := 0
 		for i := range rec.Rows {
-			row := &rec.Rows[i]
-			sum += row.NumScheduled
-			if hasMamba && row.NumComputed == 0 && row.Path == sched.PathDecode && o.DecodeBeforePrefill == "" {
-				o.DecodeBeforePrefill = fmt.Sprintf("step %d: request %d with 0 computed tokens and %d scheduled is on the Mamba decode path",
-					rec.Step, row.RequestID, row.NumScheduled)
-			}
+			sum += rec.Rows[i].NumScheduled
 		}
 		if sum > sc.Engine.MaxNumBatchedTokens && o.Budget == "" {
 			o.Budget = fmt.Sprintf("step %d scheduled %d tokens, max_num_batched_tokens %d", rec.Step, sum, sc.Engine.MaxNumBatchedTokens)

@@ -1,0 +1,163 @@
+package prop
+
+import (
+	"fmt"
+	"strings"
+
+	"statesim/sched"
+	"statesim/step"
+)
+
+// The observer's own reading of vLLM's batch classification. It sees only
+// a step record's rows, in the batch order the record gives, and each
+// row's scheduled, computed and prompt tokens; it never reads the Path or
+// Region the scheduler chose, so a mistake in sched's classifier shows up
+// as a disagreement instead of being copied.
+
+// classRule is one vLLM version's batch reorder and Mamba split, as
+// functions of a row's query length q, num_computed_tokens c and
+// num_prompt_tokens p.
+type classRule struct {
+	// region is the reorder's region rank: rows must come in
+	// non-decreasing rank. nil: the version does not reorder.
+	region func(q, c, p int) int
+	// decode reports whether a row may continue the Mamba decode
+	// segment: the split takes the leading rows while it holds.
+	decode func(q, c, p int) bool
+}
+
+// decodeThreshold is the Mamba builders' reorder_batch_threshold.
+const decodeThreshold = 1
+
+// classRules maps each vllm_version to its rules. A version sched knows
+// and this table does not fails every run's no-decode-before-prefill
+// property (and TestEveryVersionHasAClassRule), rather than being judged
+// by some other version's rules.
+var classRules = map[string]classRule{
+	// vLLM ≤ 0.13: the reorder puts q ≤ threshold first whatever c is,
+	// and the split takes the leading rows by query length
+	// (split_decodes_and_prefills), so a new 1-token row is a decode.
+	"v0.13": {region: regionByQueryLen, decode: byQueryLen},
+	// v0.14 (#32118): the reorder puts c == 0 last, but the split still
+	// goes by query length alone.
+	"v0.14": {region: regionComputedLast, decode: byQueryLen},
+	// The fix: the split also stops at a row still prefilling (c < p).
+	"fixed": {region: regionComputedLast, decode: doneDecoding},
+	// V0's control: no reorder, and Mamba1 always took the prefill path.
+	"v0": {decode: never},
+}
+
+// Rules for versions after #37303 (four-region reorder, Mamba builders
+// passing treat_short_extends_as_decodes=False); VLLM-FACTS-CURRENT §6.
+// A version that models it takes {region: regionFour, decode:
+// doneDecoding} in classRules.
+
+// regionByQueryLen: decode (q ≤ 1), extend (c > 0), prefill.
+func regionByQueryLen(q, c, _ int) int {
+	switch {
+	case q <= decodeThreshold:
+		return 0
+	case c > 0:
+		return 1
+	}
+	return 2
+}
+
+// regionComputedLast: prefill (c == 0) last, then decode (q ≤ 1) before
+// extend.
+func regionComputedLast(q, c, _ int) int {
+	switch {
+	case c == 0:
+		return 2
+	case q <= decodeThreshold:
+		return 0
+	}
+	return 1
+}
+
+// regionFour is reorder_batch_to_split_decodes_and_prefills after #37303:
+// decode, short extend, long extend, prefill.
+func regionFour(q, c, p int) int {
+	switch {
+	case c == 0:
+		return 3
+	case q > decodeThreshold:
+		return 2
+	case c < p:
+		return 1
+	}
+	return 0
+}
+
+func byQueryLen(q, _, _ int) bool { return q <= decodeThreshold }
+
+// doneDecoding is the split with is_prefilling (c < p) consulted: only a
+// short row whose prompt is computed is a decode. c ≥ p ≥ 1 implies the
+// row has state.
+func doneDecoding(q, c, p int) bool { return q <= decodeThreshold && c > 0 && c >= p }
+
+func never(int, int, int) bool { return false }
+
+// classifier re-derives each row's path for one scenario's version.
+type classifier struct {
+	version      string
+	rule         classRule
+	known        bool
+	forcePrefill bool
+}
+
+func newClassifier(version string, forcePrefill bool) classifier {
+	r, ok := classRules[version]
+	return classifier{version: version, rule: r, known: ok, forcePrefill: forcePrefill}
+}
+
+// check returns the first disagreement between rec and the version's
+// rules ("" when none): a row out of the reorder's region order, or a row
+// whose kernel path or has_initial_state differs from what the rules
+// give. decodeNoState is called for every row the rules or the record put
+// on the decode path with no computed tokens.
+func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record, row *step.Row, derived sched.Path)) string {
+	if !k.known {
+		known := make([]string, 0, len(classRules))
+		for _, v := range sched.VersionNames() {
+			if _, ok := classRules[v]; ok {
+				known = append(known, v)
+			}
+		}
+		return fmt.Sprintf("vllm_version %q has no classification rule in prop's classRules (rules for: %s): add its row",
+			k.version, strings.Join(known, ", "))
+	}
+	first := ""
+	note := func(format string, a ...any) {
+		if first == "" {
+			first = fmt.Sprintf("step %d: ", rec.Step) + fmt.Sprintf(format, a...)
+		}
+	}
+	decoding := !k.forcePrefill
+	prev := -1
+	for i := range rec.Rows {
+		row := &rec.Rows[i]
+		q, c, p := row.NumScheduled, row.NumComputed, row.NumPrompt
+		if k.rule.region != nil {
+			reg := k.rule.region(q, c, p)
+			if reg < prev {
+				note("request %d (row %d: %d scheduled, %d computed, %d prompt) comes after a row of a later %s region",
+					row.RequestID, i, q, c, p, k.version)
+			}
+			prev = max(prev, reg)
+		}
+		decoding = decoding && k.rule.decode(q, c, p)
+		want, init := sched.PathPrefill, c > 0
+		if decoding {
+			want, init = sched.PathDecode, true
+		}
+		if row.Path != want || row.HasInitialState != init {
+			note("request %d (row %d: %d scheduled, %d computed, %d prompt) is on the %s path (has_initial_state %v); %s's rules give %s (%v)",
+				row.RequestID, i, q, c, p, row.Path, row.HasInitialState, k.version, want, init)
+		}
+		if c == 0 && (want == sched.PathDecode || row.Path == sched.PathDecode) {
+			decodeNoState(rec, row, want)
+		}
+	}
+	return first
+}
