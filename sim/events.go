@@ -34,19 +34,23 @@ func (a *Event) before(b *Event) bool {
 // time: the invariant "time never goes back" is enforced here, once.
 var ErrTimeWentBack = errors.New("sim: event scheduled in the past")
 
-// Loop is a min-heap of events plus the virtual clock. It is not safe for
-// concurrent use; a run owns exactly one Loop.
+// Loop is the pending events, kept sorted latest-first so that the next
+// event is the last element, plus the virtual clock. The engine pulls
+// arrivals lazily, so only a handful of events are ever pending: a sorted
+// slice beats a heap at that size (insertion scans from the end, where the
+// soonest events are; popping is O(1)). It is not safe for concurrent use;
+// a run owns exactly one Loop.
 type Loop struct {
-	now  Time
-	seq  uint64
-	heap []Event
+	now    Time
+	seq    uint64
+	events []Event // sorted: events[i+1].before(&events[i])
 }
 
 // Now is the current simulated time.
 func (l *Loop) Now() Time { return l.now }
 
 // Len is the number of pending events.
-func (l *Loop) Len() int { return len(l.heap) }
+func (l *Loop) Len() int { return len(l.events) }
 
 // Schedule adds an event at absolute time at.
 func (l *Loop) Schedule(at Time, p Priority, kind uint8, arg int64) error {
@@ -54,62 +58,36 @@ func (l *Loop) Schedule(at Time, p Priority, kind uint8, arg int64) error {
 		return fmt.Errorf("%w: at %v, now %v (kind %d)", ErrTimeWentBack, at, l.now, kind)
 	}
 	l.seq++
-	l.heap = append(l.heap, Event{At: at, Priority: p, Seq: l.seq, Kind: kind, Arg: arg})
-	l.up(len(l.heap) - 1)
+	e := Event{At: at, Priority: p, Seq: l.seq, Kind: kind, Arg: arg}
+	// Find the first position from the end whose event is not after e:
+	// e goes just before it (e is later than everything behind it).
+	i := len(l.events)
+	l.events = append(l.events, e)
+	for i > 0 && l.events[i-1].before(&e) {
+		l.events[i] = l.events[i-1]
+		i--
+	}
+	l.events[i] = e
 	return nil
 }
 
 // Next pops the earliest event and advances the clock to it.
 func (l *Loop) Next() (Event, bool) {
-	if len(l.heap) == 0 {
+	n := len(l.events)
+	if n == 0 {
 		return Event{}, false
 	}
-	e := l.heap[0]
-	last := len(l.heap) - 1
-	l.heap[0] = l.heap[last]
-	l.heap = l.heap[:last]
-	if last > 0 {
-		l.down(0)
-	}
+	e := l.events[n-1]
+	l.events = l.events[:n-1]
 	l.now = e.At
 	return e, true
 }
 
 // Peek returns the earliest pending event without removing it.
 func (l *Loop) Peek() (Event, bool) {
-	if len(l.heap) == 0 {
+	n := len(l.events)
+	if n == 0 {
 		return Event{}, false
 	}
-	return l.heap[0], true
-}
-
-func (l *Loop) up(i int) {
-	h := l.heap
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h[i].before(&h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (l *Loop) down(i int) {
-	h := l.heap
-	n := len(h)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if r := c + 1; r < n && h[r].before(&h[c]) {
-			c = r
-		}
-		if !h[c].before(&h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
+	return l.events[n-1], true
 }

@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"sort"
+	"testing"
+)
 
 func TestEventOrder(t *testing.T) {
 	var l Loop
@@ -43,5 +46,41 @@ func TestStreamsIndependentAndReproducible(t *testing.T) {
 	}
 	if NewStreams(43).Stream("workload").Uint64() == a.Stream("workload").Uint64() {
 		t.Error("different seeds should give different streams")
+	}
+}
+
+// The loop pops events in (time, priority, sequence) order whatever the
+// insertion order: checked against a sort of the same events.
+func TestEventOrderMatchesSort(t *testing.T) {
+	var l Loop
+	type key struct {
+		at  Time
+		p   Priority
+		seq int64
+	}
+	var want []key
+	x := uint64(12345)
+	for i := int64(0); i < 500; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		at, p := Time(x>>58), Priority(x>>40&3)
+		if err := l.Schedule(at, p, 0, i); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, key{at, p, i})
+	}
+	sort.SliceStable(want, func(i, j int) bool {
+		if want[i].at != want[j].at {
+			return want[i].at < want[j].at
+		}
+		return want[i].p < want[j].p
+	})
+	for i, w := range want {
+		e, ok := l.Next()
+		if !ok || e.At != w.at || e.Priority != w.p || e.Arg != w.seq {
+			t.Fatalf("event %d = %+v, want %+v", i, e, w)
+		}
+	}
+	if l.Len() != 0 {
+		t.Fatalf("%d events left", l.Len())
 	}
 }

@@ -142,10 +142,19 @@ type Finished struct {
 	BlocksHeld int
 }
 
-// Reset empties r for the next step, keeping its buffers.
+// Reset empties r for the next step, keeping its buffers. Field by field:
+// a whole-struct assignment of a value holding slices is a typed copy with
+// write barriers, and this runs once per simulated step.
 func (r *Record) Reset() {
-	rows, pre, vio, wr, held, fin := r.Rows[:0], r.Preempted[:0], r.Violations[:0], r.Wrapped[:0], r.Held[:0], r.Finished[:0]
-	*r = Record{Rows: rows, Preempted: pre, Violations: vio, Wrapped: wr, Held: held, Finished: fin}
+	r.Step, r.Start, r.End = 0, 0, 0
+	r.NumScheduledTokens, r.NumDecodes = 0, 0
+	r.Rows, r.Preempted = r.Rows[:0], r.Preempted[:0]
+	r.Violations, r.Counts = r.Violations[:0], [invariant.NumInvariants]int32{}
+	r.Wrapped, r.Imposters = r.Wrapped[:0], 0
+	r.Waiting, r.Running = 0, 0
+	r.NumBlocks, r.BlocksHeld, r.BlocksFree = 0, 0, 0
+	r.BlocksHeldByRunning, r.StateBlocksHeld, r.HighestSlot = 0, 0, 0
+	r.Held, r.Finished = r.Held[:0], r.Finished[:0]
 }
 
 // AddRow appends an empty row, reusing the buffers of the row that last
