@@ -79,11 +79,16 @@ var regressions = []regression{
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
 }
 
-// TestRewriteRegressions regenerates scenarios/regressions from the
-// searches above: go test -run TestRewriteRegressions -statesim.rewrite-regressions .
+// TestRewriteRegressions reruns the searches above and requires them to
+// regenerate scenarios/regressions byte for byte, so a change that moves a
+// counterexample fails here, not silently. With
+// go test -run TestRewriteRegressions -statesim.rewrite-regressions .
+// it overwrites the kept files instead.
 func TestRewriteRegressions(t *testing.T) {
+	dir := regressionsDir
 	if !*rewrite {
-		t.Skip("pass -statesim.rewrite-regressions to regenerate " + regressionsDir)
+		dir = t.TempDir()
+		defer sameFiles(t, dir, regressionsDir)
 	}
 	r := newRunner(t)
 	for _, g := range regressions {
@@ -96,7 +101,7 @@ func TestRewriteRegressions(t *testing.T) {
 			t.Fatalf("%s: no counterexample", g.name)
 		}
 		by := "go test -run TestRewriteRegressions -statesim.rewrite-regressions . (search seed " + strconv.FormatInt(g.seed, 10) + ")"
-		w, err := prop.Write(r, res, regressionsDir, g.name, by)
+		w, err := prop.Write(r, res, dir, g.name, by)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,12 +114,39 @@ func TestRewriteRegressions(t *testing.T) {
 		res.Shrunk = &fixed
 		res.Err = nil
 		res.Property = g.prop + " (control: the same requests, " + label + ")"
-		w, err = prop.Write(r, res, regressionsDir, g.name+"-"+label, by)
+		w, err = prop.Write(r, res, dir, g.name+"-"+label, by)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.Join(w.Expect, " ") != "clean" {
 			t.Errorf("%s, %s, still violates %v", g.name, label, w.Expect)
+		}
+	}
+}
+
+// sameFiles requires every file written to got to equal its namesake in
+// want.
+func sameFiles(t *testing.T, got, want string) {
+	t.Helper()
+	files, err := os.ReadDir(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("the searches wrote nothing")
+	}
+	for _, f := range files {
+		g, err := os.ReadFile(filepath.Join(got, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.ReadFile(filepath.Join(want, f.Name()))
+		if err != nil {
+			t.Errorf("the searches wrote %s, which %s lacks (regenerate with -statesim.rewrite-regressions)", f.Name(), want)
+			continue
+		}
+		if string(g) != string(w) {
+			t.Errorf("%s: regenerated counterexample differs from the kept one (regenerate with -statesim.rewrite-regressions and say why)", f.Name())
 		}
 	}
 }
