@@ -1,0 +1,14 @@
+// Package engine replays one scenario: it owns the event loop (arrivals,
+// step starts and step ends on sim's virtual clock), drives the scheduler
+// and the backend through each step, checks the scheduler-level invariants,
+// keeps the run's metrics and step-time model, and writes the --trace
+// lines.
+//
+// Each simulated step yields one step.Record; Options.Observe receives it,
+// and everything downstream (report, explain, plots, timelines, sweeps, the
+// property observer) reads records and the final report.Report, never the
+// scheduler, the pool or a backend.
+//
+// Like the core it drives, it never reads the wall clock or a global RNG:
+// a run is a pure function of its scenario and seed.
+package engine
