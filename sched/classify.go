@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,45 +13,130 @@ const (
 	// V013: vLLM ≤ 0.13. is_decode = num_scheduled ≤ 1: a new request given
 	// one token is a decode (bug A).
 	V013 Version = iota
-	// V014: PR #32118. The reorder marks num_computed == 0 as prefill, but
-	// the Mamba split still goes by query length, so a new 1-token row
-	// can still reach the decode kernel.
+	// V014: PR #32118 (first in v0.14.0). The reorder marks num_computed
+	// == 0 as prefill, but the Mamba split still goes by query length, so
+	// a new 1-token row can still reach the decode kernel.
 	V014
-	// Fixed: the split also asks whether the request is still prefilling;
-	// a request with no state never takes the decode path.
-	Fixed
+	// V019: PR #37303 (merged 2026-03-17, first in v0.19.0): the
+	// four-region reorder (decode, short extend, long extend, prefill),
+	// and the Mamba builders split with treat_short_extends_as_decodes=
+	// False: every row still prefilling, new or not, takes the prefill
+	// path.
+	V019
+	// V022: PR #42430 (merged 2026-05-18, first in v0.22.0): 1-token
+	// chunks of requests that already have state (short extends) run as
+	// decodes; only rows with no state are forced to prefill.
+	V022
 	// V0: the old engine's control: separate prefill and decode steps, and
 	// Mamba1 always on the prefill path.
 	V0
+	numVersions
 )
 
-var versionNames = [...]string{"v0.13", "v0.14", "fixed", "v0"}
+// Fixed is the newest behaviour modelled ("fixed" in scenarios).
+const Fixed = V022
 
-func (v Version) String() string { return versionNames[v] }
+// Reorder is the region rule of reorder_batch_to_split_decodes_and_prefills
+// (vllm/v1/attention/backends/utils.py).
+type Reorder uint8
+
+const (
+	// ReorderQueryLen: is_decode = num_scheduled ≤ threshold; extend and
+	// prefill by num_computed among the rest (PR #27367 to v0.13).
+	ReorderQueryLen Reorder = iota
+	// ReorderNewLast: num_computed == 0 is prefill; decode and extend by
+	// query length among the rest (PR #32118).
+	ReorderNewLast
+	// ReorderFourRegion: decode, short extend, long extend, prefill (PR
+	// #37303).
+	ReorderFourRegion
+	// ReorderNone: no persistent-batch reorder (the V0 control).
+	ReorderNone
+)
+
+// Forced says which rows a split with treat_short_extends_as_decodes=False
+// ORs into is_prefill.
+type Forced uint8
+
+const (
+	ForceNone       Forced = iota // treat_short_extends_as_decodes=True (the default)
+	ForcePrefilling               // is_prefilling: num_computed < num_prompt (PR #37303)
+	ForceStateless                // no state yet: num_computed == 0 (PR #42430)
+)
+
+// Split is one metadata builder's split_decodes_and_prefills call. It is a
+// value, not code, so that builders with other flags (the GDN builder keeps
+// the default until #51565) and a CUDA-graph shape decision can be added as
+// more rows of a table.
+type Split struct {
+	// Off: every row on the prefill path (V0's Mamba1, force_prefill_path).
+	Off bool
+	// Force is what treat_short_extends_as_decodes=False adds to
+	// is_prefill; ForceNone keeps the default flag, whose shortcut makes a
+	// batch with max_query_len ≤ threshold all decodes.
+	Force Forced
+	// Threshold is decode_threshold; 0 means the Mamba builders' 1.
+	Threshold int
+}
+
+// Behaviour is what one version does to a scheduled batch.
+type Behaviour struct {
+	Name    string
+	Reorder Reorder
+	Mamba   Split // the Mamba1/Mamba2 builders (mamba_attn.py)
+}
+
+var behaviours = [numVersions]Behaviour{
+	V013: {"v0.13", ReorderQueryLen, Split{}},
+	V014: {"v0.14", ReorderNewLast, Split{}},
+	V019: {"v0.19", ReorderFourRegion, Split{Force: ForcePrefilling}},
+	V022: {"v0.22", ReorderFourRegion, Split{Force: ForceStateless}},
+	V0:   {"v0", ReorderNone, Split{Off: true}},
+}
+
+// aliases name releases whose batch behaviour is an earlier release's.
+var aliases = map[string]Version{"fixed": Fixed}
+
+// Behaviour is the version's reorder and split.
+func (v Version) Behaviour() Behaviour { return behaviours[v] }
+
+func (v Version) String() string { return behaviours[v].Name }
 
 // ParseVersion reads a vllm_version value.
 func ParseVersion(s string) (Version, error) {
-	for i, n := range versionNames {
-		if n == s {
+	for i := range behaviours {
+		if behaviours[i].Name == s {
 			return Version(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown vllm_version %q (known: %s)", s, strings.Join(versionNames[:], ", "))
+	if v, ok := aliases[s]; ok {
+		return v, nil
+	}
+	return 0, fmt.Errorf("unknown vllm_version %q (known: %s)", s, strings.Join(VersionNames(), ", "))
 }
 
-// VersionNames lists the known versions.
-func VersionNames() []string { return append([]string(nil), versionNames[:]...) }
+// VersionNames lists the known versions, then the aliases.
+func VersionNames() []string {
+	var n []string
+	for i := range behaviours {
+		n = append(n, behaviours[i].Name)
+	}
+	return append(n, "fixed")
+}
 
 // Region is where the batch reorder puts a row.
 type Region uint8
 
 const (
-	RegionDecode Region = iota
-	RegionExtend
-	RegionPrefill
+	RegionDecode      Region = iota
+	RegionShortExtend        // has state, query ≤ threshold, still prefilling (four-region reorder only)
+	RegionExtend             // has state, longer query (the "long extend")
+	RegionPrefill            // no state: num_computed == 0
 )
 
-func (r Region) String() string { return [...]string{"decode", "extend", "prefill"}[r] }
+func (r Region) String() string {
+	return [...]string{"decode", "short-extend", "extend", "prefill"}[r]
+}
 
 // Path is the kernel path a row takes in every Mamba layer.
 type Path uint8
@@ -65,9 +151,11 @@ func (p Path) String() string { return [...]string{"prefill", "decode"}[p] }
 // decodeThreshold is the Mamba backend's reorder_batch_threshold.
 const decodeThreshold = 1
 
-func (v Version) region(r *Row) Region {
-	q, c := r.NumScheduled, r.NumComputed
-	if v == V013 {
+// region is the row's region under rule o, with query length q, computed
+// tokens c and prompt length p.
+func (o Reorder) region(q, c, p int) Region {
+	switch o {
+	case ReorderQueryLen:
 		switch {
 		case q <= decodeThreshold:
 			return RegionDecode
@@ -75,8 +163,18 @@ func (v Version) region(r *Row) Region {
 			return RegionExtend
 		}
 		return RegionPrefill
+	case ReorderFourRegion:
+		switch {
+		case c == 0:
+			return RegionPrefill
+		case q > decodeThreshold:
+			return RegionExtend
+		case c < p:
+			return RegionShortExtend
+		}
+		return RegionDecode
 	}
-	switch {
+	switch { // ReorderNewLast; ReorderNone labels rows the same way
 	case c == 0:
 		return RegionPrefill
 	case q <= decodeThreshold:
@@ -85,38 +183,26 @@ func (v Version) region(r *Row) Region {
 	return RegionExtend
 }
 
-// Classify reorders rows into decode, extend and prefill regions (stable
-// within each region) and assigns each row its Mamba kernel path and
-// has_initial_state flag, as the given version does. forcePrefill is the
-// seeds' diagnostic: every row through the prefill path. It returns the
-// number of rows on the decode path (a prefix of rows). tmp is scratch of
-// at least len(rows).
+// Classify reorders rows, which are the persistent input batch in row
+// order, as the version's reorder does, and assigns each row its Mamba
+// kernel path and has_initial_state flag. forcePrefill is the seeds'
+// diagnostic: every row through the prefill path. It returns the number of
+// rows on the decode path (a prefix of rows). tmp is scratch of at least
+// len(rows).
 func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
-	if v != V0 {
-		for i := range rows {
-			rows[i].Region = v.region(&rows[i])
-		}
-		stablePartition(rows, tmp)
-	} else {
-		for i := range rows {
-			rows[i].Region = V014.region(&rows[i])
-		}
+	b := &behaviours[v]
+	for i := range rows {
+		r := &rows[i]
+		r.Region = b.Reorder.region(r.NumScheduled, r.NumComputed, r.Req.NumPromptTokens)
 	}
-	nd := 0
-	switch {
-	case forcePrefill || v == V0:
-		nd = 0
-	case v == Fixed:
-		for nd < len(rows) && rows[nd].NumScheduled <= decodeThreshold &&
-			rows[nd].NumComputed > 0 && rows[nd].NumComputed >= rows[nd].Req.NumPromptTokens {
-			nd++
-		}
-	default:
-		// split_decodes_and_prefills: by query length only.
-		for nd < len(rows) && rows[nd].NumScheduled <= decodeThreshold {
-			nd++
-		}
+	if b.Reorder != ReorderNone {
+		reorder(rows, tmp)
 	}
+	sp := b.Mamba
+	if forcePrefill {
+		sp.Off = true
+	}
+	nd := sp.numDecodes(rows)
 	for i := range rows {
 		if i < nd {
 			rows[i].Path = PathDecode
@@ -129,21 +215,78 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 	return nd
 }
 
-func stablePartition(rows, tmp []Row) {
-	sorted := true
-	for i := 1; i < len(rows) && sorted; i++ {
-		sorted = rows[i-1].Region <= rows[i].Region
+// numDecodes is split_decodes_and_prefills' num_decodes over rows in batch
+// order: the rows before the first prefill.
+func (sp Split) numDecodes(rows []Row) int {
+	if sp.Off || len(rows) == 0 {
+		return 0
 	}
-	if sorted {
-		return // the common batch: running decodes, then new prefills
+	thr := sp.Threshold
+	if thr == 0 {
+		thr = decodeThreshold
 	}
-	tmp = tmp[:0]
-	for reg := RegionDecode; reg <= RegionPrefill; reg++ {
+	if sp.Force == ForceNone {
+		maxQ := 0
 		for i := range rows {
-			if rows[i].Region == reg {
-				tmp = append(tmp, rows[i])
-			}
+			maxQ = max(maxQ, rows[i].NumScheduled)
+		}
+		if maxQ <= thr {
+			return len(rows) // the shortcut: every row a decode, new ones included
 		}
 	}
-	copy(rows, tmp)
+	for i := range rows {
+		r := &rows[i]
+		prefill := r.NumScheduled > thr
+		switch sp.Force {
+		case ForcePrefilling:
+			prefill = prefill || r.NumComputed < r.Req.NumPromptTokens
+		case ForceStateless:
+			prefill = prefill || r.NumComputed == 0
+		}
+		if prefill {
+			return i
+		}
+	}
+	return len(rows)
+}
+
+// reorder is the swap-based reorder: the rows whose region differs from
+// the one their position should hold move, sorted stably by region, into
+// those out-of-place positions in ascending order; every other row stays
+// put. vLLM gets there by following swap cycles (swap_states); the result
+// is this permutation, and it persists in the batch. tmp holds the
+// misplaced rows while they move.
+func reorder(rows, tmp []Row) {
+	var end [RegionPrefill + 1]int // end[reg]: one past the last position of reg
+	for i := range rows {
+		end[rows[i].Region]++
+	}
+	for reg := RegionDecode + 1; reg <= RegionPrefill; reg++ {
+		end[reg] += end[reg-1]
+	}
+	tmp = tmp[:0]
+	reg := RegionDecode
+	for i := range rows {
+		for i >= end[reg] {
+			reg++
+		}
+		if rows[i].Region != reg {
+			tmp = append(tmp, rows[i])
+		}
+	}
+	if len(tmp) == 0 {
+		return // the common batch: already in region order
+	}
+	slices.SortStableFunc(tmp, func(a, b Row) int { return int(a.Region) - int(b.Region) })
+	k := 0
+	reg = RegionDecode
+	for i := range rows {
+		for i >= end[reg] {
+			reg++
+		}
+		if rows[i].Region != reg {
+			rows[i] = tmp[k]
+			k++
+		}
+	}
 }

@@ -49,6 +49,12 @@ type Request struct {
 	// -1. Every later token of the request inherits the corruption.
 	CorruptStep int64
 
+	// batchRow is the request's row in the persistent input batch plus
+	// one (0: not in it); runStamp and schedStamp mark the step in which
+	// it was running at the start, and scheduled.
+	batchRow             int
+	runStamp, schedStamp int64
+
 	FirstTokenTime sim.Time // -1 until the first output token
 	LastTokenTime  sim.Time
 	FinishTime     sim.Time

@@ -246,7 +246,6 @@ func (V1) Schedule(st *State, out *Output) error {
 	return nil
 }
 
-// indexOf searches from the end: FCFS preempts the last running request.
 // allocateOrPreempt grows r's blocks for n more tokens, preempting until
 // they fit (vLLM's loop around allocate_slots). A victim this step already
 // scheduled (the priority policy can pick one) is un-scheduled: its tokens
@@ -263,15 +262,20 @@ func (st *State) allocateOrPreempt(r *Request, n int, out *Output, i, budget *in
 		}
 		victim := st.PreemptVictim()
 		if st.Cfg.Policy == PriorityPolicy && indexOf(st.Running, victim) < *i {
+			// Only a victim with tokens this step steps the index back
+			// (scheduler.py's req_index -= 1 sits inside "if preempted_req
+			// in scheduled_running_reqs"): one skipped with 0 tokens
+			// shifts the list under the index, and the request after r
+			// is not looked at in this step.
 			for k := range out.Rows {
 				if out.Rows[k].Req == victim {
 					*budget += out.Rows[k].NumScheduled
 					out.NumScheduledTokens -= out.Rows[k].NumScheduled
 					out.Rows = append(out.Rows[:k], out.Rows[k+1:]...)
+					*i--
 					break
 				}
 			}
-			*i--
 		}
 		if err := st.Preempt(victim, out); err != nil {
 			return false, err
@@ -283,6 +287,7 @@ func (st *State) allocateOrPreempt(r *Request, n int, out *Output, i, budget *in
 	return true, nil
 }
 
+// indexOf searches from the end: FCFS preempts the last running request.
 func indexOf(rs []*Request, r *Request) int {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if rs[i] == r {
@@ -353,10 +358,13 @@ type Scheduler struct {
 	Policy       Policy
 	Version      Version
 	ForcePrefill bool
-	step         int64
-	out          Output
-	tmp          []Row
-	finished     []*Request
+	// Batch is the model runner's persistent input batch: Rows come out in
+	// its row order (V0 keeps scheduling order).
+	Batch    InputBatch
+	step     int64
+	out      Output
+	tmp      []Row
+	finished []*Request
 }
 
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
@@ -387,6 +395,10 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	out.NumScheduledTokens, out.NumDecodes = 0, 0
 	out.Step = s.step
 	s.step++
+	stamp := s.step // unique per step and never 0
+	for _, r := range s.Running {
+		r.runStamp = stamp
+	}
 	if err := s.Policy.Schedule(&s.State, out); err != nil {
 		return nil, fmt.Errorf("policy %s, step %d: %w", s.Policy.Name(), out.Step, err)
 	}
@@ -396,8 +408,59 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if cap(s.tmp) < len(out.Rows) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
+	persistent := s.Version.Behaviour().Reorder != ReorderNone
+	if persistent {
+		s.updateBatch(out, stamp)
+	}
 	out.NumDecodes = Classify(s.Version, out.Rows, s.tmp, s.ForcePrefill)
+	if persistent {
+		s.Batch.Place(out.Rows)
+	}
 	return out, nil
+}
+
+// updateBatch is _update_states for the persistent batch: unscheduled
+// requests leave, the step's others join (new, then running, then resumed,
+// each group in scheduling order), condense() closes the holes, and Rows
+// are put in row order.
+func (s *Scheduler) updateBatch(out *Output, stamp int64) {
+	b := &s.Batch
+	for i := range out.Rows {
+		out.Rows[i].Req.schedStamp = stamp
+	}
+	for i := 0; i < b.Len(); i++ {
+		switch r := b.At(i); {
+		case r == nil:
+		case b.row(r) != i:
+			b.removeAt(i) // a recycled request object: not this row's any more
+		case r.schedStamp != stamp:
+			b.Remove(r)
+		}
+	}
+	for group := range 3 {
+		for i := range out.Rows {
+			r := out.Rows[i].Req
+			if b.row(r) >= 0 {
+				continue
+			}
+			g := 2 // resumed from preemption
+			switch {
+			case r.runStamp == stamp:
+				g = 1 // running, but out of the batch since a step that gave it no tokens
+			case r.NumPreemptions == 0:
+				g = 0 // new
+			}
+			if g == group {
+				b.Add(r)
+			}
+		}
+	}
+	b.Condense()
+	tmp := s.tmp[:len(out.Rows)]
+	for i := range out.Rows {
+		tmp[b.row(out.Rows[i].Req)] = out.Rows[i]
+	}
+	copy(out.Rows, tmp)
 }
 
 // Update applies a finished step at time now: every row that computed all
@@ -419,6 +482,7 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 		if r.NumOutputTokens >= r.MaxTokens || r.NumTokens() >= s.Cfg.MaxModelLen {
 			r.Status = Finished
 			r.FinishTime = now
+			s.Batch.Remove(r) // finished_req_ids leave the batch first thing next step
 			if err := s.KV.Free(r.ID, &r.Blocks); err != nil {
 				return nil, err
 			}
