@@ -48,7 +48,7 @@ fuzz-long:
 # trace readers and the sketch, then wall time and peak RSS of the binary
 # (scripts/bench-rss.sh). About two minutes on a quiet machine.
 bench:
-	$(GO) test -run '^$$' -bench 'Replay(AzureConv|Synthetic1M)$$' -benchtime 1x -benchmem -count 5 .
+	$(GO) test -run '^$$' -bench 'Replay(AzureConv|Synthetic1M)$$' -benchtime 1x -benchmem -count 5 ./engine
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./trace ./sketch
 	./scripts/bench-rss.sh 5
 
