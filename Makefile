@@ -83,9 +83,10 @@ CONFIRM_OUT ?= docs
 $(CUDA_DIR)/usr/include/cuda.h:
 	scripts/gpu/cuda-headers.sh $(CUDA_DIR)
 
-# The cuda-tagged binary, bin/statesim-cuda (links the driver's libcuda.so.1).
+# The cuda-tagged binary, bin/statesim-cuda (links the driver's libcuda.so.1):
+# the backend (backend/cuda), the experiments (gpuconfirm) and the command.
 cuda: $(CUDA_DIR)/usr/include/cuda.h
-	$(CUDA_ENV) $(GO) vet -tags cuda ./backend/cuda ./cmd/statesim
+	$(CUDA_ENV) $(GO) vet -tags cuda ./backend/cuda ./gpuconfirm ./cmd/statesim
 	$(CUDA_ENV) $(GO) build -tags cuda -o bin/statesim-cuda ./cmd/statesim
 
 # Regenerate kernels/*.ptx (sm_90) where nvcc is; commit the result.

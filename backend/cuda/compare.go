@@ -8,10 +8,12 @@ import (
 
 	"statesim/backend/mock"
 	"statesim/sched"
+	"statesim/statecache"
 )
 
-// Finish compares a finished request's GPU log-probs with the mock's
-// reference run (and, with a shadow, with the mock engine's).
+// Finish compares a finished (or abandoned) request's GPU log-probs with
+// the mock's reference run (and, with a shadow, with the mock engine's),
+// and frees its data.
 func (b *Backend) Finish(r *sched.Request) {
 	rd := b.reqs[r.ID]
 	if rd == nil {
@@ -21,10 +23,27 @@ func (b *Backend) Finish(r *sched.Request) {
 	if b.shadow != nil {
 		b.shadow.Finish(r)
 		if tr, ok := b.shadow.Trace(int64(r.ID)); ok {
-			b.compareShadow(rd, tr)
+			b.compareShadow(&rd.Generated, tr)
 		}
 	}
-	b.compare(int64(r.ID), r.CorruptStep, rd)
+	b.compare(int64(r.ID), r.CorruptStep, &rd.Generated)
+}
+
+// FlushPending compares every request still in flight, in id order, as it
+// stands (a run cut short by checks.max_steps or a stall), so no request
+// escapes the comparison; then the shadow's, should it hold any other.
+func (b *Backend) FlushPending() {
+	ids := make([]statecache.RequestID, 0, len(b.reqs))
+	for id := range b.reqs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		b.Finish(b.reqs[id].req)
+	}
+	if b.shadow != nil {
+		b.shadow.FlushPending()
+	}
 }
 
 func absDelta(a, c float64) float64 {
@@ -36,7 +55,7 @@ func absDelta(a, c float64) float64 {
 }
 
 // compareShadow compares token by token until the sampled ids differ.
-func (b *Backend) compareShadow(rd *reqData, tr *mock.Trace) {
+func (b *Backend) compareShadow(rd *mock.Generated, tr *mock.Trace) {
 	for i, t := range tr.Tokens {
 		if i >= len(rd.Tokens) {
 			break
@@ -52,7 +71,7 @@ func (b *Backend) compareShadow(rd *reqData, tr *mock.Trace) {
 
 // compare is the mock's differential check against the reference, with
 // the GPU's log-probs as the engine's.
-func (b *Backend) compare(id, corruptStep int64, rd *reqData) {
+func (b *Backend) compare(id, corruptStep int64, rd *mock.Generated) {
 	if len(rd.Tokens) == 0 {
 		return
 	}
@@ -79,7 +98,7 @@ func (b *Backend) Stats() mock.Stats { return b.stats }
 
 // Summary is the report section, also returned by ReportExtra.
 func (b *Backend) Summary() Summary {
-	s := Summary{Device: b.dev.Name, IndexBits: b.cfg.IndexBits, Stats: b.stats, Divergences: b.Divergences()}
+	s := Summary{Device: b.dev.Name, IndexBits: b.cfg.IndexBits}
 	if b.shadow != nil {
 		st := b.shadow.Stats()
 		p := b.parity
@@ -88,5 +107,11 @@ func (b *Backend) Summary() Summary {
 	return s
 }
 
-// ReportExtra puts the summary into the run's report under "cuda".
-func (b *Backend) ReportExtra() (string, any) { return "cuda", b.Summary() }
+// ReportExtra puts the summary into the run's report under "cuda". It
+// flushes first (FlushPending is idempotent), so that the parity covers
+// the requests a cut-short run left in flight whichever order the engine
+// asks for its abilities in.
+func (b *Backend) ReportExtra() (string, any) {
+	b.FlushPending()
+	return "cuda", b.Summary()
+}

@@ -5,6 +5,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -22,6 +23,30 @@ type Device struct {
 	ctx    cu.CUContext
 	fn     map[string]cu.Function
 	alloc  []cu.DevicePtr
+	// caches is the backend whose caches the device holds: one run's at a
+	// time, as runs in a process are sequential and a pool sized from
+	// gpu_memory_utilization takes most of the device.
+	caches *Backend
+}
+
+// The process's device. A CUDA context is a process resource (cuInit is
+// process-wide; gorgonia.org/cu calls it at start-up) made current on one
+// OS thread, so statesim opens GPU 0 once, on first use, and keeps it to
+// exit: every run and experiment in the process shares one context, one
+// set of loaded modules and one owner of the memory. The registry's
+// factory has no caller to receive a device from, which is why this one
+// value lives here and not in cmd/statesim.
+var processDevice struct {
+	once sync.Once
+	dev  *Device
+	err  error
+}
+
+// Shared opens the process's device on first use (Open) and returns it
+// afterwards. The first caller's goroutine is the one that must use it.
+func Shared() (*Device, error) {
+	processDevice.once.Do(func() { processDevice.dev, processDevice.err = Open() })
+	return processDevice.dev, processDevice.err
 }
 
 // Open makes a context on GPU 0 current on the calling OS thread and loads
@@ -94,6 +119,9 @@ func (d *Device) Close() error {
 // Zero sets n float32s (or int32s) at p to 0.
 func (d *Device) Zero(p cu.DevicePtr, n int64) error { return cu.MemsetD32(p, 0, n) }
 
+// Fill sets n 32-bit words at p to the bit pattern v.
+func (d *Device) Fill(p cu.DevicePtr, v uint32, n int64) error { return cu.MemsetD32(p, v, n) }
+
 // Upload copies a host slice into device memory at p.
 func Upload[T int32 | int64 | float32](p cu.DevicePtr, v []T) error {
 	if len(v) == 0 {
@@ -156,9 +184,3 @@ func (d *Device) Launch(name string, grid, block [3]int, shared int, args ...any
 	}
 	return nil
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-type devPtr = cu.DevicePtr
-
-func cuMemsetD32(p cu.DevicePtr, v uint32, n int64) error { return cu.MemsetD32(p, v, n) }

@@ -4,9 +4,17 @@
 // memory, laid out page for page as vLLM lays them out. It composes the
 // symbolic backend, so stale reads are reported exactly as for the other
 // backends, and compares its log-probs with the mock's reference run on the
-// CPU (the reference is the spec).
+// CPU (the reference is the spec). With backend.shadow it also runs the
+// mock engine on every batch and compares the two token by token (Parity).
 //
-// Every file but this one carries the build tag cuda: gorgonia.org/cu exits
+// A step is four jobs, one file each: batch.go packs the scheduled rows
+// into the index arrays the kernels take (host only, pure Go, tested in the
+// default build), scratch.go uploads them, layers.go launches every layer's
+// kernels, sample.go computes the sampled rows' log-probs and samples.
+// compare.go is the differential check (Finisher, Flusher, Differ) and
+// register.go joins the backend registry as kind "cuda".
+//
+// The files that link gorgonia.org/cu carry the build tag cuda: it exits
 // the process at start-up when no CUDA driver is present, so the default
 // build, the tests and CI never link it. Build with `make cuda`.
 //
