@@ -340,9 +340,17 @@ func (r *runner) startStep() error {
 	}
 	r.rep.Preemptions += int64(len(out.Preempted))
 	if len(out.Rows) == 0 {
-		// Nothing schedulable. Only an arrival or nothing can change that;
-		// with no running request no memory will ever be freed.
-		if len(r.s.Running) == 0 && !r.hasPending {
+		// vLLM's engine calls schedule() again after a step with no rows
+		// (and runs no model). One that preempted changed the queues and
+		// freed blocks, so the next may schedule: it starts at once, and
+		// such a chain ends because each link shrinks the running list.
+		// One that preempted nothing is a fixed point: the same state
+		// schedules the same nothing until an arrival changes it.
+		if len(out.Preempted) > 0 {
+			r.stepPending = true
+			return r.schedule(now, evStepStart)
+		}
+		if !r.hasPending {
 			r.stalled = true
 		}
 		return nil

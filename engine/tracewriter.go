@@ -8,12 +8,18 @@ import (
 	"statesim/step"
 )
 
-// traceWriter writes one JSON object per step, by hand: it runs on every
-// step, so it avoids reflection and allocation.
+// traceWriter writes one JSON object per executed step, by hand: it runs
+// on every step, so it avoids reflection and allocation.
 //
 //	{"step":3,"start_ns":..,"end_ns":..,"num_scheduled_tokens":..,"num_decodes":..,
-//	 "preempted":[..],"rows":[{"request_id":..,"scheduled":..,"computed":..,
+//	 "preempted":[..],"rows":[{"row":0,"request_id":..,"scheduled":..,"computed":..,
 //	 "prompt":..,"region":"decode","path":"decode","has_initial_state":true,"slots":[..]}]}
+//
+// rows are in the model runner's order: "row" is the row of the persistent
+// input batch (after condense and the reorder), so rows[:num_decodes] take
+// the Mamba decode path. region is decode, short-extend (four-region
+// reorder only), extend or prefill. A step that scheduled nothing runs no
+// model and writes no line; its step number is skipped.
 type traceWriter struct {
 	w   *bufio.Writer
 	buf []byte
@@ -48,7 +54,9 @@ func (t *traceWriter) step(out *step.Record) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"request_id":`...)
+		b = append(b, `{"row":`...)
+		b = strconv.AppendInt(b, int64(row.BatchIndex), 10)
+		b = append(b, `,"request_id":`...)
 		b = strconv.AppendInt(b, row.RequestID, 10)
 		b = append(b, `,"scheduled":`...)
 		b = strconv.AppendInt(b, int64(row.NumScheduled), 10)
