@@ -425,8 +425,13 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 // are put in row order.
 func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 	b := &s.Batch
+	missing := 0
 	for i := range out.Rows {
-		out.Rows[i].Req.schedStamp = stamp
+		r := out.Rows[i].Req
+		r.schedStamp = stamp
+		if b.row(r) < 0 {
+			missing++
+		}
 	}
 	for i := 0; i < b.Len(); i++ {
 		switch r := b.At(i); {
@@ -437,7 +442,7 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 			b.Remove(r)
 		}
 	}
-	for group := range 3 {
+	for group := 0; group < 3 && missing > 0; group++ {
 		for i := range out.Rows {
 			r := out.Rows[i].Req
 			if b.row(r) >= 0 {
@@ -452,6 +457,7 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 			}
 			if g == group {
 				b.Add(r)
+				missing--
 			}
 		}
 	}
