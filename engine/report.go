@@ -39,6 +39,7 @@ func (r *runner) finishReport() {
 		rep.Violations = []check.Violation{}
 	}
 	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
+	rep.ImpostersTotal = r.sym.Stats.Imposters
 	rep.MisclassifiedRows = r.sym.Stats.Misclassified
 	rep.CorruptedRequests = r.sym.Stats.CorruptedRequests
 	rep.Cache.HighestSlot = int64(r.sym.Stats.HighestSlot)

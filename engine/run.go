@@ -88,6 +88,9 @@ type runner struct {
 	stepStart   sim.Time
 	lastBytes   int64
 	stalled     bool
+	// tokensArrived is prompt + output tokens of every admitted request:
+	// the default step limit scales with it (Checks.StepLimit).
+	tokensArrived int64
 }
 
 // Setup errors are input errors in disguise (a pool too small, a trace
@@ -112,6 +115,9 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 			return nil, setupErr(sc, "%v", err)
 		}
 		r.nBlocks = n
+	}
+	if err := sc.CheckSetup(r.nBlocks); err != nil {
+		return nil, err
 	}
 	keep := sc.Checks.Keep
 	if opt.KeepAll {
@@ -182,23 +188,42 @@ func policyOf(sc *scenarios.Scenario) sched.SchedulingPolicy {
 	return sched.FCFS
 }
 
+// pullArrival takes the next arrival, admitting it like vLLM's front end:
+// a request it would refuse (a trace record with a 0-token prompt or an
+// out-of-order timestamp, or a prompt that leaves no room to generate in
+// max_model_len) is rejected alone and counted by reason, unless
+// workload.strict asks to fail the run instead.
 func (r *runner) pullArrival() error {
 	if r.hasPending {
 		return nil
 	}
-	a, ok, err := r.src.Next()
-	if err != nil {
-		return &scenarios.InputError{File: r.sc.Workload.Path, Line: a.Line, Msg: err.Error()}
-	}
-	if !ok {
-		return nil
+	var a workload.Arrival
+	for {
+		var ok bool
+		var err error
+		a, ok, err = r.src.Next()
+		if err != nil {
+			return &scenarios.InputError{File: r.sc.Workload.Path, Line: a.Line, Msg: err.Error()}
+		}
+		if !ok {
+			return nil
+		}
+		if a.Reject == "" && a.PromptLen >= r.sc.Engine.MaxModelLen {
+			a.Reject = report.RejectPromptTooLong
+			a.Why = fmt.Sprintf("prompt of %d tokens leaves no room to generate within max_model_len %d", a.PromptLen, r.sc.Engine.MaxModelLen)
+			if r.sc.Workload.Strict {
+				return setupErr(r.sc, "request %d: %s (workload.strict)", r.nextID, a.Why)
+			}
+		}
+		if a.Reject == "" {
+			break
+		}
+		r.rep.Reject(a.Reject, a.Line, a.Why)
 	}
 	if a.PromptLen+a.OutputLen > r.sc.Engine.MaxModelLen {
 		a.OutputLen = max(1, r.sc.Engine.MaxModelLen-a.PromptLen)
-		if a.PromptLen >= r.sc.Engine.MaxModelLen {
-			return setupErr(r.sc, "request %d: prompt of %d tokens does not fit max_model_len %d", r.nextID, a.PromptLen, r.sc.Engine.MaxModelLen)
-		}
 	}
+	r.tokensArrived += int64(a.PromptLen + a.OutputLen)
 	r.pending, r.hasPending = a, true
 	if a.At < r.loop.Now() {
 		a.At = r.loop.Now()
@@ -270,8 +295,11 @@ func (r *runner) loopAll() error {
 }
 
 func (r *runner) stallReason() string {
-	if r.rep.Steps >= r.sc.Checks.MaxSteps {
-		return fmt.Sprintf(": checks.max_steps (%d) reached", r.sc.Checks.MaxSteps)
+	if limit := r.sc.Checks.StepLimit(r.tokensArrived); r.rep.Steps >= limit {
+		if r.sc.Checks.MaxSteps == 0 {
+			return fmt.Sprintf(": the step limit (%d: 1,000,000 + 8 per arrived token; set checks.max_steps to change it) reached", limit)
+		}
+		return fmt.Sprintf(": checks.max_steps (%d) reached", limit)
 	}
 	if len(r.s.Waiting) > 0 && len(r.s.Running) == 0 {
 		w := r.s.Waiting[0]
@@ -329,7 +357,7 @@ func (r *runner) arrive() error {
 }
 
 func (r *runner) startStep() error {
-	if r.rep.Steps >= r.sc.Checks.MaxSteps {
+	if r.rep.Steps >= r.sc.Checks.StepLimit(r.tokensArrived) {
 		r.stalled = true
 		return nil
 	}

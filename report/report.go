@@ -48,8 +48,13 @@ type Report struct {
 	Invariants []InvariantCount `json:"invariants"`
 	// Violations are the first occurrences of each violated invariant.
 	Violations []check.Violation `json:"violations"`
-	// Imposters are bug A's stale decode reads by brand-new requests.
-	Imposters []backend.Imposter `json:"imposters"`
+	// Imposters are bug A's stale decode reads by brand-new requests: the
+	// first ones (a bounded list); ImpostersTotal counts them all.
+	Imposters      []backend.Imposter `json:"imposters"`
+	ImpostersTotal int64              `json:"imposters_total"`
+	// Rejected counts the requests refused at admission, by reason, in
+	// the order reasons first occurred (see Reject).
+	Rejected []Rejection `json:"rejected,omitempty"`
 	// MisclassifiedRows are new requests put on a decode path; harmless
 	// without Mamba layers, so informational.
 	MisclassifiedRows int64 `json:"misclassified_rows"`
@@ -67,6 +72,41 @@ type Report struct {
 
 	// Tokens is the followed request's log-prob trace (explain).
 	Tokens []backend.TokenTrace `json:"-"`
+}
+
+// Rejection reasons besides the trace readers' (trace.RejectEmptyPrompt,
+// trace.RejectOutOfOrder).
+const RejectPromptTooLong = "prompt_too_long" // prompt >= max_model_len
+
+// Rejection is one reason requests were refused at admission, as vLLM's
+// front end refuses one bad request and serves the rest.
+type Rejection struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+	// FirstLine is the trace line of the first one (0: not from a file);
+	// First its message.
+	FirstLine int    `json:"first_line"`
+	First     string `json:"first"`
+}
+
+// Reject counts one refused request.
+func (r *Report) Reject(reason string, line int, why string) {
+	for i := range r.Rejected {
+		if r.Rejected[i].Reason == reason {
+			r.Rejected[i].Count++
+			return
+		}
+	}
+	r.Rejected = append(r.Rejected, Rejection{Reason: reason, Count: 1, FirstLine: line, First: why})
+}
+
+// TotalRejected sums the rejections.
+func (r *Report) TotalRejected() int64 {
+	var t int64
+	for _, x := range r.Rejected {
+		t += x.Count
+	}
+	return t
 }
 
 // InvariantCount is one invariant's tally.
@@ -151,6 +191,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p("run: %d requests, %d finished, %d steps, %d preemptions, %.3f s simulated, %.1f req/s, %.1f output tok/s\n",
 		r.Requests, r.Finished, r.Steps, r.Preemptions, r.SimTimeS, r.Throughput.RequestsPerS, r.Throughput.OutputTokensPerS)
+	if len(r.Rejected) > 0 {
+		p("rejected at admission: %d requests (served the rest, as vLLM does; workload.strict or --strict fails instead)\n", r.TotalRejected())
+		for _, x := range r.Rejected {
+			p("  %-16s %d, first: %s\n", x.Reason, x.Count, x.First)
+		}
+	}
 	if w := r.Throughput.OutputTokensPerSWindows; w.Windows > 0 {
 		p("throughput over %d 1 s windows: p10 %.1f  p50 %.1f  p90 %.1f  max %.1f output tok/s\n", w.Windows, w.P10, w.P50, w.P90, w.Max)
 	}
@@ -175,6 +221,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		p("          the Mamba decode kernel read state slot %d, left by request %d (%s, written at step %d).\n",
 			im.Slot, im.PrevOwner, what, im.PrevStep)
+	}
+	if int64(len(r.Imposters)) < r.ImpostersTotal {
+		p("... and %d more imposters (%d in all; --json lists the first %d)\n", r.ImpostersTotal-int64(len(r.Imposters)), r.ImpostersTotal, len(r.Imposters))
 	}
 	if len(r.Imposters) > 0 {
 		p("\n")

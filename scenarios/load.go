@@ -1,9 +1,12 @@
 package scenarios
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -42,6 +45,12 @@ func (e *InputError) Error() string {
 //go:embed *.yaml
 var builtin embed.FS
 
+// builtinTraces holds the trace files built-in scenarios name (relative to
+// scenarios/), so they replay from an installed binary anywhere.
+//
+//go:embed traces/*.csv
+var builtinTraces embed.FS
+
 // Builtins lists the embedded scenarios by name (file name without .yaml).
 func Builtins() []string {
 	ents, _ := builtin.ReadDir(".")
@@ -55,26 +64,51 @@ func Builtins() []string {
 	return out
 }
 
-// Resolve reads a scenario by path, or by built-in name when no such file
-// exists ("imposter" or "imposter.yaml"). It returns the bytes, the name
-// to report, and the directory relative paths inside it resolve against.
-func Resolve(arg string) (data []byte, name, dir string, err error) {
-	if data, err = os.ReadFile(arg); err == nil {
-		return data, arg, filepath.Dir(arg), nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, arg, "", fmt.Errorf("%s: %w", arg, err)
-	}
-	base := strings.TrimSuffix(strings.TrimPrefix(arg, "scenarios/"), ".yaml")
-	if b, e := builtin.ReadFile(base + ".yaml"); e == nil {
-		return b, "scenarios/" + base + ".yaml", "", nil
-	}
-	return nil, arg, "", fmt.Errorf("%s: no such file and no built-in scenario of that name (built-in: %s)", arg, strings.Join(Builtins(), ", "))
+// LooksLikePath says whether a SCENARIO argument names a file rather than
+// a built-in: it contains a path separator or ends in .yaml or .yml.
+func LooksLikePath(arg string) bool {
+	return strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, filepath.Separator) ||
+		strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")
 }
 
-// Load resolves and parses a scenario, applying --set overrides.
+// Resolve reads a scenario by built-in name or by path. A bare name
+// ("imposter") is the built-in when there is one, whatever the working
+// directory holds; an argument that looks like a path (LooksLikePath) is
+// the file, falling back to the built-in of that name ("imposter.yaml",
+// "scenarios/imposter.yaml") only when no such file exists. It returns
+// the bytes, the name to report, the directory relative paths inside it
+// resolve against, and whether it is a built-in.
+func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err error) {
+	base := strings.TrimSuffix(strings.TrimPrefix(arg, "scenarios/"), ".yaml")
+	fromBuiltin := func() ([]byte, bool) {
+		if strings.ContainsRune(base, '/') {
+			return nil, false
+		}
+		b, e := builtin.ReadFile(base + ".yaml")
+		return b, e == nil
+	}
+	if !LooksLikePath(arg) {
+		if b, ok := fromBuiltin(); ok {
+			return b, "scenarios/" + base + ".yaml", "", true, nil
+		}
+	}
+	if data, err = os.ReadFile(arg); err == nil {
+		return data, arg, filepath.Dir(arg), false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, arg, "", false, fmt.Errorf("%s: %w", arg, err)
+	}
+	if b, ok := fromBuiltin(); ok {
+		return b, "scenarios/" + base + ".yaml", "", true, nil
+	}
+	return nil, arg, "", false, fmt.Errorf("%s: no such file and no built-in scenario of that name (built-in: %s)%s", arg, strings.Join(Builtins(), ", "), suggest(arg, Builtins()))
+}
+
+// Load resolves and parses a scenario, applying --set overrides. A
+// relative trace path resolves against the scenario file's directory; a
+// built-in's, against the traces embedded with it.
 func Load(arg string, sets []string) (*Scenario, error) {
-	data, name, dir, err := Resolve(arg)
+	data, name, dir, isBuiltin, err := Resolve(arg)
 	if err != nil {
 		return nil, err
 	}
@@ -82,21 +116,90 @@ func Load(arg string, sets []string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc.Workload.Kind == "trace" && dir != "" && !filepath.IsAbs(sc.Workload.Path) {
-		sc.Workload.Path = filepath.Join(dir, sc.Workload.Path)
+	if sc.Workload.Kind == "trace" && !filepath.IsAbs(sc.Workload.Path) {
+		switch {
+		case isBuiltin && embedded(sc.Workload.Path):
+			sc.Workload.FS = builtinTraces
+		case dir != "":
+			sc.Workload.Path = filepath.Join(dir, sc.Workload.Path)
+		}
 	}
 	return sc, nil
+}
+
+func embedded(path string) bool {
+	_, err := fs.Stat(builtinTraces, path)
+	return err == nil
+}
+
+// suggest is ", did you mean X?" for the known name closest to arg, or "".
+func suggest(arg string, known []string) string {
+	arg = strings.TrimSuffix(filepath.Base(arg), ".yaml")
+	best, bestD := "", 3 // at most two edits away
+	for _, k := range known {
+		if d := editDistance(arg, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// Suggest is suggest for other packages' name lists.
+func Suggest(arg string, known []string) string { return suggest(arg, known) }
+
+// editDistance is the Levenshtein distance, counting an adjacent swap as
+// one edit (the usual typo).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // Parse decodes YAML strictly onto Defaults(), applies sets
 // ("engine.gpu_memory_utilization=0.9"), and validates.
 func Parse(data []byte, name string, sets []string) (*Scenario, error) {
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if err == io.EOF {
+			return nil, &InputError{File: name, Msg: "empty scenario"}
+		}
 		return nil, syntaxError(name, err)
 	}
 	if len(root.Content) == 0 {
 		return nil, &InputError{File: name, Msg: "empty scenario"}
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err != io.EOF {
+		if err != nil {
+			return nil, syntaxError(name, err)
+		}
+		line := second.Line
+		if len(second.Content) > 0 {
+			line = second.Content[0].Line
+		}
+		return nil, &InputError{File: name, Line: line, Msg: "a second YAML document (after ---): a scenario is one document; put other scenarios in their own files"}
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
@@ -123,6 +226,9 @@ func Parse(data []byte, name string, sets []string) (*Scenario, error) {
 	}
 	d := decoder{file: name, lines: map[string]*yaml.Node{}, sets: setArgs}
 	if err := d.decode(doc, reflect.ValueOf(&sc).Elem(), ""); err != nil {
+		return nil, err
+	}
+	if err := d.defaultsFromNames(&sc); err != nil {
 		return nil, err
 	}
 	if err := sc.Validate(); err != nil {
@@ -277,6 +383,21 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %s", typeName(v), kindName(n)), d.sets)
 	}
 	tmp := reflect.New(v.Type())
+	if k := v.Kind(); (k == reflect.Int || k == reflect.Int64 || k == reflect.Uint64) && n.ShortTag() == "!!float" {
+		// yaml.v3 truncates 1.5 to 1 in an integer field: refuse
+		// fractions, keep integral spellings (1e6, 100.0).
+		var f float64
+		if err := n.Decode(&f); err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<62 || k == reflect.Uint64 && f < 0 {
+			return locate(d.file, n, path, fmt.Sprintf("want %s, got %q", typeName(v), n.Value), d.sets)
+		}
+		if k == reflect.Uint64 {
+			tmp.Elem().SetUint(uint64(f))
+		} else {
+			tmp.Elem().SetInt(int64(f))
+		}
+		v.Set(tmp.Elem())
+		return nil
+	}
 	if err := n.Decode(tmp.Interface()); err != nil {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %q", typeName(v), n.Value), d.sets)
 	}
@@ -352,4 +473,23 @@ func fieldNames(t reflect.Type) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// defaultsFromNames fills what a name implies and refuses what a name
+// cannot: a device given by name alone takes its memory from the known
+// devices' table; an explicit rate_scale of 0 is not "recorded speed".
+func (d *decoder) defaultsFromNames(sc *Scenario) error {
+	if n, ok := d.lines["device.name"]; ok && sc.Engine.NumGPUBlocksOverride == 0 {
+		if _, given := d.lines["device.memory_gib"]; !given {
+			gib, known := deviceMemory(sc.Device.Name)
+			if !known {
+				return locate(d.file, n, "device.name", fmt.Sprintf("unknown device %q: give device.memory_gib (known devices: %s)", sc.Device.Name, strings.Join(deviceNames(), ", ")), d.sets)
+			}
+			sc.Device.MemoryGiB = gib
+		}
+	}
+	if n, ok := d.lines["workload.rate_scale"]; ok && sc.Workload.RateScale == 0 {
+		return locate(d.file, n, "workload.rate_scale", "must be a finite number > 0, got 0 (leave it out to replay at recorded speed)", d.sets)
+	}
+	return nil
 }

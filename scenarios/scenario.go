@@ -29,7 +29,10 @@ type Scenario struct {
 
 // ModelSpec is a preset plus explicit overrides of its fields.
 type ModelSpec struct {
-	Preset      string `yaml:"preset" json:"preset,omitempty"`
+	Preset string `yaml:"preset" json:"preset,omitempty"`
+	// HFConfig is a Hugging Face config.json the shape is derived from
+	// (instead of a preset; see docs/models.md).
+	HFConfig    string `yaml:"hf_config" json:"hf_config,omitempty"`
 	model.Shape `yaml:",inline" json:",inline"`
 }
 
@@ -53,6 +56,14 @@ type Engine struct {
 	// ForcePrefillPath is the seeds' diagnostic: every row takes the Mamba
 	// prefill path.
 	ForcePrefillPath bool `yaml:"force_prefill_path" json:"force_prefill_path"`
+	// Cache arguments under vLLM's names (docs/models.md): tensor
+	// parallelism, the state and KV dtypes ("auto": the model's), and the
+	// attention backend's kernel block alignment (0: the backend's own).
+	TensorParallelSize       int    `yaml:"tensor_parallel_size" json:"tensor_parallel_size"`
+	MambaCacheDType          string `yaml:"mamba_cache_dtype" json:"mamba_cache_dtype"`
+	MambaSSMCacheDType       string `yaml:"mamba_ssm_cache_dtype" json:"mamba_ssm_cache_dtype"`
+	KVCacheDType             string `yaml:"kv_cache_dtype" json:"kv_cache_dtype"`
+	KernelBlockAlignmentSize int    `yaml:"kernel_block_alignment_size" json:"kernel_block_alignment_size"`
 }
 
 // Device is the accelerator the memory model sizes the pool for.
@@ -96,10 +107,36 @@ type Timing struct {
 
 // Checks tunes the invariant checker.
 type Checks struct {
-	// Keep is how many occurrences of each invariant are kept in reports.
+	// Keep is how many occurrences of each invariant are listed in the
+	// report (all are counted).
 	Keep int `yaml:"keep" json:"keep"`
-	// MaxSteps bounds a run; reaching it is a liveness violation.
+	// MaxSteps bounds a run; reaching it is a liveness violation. 0 (the
+	// default) scales with the workload: see StepLimit.
 	MaxSteps int64 `yaml:"max_steps" json:"max_steps"`
+	// MaxMemoryGiB refuses a configuration whose estimated host memory
+	// (block pool, provenance, numeric caches) exceeds it, before
+	// anything is allocated; 0 is DefaultMaxMemoryGiB.
+	MaxMemoryGiB float64 `yaml:"max_memory_gib" json:"max_memory_gib"`
+}
+
+// Step limit of checks.max_steps: 0 = a base plus a multiple of the tokens
+// of every request that has arrived. A non-empty step schedules at least
+// one token, and a run schedules each request's prompt + output once plus
+// what recompute preemptions redo, so only a preemption storm (or a
+// scheduler that stops making progress) reaches the limit, however long
+// the trace.
+const (
+	autoStepBase     = 1_000_000
+	autoStepPerToken = 8
+)
+
+// StepLimit is the step bound once requests totalling tokensArrived
+// prompt + output tokens have arrived.
+func (c *Checks) StepLimit(tokensArrived int64) int64 {
+	if c.MaxSteps > 0 {
+		return c.MaxSteps
+	}
+	return autoStepBase + autoStepPerToken*tokensArrived
 }
 
 // Defaults returns a scenario with vLLM's defaults for an H200 (offline
@@ -112,11 +149,12 @@ func Defaults() Scenario {
 			VLLMVersion: "fixed", MaxNumBatchedTokens: 16384, MaxNumSeqs: 1024, MaxModelLen: 32768,
 			BlockSize: 16, GPUMemoryUtilization: 0.9, EnableChunkedPrefill: true,
 			SchedulingPolicy: "fcfs", StateIndexBits: 64,
+			TensorParallelSize: 1, MambaCacheDType: "auto", MambaSSMCacheDType: "auto", KVCacheDType: "auto",
 		},
 		Device:   Device{Name: "H200", MemoryGiB: 139, ActivationGiB: 2},
 		Backend:  BackendSpec{Kind: "symbolic", DivergenceThreshold: 1e-3},
 		Timing:   Timing{StepOverheadUS: 1500, PrefillTokenNS: 15000, DecodeRowNS: 2000, ContextTokenNS: 2, StateBandwidthGBs: 4300},
-		Checks:   Checks{Keep: 5, MaxSteps: 50_000_000},
+		Checks:   Checks{Keep: 5, MaxMemoryGiB: DefaultMaxMemoryGiB},
 		Workload: workload.Spec{PromptLen: workload.Dist{Kind: "constant", Value: 512}, OutputLen: workload.Dist{Kind: "constant", Value: 128}},
 	}
 }
@@ -135,6 +173,9 @@ func fe(path, format string, a ...any) error {
 
 // Validate checks ranges and cross-field consistency.
 func (s *Scenario) Validate() error {
+	if err := s.validateModelSource(); err != nil {
+		return err
+	}
 	if err := s.Model.Shape.Validate(); err != nil {
 		return fieldErr("model.", err)
 	}
@@ -168,6 +209,9 @@ func (s *Scenario) Validate() error {
 	}
 	if e.StateIndexBits < 16 || e.StateIndexBits > 64 {
 		return fe("engine.state_index_bits", "must be in [16, 64] (32 = vLLM before PR #35275, 64 = fixed), got %d", e.StateIndexBits)
+	}
+	if err := s.validateCacheArgs(); err != nil {
+		return err
 	}
 	if e.NumGPUBlocksOverride == 0 {
 		if !(s.Device.MemoryGiB > 0) {
@@ -223,8 +267,11 @@ func (s *Scenario) Validate() error {
 	if s.Checks.Keep < 0 {
 		return fe("checks.keep", "must be >= 0, got %d", s.Checks.Keep)
 	}
-	if s.Checks.MaxSteps < 1 {
-		return fe("checks.max_steps", "must be >= 1, got %d", s.Checks.MaxSteps)
+	if s.Checks.MaxSteps < 0 {
+		return fe("checks.max_steps", "must be >= 0 (0: scale with the workload), got %d", s.Checks.MaxSteps)
+	}
+	if !(s.Checks.MaxMemoryGiB >= 0) {
+		return fe("checks.max_memory_gib", "must be > 0 (0: the default, %d), got %g", DefaultMaxMemoryGiB, s.Checks.MaxMemoryGiB)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package statecache
 import (
 	"fmt"
 	"math"
+
+	"statesim/model"
 )
 
 // gib is 2^30 bytes.
@@ -35,4 +37,59 @@ func (m Memory) NumGPUBlocks(blockBytes int64) (int, error) {
 		return 0, fmt.Errorf("memory model: %.4g GiB for the cache holds %d blocks of %d bytes; need at least 2", avail, int(n), blockBytes)
 	}
 	return int(n), nil
+}
+
+// HostBytesPerBlock is what the simulator itself allocates per block id
+// of the pool: the free-queue ring (int32) and holder (RequestID) of
+// BlockPool, and the symbolic backend's Provenance record and lease owner.
+// TestHostBytesPerBlock measures it.
+const HostBytesPerBlock = 4 + 8 + 32 + 8
+
+// Footprint is an estimate of the host memory one run allocates up front,
+// made before anything is allocated so that an impossible configuration
+// is refused with a message instead of dying in the allocator.
+type Footprint struct {
+	// Pool is the block pool and the symbolic backend's per-block records.
+	Pool int64
+	// Caches is the numeric backend's float32 cache tensors (0 for the
+	// symbolic backend): the real cache's size, block bytes × blocks.
+	Caches int64
+}
+
+// Total is the whole estimate in bytes.
+func (f Footprint) Total() int64 { return f.Pool + f.Caches }
+
+// EstimateFootprint sizes a run over numBlocks blocks of blockBytes each;
+// numeric is true for backends that hold the cache contents (mock, cuda's
+// host-side shadow).
+func EstimateFootprint(numBlocks int, blockBytes int64, numeric bool) Footprint {
+	f := Footprint{Pool: int64(numBlocks) * HostBytesPerBlock}
+	if numeric {
+		f.Caches = int64(numBlocks) * blockBytes
+	}
+	return f
+}
+
+// GiB formats bytes as GiB for messages.
+func GiB(b int64) float64 { return float64(b) / gib }
+
+// MaxModelLenFits is vLLM's start-up check (check_enough_kv_cache_memory
+// in vllm/v1/core/kv_cache_utils.py): one request at max_model_len must
+// fit the cache. A request holds, per attention group, one block per
+// blockSize tokens, and one block per Mamba group (no Mamba prefix
+// caching); block 0 is reserved. It returns the blocks one such request
+// needs and the longest max_model_len the pool holds (0 when not even the
+// state blocks fit; -1 when there is no attention, so any length fits).
+func MaxModelLenFits(l *model.Layout, numBlocks, maxModelLen int) (need int64, longest int64) {
+	na, nm := int64(l.NumAttnGroups()), int64(l.NumMambaGroups())
+	bs := int64(l.BlockSize)
+	need = na*((int64(maxModelLen)+bs-1)/bs) + nm
+	usable := int64(numBlocks) - 1
+	if na == 0 {
+		return need, -1
+	}
+	if usable < nm {
+		return need, 0
+	}
+	return need, (usable - nm) / na * bs
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Roles of the Azure CSV columns, in the order the published trace uses.
+// Roles of the columns a record needs.
 const (
 	colTime = iota
 	colPrompt
@@ -16,48 +16,75 @@ const (
 	nCols
 )
 
-var azureColumns = [nCols]string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
+var roleNames = [nCols]string{"time", "prompt", "output"}
 
-var azureHeader = strings.Join(azureColumns[:], ",")
+var azureHeader = "TIMESTAMP,ContextTokens,GeneratedTokens"
 
-type azureCSV struct {
+type csvReader struct {
 	name    string
 	lines   lines
 	clock   clock
-	role    [nCols]int // role[i] is what column i of the file holds
+	unitExp int
+	names   [nCols]string // the mapped column names
+	col     [nCols]int    // col[role] is the file's column holding it
+	header  []string
+	fields  [][]byte // reused per line
+	numeric bool     // the first record's time was a number, not a date-time
 	records int
 	err     error // sticky
 }
 
-// NewAzureCSV reads the Azure LLM inference trace CSV from r, checking the
-// header now. Columns are found by header name, so their order may differ;
-// unknown, duplicate or missing columns are errors. Timestamps are
-// "YYYY-MM-DD HH:MM:SS" with 0 to 9 fractional digits, read as UTC. name
-// prefixes error messages.
-func NewAzureCSV(r io.Reader, name string, opt Options) (Reader, error) {
+// NewAzureCSV is NewCSV; the name is kept for the Azure traces it was
+// written for.
+func NewAzureCSV(r io.Reader, name string, opt Options) (Reader, error) { return NewCSV(r, name, opt) }
+
+// NewCSV reads a CSV trace from r, checking the header now. Columns are
+// found by header name, in any order; columns the mapping does not name
+// are ignored. Without opt's field names or format, the header picks the
+// layout: Azure (TIMESTAMP,ContextTokens,GeneratedTokens) or BurstGPT
+// (Timestamp,Request tokens,Response tokens). A timestamp is either a
+// date-time "YYYY-MM-DD HH:MM:SS[.f][Z|±HH:MM]" (UTC without an offset)
+// or a number in the time unit; one trace must not mix them. Fields are
+// not quoted. name prefixes error messages.
+func NewCSV(r io.Reader, name string, opt Options) (Reader, error) {
 	scale, err := opt.rateScale(name)
 	if err != nil {
 		return nil, err
 	}
-	a := &azureCSV{name: name, lines: newLines(r), clock: clock{scale: scale}}
-	if err := a.readHeader(); err != nil {
+	a := &csvReader{name: name, lines: newLines(r), clock: clock{scale: scale}}
+	if err := a.readHeader(opt); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *azureCSV) fail(field string, err error) error {
+func (a *csvReader) fail(field string, err error) error {
 	return &ParseError{Name: a.name, Line: a.lines.n, Field: field, Err: err}
 }
 
-func (a *azureCSV) readErr(err error) error {
+func (a *csvReader) reject(reason, field string, err error) error {
+	return &RejectError{Reason: reason, ParseError: &ParseError{Name: a.name, Line: a.lines.n, Field: field, Err: err}}
+}
+
+func (a *csvReader) readErr(err error) error {
 	if err != errLong {
 		err = fmt.Errorf("read: %w", err)
 	}
 	return a.fail("", err)
 }
 
-func (a *azureCSV) readHeader() error {
+// csvFormats are the layouts a header can select on its own.
+func csvFormats() []Format {
+	var out []Format
+	for _, f := range Formats {
+		if !f.JSONL {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (a *csvReader) readHeader(opt Options) error {
 	line, err := a.lines.next()
 	if err == io.EOF {
 		a.lines.n = 1
@@ -70,51 +97,75 @@ func (a *azureCSV) readHeader() error {
 	if len(line) == 0 || line[0] >= '0' && line[0] <= '9' {
 		return a.fail("", fmt.Errorf("missing header: want %s, got %s", azureHeader, show(line)))
 	}
-	names := strings.Split(string(line), ",")
-	if len(names) > nCols {
-		return a.fail("", fmt.Errorf("header has %d columns, want %s", len(names), azureHeader))
+	for _, n := range strings.Split(string(line), ",") {
+		a.header = append(a.header, strings.Trim(strings.TrimSpace(n), `"`))
 	}
-	seen := [nCols]bool{}
-	for i, n := range names {
-		j := indexOf(azureColumns[:], n)
-		if j < 0 {
-			return a.fail("", fmt.Errorf("unknown column %s in header; want %s", show([]byte(n)), azureHeader))
+	a.fields = make([][]byte, len(a.header))
+
+	var f Format
+	switch {
+	case opt.Format != "":
+		var ok bool
+		if f, ok = FormatByName(opt.Format); !ok || f.JSONL {
+			return a.fail("", fmt.Errorf("unknown CSV format %q (want azure or burstgpt)", opt.Format))
 		}
-		if seen[j] {
-			return a.fail(n, errors.New("duplicate column in header"))
+	case opt.TimeField != "" || opt.PromptField != "" || opt.OutputField != "":
+		f = csvFormats()[0]
+	default:
+		f = csvFormats()[0]
+		for _, c := range csvFormats() {
+			if a.index(c.TimeField) >= 0 && a.index(c.PromptField) >= 0 && a.index(c.Output) >= 0 {
+				f = c
+				break
+			}
 		}
-		seen[j] = true
-		a.role[i] = j
 	}
-	for j, ok := range seen {
-		if !ok {
-			return a.fail(azureColumns[j], errors.New("missing from header"))
+	a.names = [nCols]string{or(opt.TimeField, f.TimeField), or(opt.PromptField, f.PromptField), or(opt.OutputField, f.Output)}
+	unit := or(opt.TimeUnit, f.TimeUnit)
+	exp, ok := unitExps[unit]
+	if !ok {
+		return fmt.Errorf("trace %s: TimeUnit %q; want s, ms, us or ns", a.name, unit)
+	}
+	a.unitExp = exp
+	for role, n := range a.names {
+		a.col[role] = -1
+		for i, h := range a.header {
+			if h != n {
+				continue
+			}
+			if a.col[role] >= 0 {
+				return a.fail(n, errors.New("duplicate column in header"))
+			}
+			a.col[role] = i
+		}
+		if a.col[role] < 0 {
+			return a.fail(n, fmt.Errorf("missing from header %s (name the %s column with %s_field)", show(line), roleNames[role], roleNames[role]))
 		}
 	}
 	return nil
 }
 
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
+func (a *csvReader) index(name string) int {
+	for i, h := range a.header {
+		if h == name {
 			return i
 		}
 	}
 	return -1
 }
 
-func (a *azureCSV) Next() (Record, error) {
+func (a *csvReader) Next() (Record, error) {
 	if a.err != nil {
 		return Record{}, a.err
 	}
 	rec, err := a.next()
-	if err != nil {
+	if _, rejected := err.(*RejectError); err != nil && !rejected {
 		a.err = err
 	}
 	return rec, err
 }
 
-func (a *azureCSV) next() (Record, error) {
+func (a *csvReader) next() (Record, error) {
 	var line []byte
 	for len(line) == 0 { // blank lines carry no record
 		var err error
@@ -130,47 +181,71 @@ func (a *azureCSV) next() (Record, error) {
 			return Record{}, a.readErr(err)
 		}
 	}
+	a.records++ // a record, served or rejected
 
-	var f [nCols][]byte
+	n := len(a.header)
 	col := 0
 	for rest := line; ; col++ {
-		if col == nCols {
-			return Record{}, a.fail("", fmt.Errorf("%d columns, header has %d", bytes.Count(line, []byte(","))+1, nCols))
+		if col == n {
+			return Record{}, a.fail("", fmt.Errorf("%d columns, header has %d", bytes.Count(line, []byte(","))+1, n))
 		}
 		i := bytes.IndexByte(rest, ',')
 		if i < 0 {
-			f[a.role[col]] = rest
+			a.fields[col] = rest
 			col++
 			break
 		}
-		f[a.role[col]], rest = rest[:i], rest[i+1:]
+		a.fields[col], rest = rest[:i], rest[i+1:]
 	}
-	if col < nCols {
-		return Record{}, a.fail(azureColumns[a.role[col]], fmt.Errorf("missing (%d of %d columns)", col, nCols))
+	if col < n {
+		return Record{}, a.fail(a.header[col], fmt.Errorf("missing (%d of %d columns)", col, n))
 	}
+	tf, pf, of := a.fields[a.col[colTime]], a.fields[a.col[colPrompt]], a.fields[a.col[colOutput]]
 
-	abs, why := parseTimestamp(f[colTime])
-	if why != "" {
-		return Record{}, a.fail(azureColumns[colTime], fmt.Errorf("%s is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: %s", show(f[colTime]), why))
+	var abs int64
+	numeric := !looksLikeDate(tf)
+	if numeric {
+		var why string
+		if abs, why = decimalNS(tf, a.unitExp); why != "" {
+			if _, layout := parseTimestamp(tf); why != "is out of range" {
+				why = "is not a number or a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: " + layout
+			}
+			return Record{}, a.fail(a.names[colTime], fmt.Errorf("%s %s", show(tf), why))
+		}
+	} else {
+		var why string
+		if abs, why = parseTimestamp(tf); why != "" {
+			return Record{}, a.fail(a.names[colTime], fmt.Errorf("%s is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: %s", show(tf), why))
+		}
 	}
-	prompt, why := parseCount(f[colPrompt])
-	if why != "" {
-		return Record{}, a.fail(azureColumns[colPrompt], fmt.Errorf("%s %s", show(f[colPrompt]), why))
+	if a.records == 1 {
+		a.numeric = numeric
+	} else if numeric != a.numeric {
+		return Record{}, a.fail(a.names[colTime], fmt.Errorf("%s mixes date-times and numbers in one trace", show(tf)))
 	}
-	if prompt == 0 {
-		return Record{}, a.fail(azureColumns[colPrompt], errors.New("0 tokens; a prompt needs at least 1"))
-	}
-	output, why := parseCount(f[colOutput])
+	prompt, why := parseCount(pf)
 	if why != "" {
-		return Record{}, a.fail(azureColumns[colOutput], fmt.Errorf("%s %s", show(f[colOutput]), why))
+		return Record{}, a.fail(a.names[colPrompt], fmt.Errorf("%s %s", show(pf), why))
+	}
+	output, why := parseCount(of)
+	if why != "" {
+		return Record{}, a.fail(a.names[colOutput], fmt.Errorf("%s %s", show(of), why))
 	}
 	at, err := a.clock.arrival(abs, a.lines.n)
-	if err != nil {
-		return Record{}, a.fail(azureColumns[colTime], a.clock.explain(show(f[colTime]), err))
+	if err == errBackwards {
+		return Record{Line: a.lines.n}, a.reject(RejectOutOfOrder, a.names[colTime], a.clock.explain(show(tf), err))
 	}
-	a.records++
+	if err != nil {
+		return Record{}, a.fail(a.names[colTime], a.clock.explain(show(tf), err))
+	}
+	if prompt == 0 {
+		return Record{Line: a.lines.n, ArrivalNS: at}, a.reject(RejectEmptyPrompt, a.names[colPrompt], errors.New("0 tokens; a prompt needs at least 1"))
+	}
 	return Record{Line: a.lines.n, ArrivalNS: at, PromptTokens: prompt, OutputTokens: output}, nil
 }
+
+// looksLikeDate tells a date-time ("2024-05-12 ...") from a number.
+func looksLikeDate(b []byte) bool { return len(b) >= 10 && b[4] == '-' && b[7] == '-' }
 
 // parseTimestamp reads "YYYY-MM-DD HH:MM:SS[.f]" (a 'T' may stand for the
 // space) as ns since the Unix epoch in UTC, by hand: time.Parse per line
@@ -202,11 +277,13 @@ func parseTimestamp(b []byte) (int64, string) {
 		return 0, "time of day out of range"
 	}
 	var frac int64
-	if rest := b[19:]; len(rest) > 0 {
-		if rest[0] != '.' {
-			return 0, "unexpected text after seconds"
+	rest := b[19:]
+	if len(rest) > 0 && rest[0] == '.' {
+		end := 1
+		for end < len(rest) && rest[end] != 'Z' && rest[end] != '+' && rest[end] != '-' {
+			end++
 		}
-		digits := rest[1:]
+		digits := rest[1:end]
 		if len(digits) == 0 || len(digits) > 9 {
 			return 0, "want 1 to 9 fractional digits"
 		}
@@ -215,9 +292,48 @@ func parseTimestamp(b []byte) (int64, string) {
 			return 0, "bad fractional seconds"
 		}
 		frac = int64(f) * pow10[9-len(digits)]
+		rest = rest[end:]
 	}
-	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+min*60+sec)
+	offset, why := zoneOffset(rest)
+	if why != "" {
+		return 0, why
+	}
+	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+min*60+sec) - offset
 	return secs*1e9 + frac, ""
+}
+
+// zoneOffset reads "", "Z", "±HH", "±HHMM" or "±HH:MM" as seconds east
+// of UTC.
+func zoneOffset(b []byte) (int64, string) {
+	if len(b) == 0 || len(b) == 1 && b[0] == 'Z' {
+		return 0, ""
+	}
+	if b[0] != '+' && b[0] != '-' {
+		return 0, "unexpected text after seconds"
+	}
+	z := b[1:]
+	var mm []byte
+	switch {
+	case len(z) == 5 && z[2] == ':':
+		mm = z[3:]
+	case len(z) == 4:
+		mm = z[2:]
+	case len(z) != 2:
+		return 0, "bad UTC offset"
+	}
+	h, ok := fixed(z[:2])
+	m := 0
+	if ok && mm != nil {
+		m, ok = fixed(mm)
+	}
+	if !ok || h > 23 || m > 59 {
+		return 0, "bad UTC offset"
+	}
+	off := int64(h*3600 + m*60)
+	if b[0] == '-' {
+		off = -off
+	}
+	return off, ""
 }
 
 var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}

@@ -21,6 +21,7 @@ func checkStream(t *testing.T, name string, data []byte, r Reader, err error) {
 		return
 	}
 	var prev Record
+	rejected := false
 	for n := 0; ; n++ {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -28,6 +29,17 @@ func checkStream(t *testing.T, name string, data []byte, r Reader, err error) {
 				t.Fatal("io.EOF before any record; want an error")
 			}
 			return
+		}
+		var rej *RejectError
+		if errors.As(err, &rej) {
+			// One record refused; the stream goes on.
+			checkErr(t, name, nLines, err)
+			if rej.Reason != RejectEmptyPrompt && rej.Reason != RejectOutOfOrder || rej.Line <= prev.Line {
+				t.Fatalf("rejection %+v after line %d", rej, prev.Line)
+			}
+			prev.Line, rejected = rej.Line, true
+			n--
+			continue
 		}
 		if err != nil {
 			checkErr(t, name, nLines, err)
@@ -42,7 +54,7 @@ func checkStream(t *testing.T, name string, data []byte, r Reader, err error) {
 		switch {
 		case rec.Line < 1 || rec.Line > nLines || rec.Line <= prev.Line:
 			t.Fatalf("record %+v after line %d of %d", rec, prev.Line, nLines)
-		case n == 0 && rec.ArrivalNS != 0, rec.ArrivalNS < prev.ArrivalNS:
+		case n == 0 && !rejected && rec.ArrivalNS != 0, rec.ArrivalNS < prev.ArrivalNS:
 			t.Fatalf("record %+v after %+v", rec, prev)
 		case rec.PromptTokens < 1 || rec.OutputTokens < 0:
 			t.Fatalf("record %+v has bad lengths", rec)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -25,28 +26,37 @@ type jsonl struct {
 var unitExps = map[string]int{"s": 9, "ms": 6, "us": 3, "ns": 0}
 
 // NewJSONL reads JSON Lines from r: one object per line, with the time,
-// prompt and output keys named by opt. A numeric timestamp is in
-// opt.TimeUnit and converted exactly (digits beyond 1 ns are dropped); a
-// string one is RFC3339. One trace must not mix the two. Token counts are
-// plain non-negative integers. name prefixes error messages.
+// prompt and output keys named by opt (or its format: jsonl's
+// timestamp, input_tokens, output_tokens by default; mooncake's
+// timestamp in ms, input_length, output_length). A dotted key
+// ("usage.prompt_tokens") reaches into nested objects when the object has
+// no key of that literal name. A numeric timestamp is in the time unit
+// and converted exactly (digits beyond 1 ns are dropped); a string one
+// is RFC3339. One trace must not mix the two. Token counts are
+// non-negative integers (100.0 counts as 100). name prefixes error
+// messages.
 func NewJSONL(r io.Reader, name string, opt Options) (Reader, error) {
 	scale, err := opt.rateScale(name)
 	if err != nil {
 		return nil, err
 	}
-	unit := opt.TimeUnit
-	if unit == "" {
-		unit = "s"
+	f, _ := FormatByName("jsonl")
+	if opt.Format != "" {
+		var ok bool
+		if f, ok = FormatByName(opt.Format); !ok || !f.JSONL {
+			return nil, fmt.Errorf("trace %s: unknown JSONL format %q (want jsonl or mooncake)", name, opt.Format)
+		}
 	}
+	unit := or(opt.TimeUnit, f.TimeUnit)
 	exp, ok := unitExps[unit]
 	if !ok {
 		return nil, fmt.Errorf("trace %s: TimeUnit %q; want s, ms, us or ns", name, unit)
 	}
 	j := &jsonl{name: name, lines: newLines(r), clock: clock{scale: scale}, unitExp: exp,
 		fields: [nCols]string{
-			or(opt.TimeField, "timestamp"),
-			or(opt.PromptField, "input_tokens"),
-			or(opt.OutputField, "output_tokens"),
+			or(opt.TimeField, f.TimeField),
+			or(opt.PromptField, f.PromptField),
+			or(opt.OutputField, f.Output),
 		}}
 	return j, nil
 }
@@ -67,7 +77,7 @@ func (j *jsonl) Next() (Record, error) {
 		return Record{}, j.err
 	}
 	rec, err := j.next()
-	if err != nil {
+	if _, rejected := err.(*RejectError); err != nil && !rejected {
 		j.err = err
 	}
 	return rec, err
@@ -102,7 +112,7 @@ func (j *jsonl) next() (Record, error) {
 	}
 
 	tf := j.fields[colTime]
-	raw, ok := j.obj[tf]
+	raw, ok := j.get(tf)
 	if !ok {
 		return Record{}, j.fail(tf, errors.New("missing"))
 	}
@@ -119,24 +129,59 @@ func (j *jsonl) next() (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	if prompt == 0 {
-		return Record{}, j.fail(j.fields[colPrompt], errors.New("0 tokens; a prompt needs at least 1"))
-	}
 	output, err := j.count(colOutput)
 	if err != nil {
 		return Record{}, err
 	}
+	j.records++ // a record, served or rejected
 	at, err := j.clock.arrival(abs, j.lines.n)
+	if err == errBackwards {
+		return Record{Line: j.lines.n}, j.reject(RejectOutOfOrder, tf, j.clock.explain(showJSON(raw), err))
+	}
 	if err != nil {
 		return Record{}, j.fail(tf, j.clock.explain(showJSON(raw), err))
 	}
-	j.records++
+	if prompt == 0 {
+		return Record{Line: j.lines.n, ArrivalNS: at}, j.reject(RejectEmptyPrompt, j.fields[colPrompt], errors.New("0 tokens; a prompt needs at least 1"))
+	}
 	return Record{Line: j.lines.n, ArrivalNS: at, PromptTokens: prompt, OutputTokens: output}, nil
+}
+
+func (j *jsonl) reject(reason, field string, err error) error {
+	return &RejectError{Reason: reason, ParseError: &ParseError{Name: j.name, Line: j.lines.n, Field: field, Err: err}}
+}
+
+// get finds key in the line's object: the literal key, else a dotted path
+// through nested objects.
+func (j *jsonl) get(key string) (json.RawMessage, bool) {
+	if raw, ok := j.obj[key]; ok {
+		return raw, true
+	}
+	first, rest, dotted := strings.Cut(key, ".")
+	if !dotted {
+		return nil, false
+	}
+	raw, ok := j.obj[first]
+	for ok {
+		var inner map[string]json.RawMessage
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &inner) != nil {
+			return nil, false
+		}
+		if raw, ok = inner[rest]; ok {
+			return raw, true
+		}
+		first, rest, dotted = strings.Cut(rest, ".")
+		if !dotted {
+			return nil, false
+		}
+		raw, ok = inner[first]
+	}
+	return nil, false
 }
 
 func (j *jsonl) count(col int) (int, error) {
 	key := j.fields[col]
-	raw, ok := j.obj[key]
+	raw, ok := j.get(key)
 	if !ok {
 		return 0, j.fail(key, errors.New("missing"))
 	}

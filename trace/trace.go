@@ -1,9 +1,12 @@
 package trace
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,15 +28,74 @@ type Reader interface {
 }
 
 // Options tune how a trace is read. The zero value reads at recorded speed
-// with the default JSONL field names and seconds.
+// with the format's default field names and seconds.
 type Options struct {
 	RateScale float64 // >0; arrival offsets are DIVIDED by RateScale (2 = twice the load). 0 means 1.
-	// JSONL field names (defaults "timestamp", "input_tokens", "output_tokens").
-	// The Azure CSV columns are fixed by its format and ignore these.
+	// Format names a public trace layout whose field names and time unit
+	// are the defaults (see Formats); "" picks by extension and, for CSV,
+	// by the header.
+	Format string
+	// Field names: CSV column names or JSONL keys (a dotted key such as
+	// "usage.prompt_tokens" reaches into nested objects). Empty: the
+	// format's.
 	TimeField, PromptField, OutputField string
-	// JSONL time unit of TimeField when numeric: "s" (default), "ms", "us", "ns".
+	// TimeUnit of a numeric timestamp: "s", "ms", "us" or "ns" (default:
+	// the format's, else "s"). Date-time timestamps carry their own.
 	TimeUnit string
 }
+
+// Format is a public trace layout: its field names and time unit.
+type Format struct {
+	Name                           string
+	TimeField, PromptField, Output string
+	TimeUnit                       string
+	JSONL                          bool
+}
+
+// Formats are the layouts known by name. Azure's traces (2023 and the
+// 2024 week-long ones) stamp each request with a date-time; BurstGPT with
+// seconds since the trace began; Mooncake's JSONL with milliseconds.
+var Formats = []Format{
+	{Name: "azure", TimeField: "TIMESTAMP", PromptField: "ContextTokens", Output: "GeneratedTokens", TimeUnit: "s"},
+	{Name: "burstgpt", TimeField: "Timestamp", PromptField: "Request tokens", Output: "Response tokens", TimeUnit: "s"},
+	{Name: "mooncake", TimeField: "timestamp", PromptField: "input_length", Output: "output_length", TimeUnit: "ms", JSONL: true},
+	{Name: "jsonl", TimeField: "timestamp", PromptField: "input_tokens", Output: "output_tokens", TimeUnit: "s", JSONL: true},
+}
+
+// FormatByName looks a format up; ok is false for an unknown name.
+func FormatByName(name string) (Format, bool) {
+	for _, f := range Formats {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Format{}, false
+}
+
+// FormatNames lists the known formats.
+func FormatNames() []string {
+	out := make([]string, len(Formats))
+	for i, f := range Formats {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Rejection reasons: a record the engine refuses on its own, as vLLM
+// refuses one bad request and serves the rest.
+const (
+	RejectEmptyPrompt = "empty_prompt" // 0 prompt tokens
+	RejectOutOfOrder  = "out_of_order" // timestamp earlier than the previous record's
+)
+
+// RejectError is a record that is well formed but cannot be served. The
+// reader stays usable: the next call reads the next record.
+type RejectError struct {
+	Reason string
+	*ParseError
+}
+
+func (e *RejectError) Unwrap() error { return e.ParseError }
 
 // ParseError is a bad line of a trace, printed NAME:LINE: field FIELD: problem.
 type ParseError struct {
@@ -52,28 +114,64 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return e.Err }
 
-// Open opens path and picks the reader by extension: .csv is the Azure CSV,
-// .jsonl and .ndjson are JSON Lines. Close the returned Closer when done.
+// Open opens path and picks the reader by extension: .csv is CSV (Azure,
+// BurstGPT or mapped columns), .jsonl and .ndjson are JSON Lines; a
+// further .gz is gunzipped. Close the returned Closer when done.
 func Open(path string, opt Options) (Reader, io.Closer, error) {
+	return OpenFS(nil, path, opt)
+}
+
+// OpenFS is Open reading from fsys (nil: the operating system's files).
+func OpenFS(fsys fs.FS, path string, opt Options) (Reader, io.Closer, error) {
+	inner := strings.TrimSuffix(strings.TrimSuffix(path, ".gz"), ".GZ")
+	gz := inner != path
 	var open func(io.Reader, string, Options) (Reader, error)
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	switch ext := strings.ToLower(filepath.Ext(inner)); ext {
 	case ".csv":
-		open = NewAzureCSV
+		open = NewCSV
 	case ".jsonl", ".ndjson":
 		open = NewJSONL
 	default:
-		return nil, nil, fmt.Errorf("trace %s: unknown extension %q; want .csv, .jsonl or .ndjson", path, ext)
+		return nil, nil, fmt.Errorf("trace %s: unknown extension %q; want .csv, .jsonl or .ndjson, optionally .gz", path, ext)
 	}
-	f, err := os.Open(path)
+	var f io.ReadCloser
+	var err error
+	if fsys != nil {
+		f, err = fsys.Open(path)
+	} else {
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := open(f, path, opt)
+	var src io.Reader = f
+	closer := io.Closer(f)
+	if gz {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, &ParseError{Name: path, Line: 1, Err: fmt.Errorf("not gzip: %v", err)}
+		}
+		src, closer = z, multiCloser{z, f}
+	}
+	r, err := open(src, path, opt)
 	if err != nil {
-		f.Close()
+		closer.Close()
 		return nil, nil, err
 	}
-	return r, f, nil
+	return r, closer, nil
+}
+
+type multiCloser []io.Closer
+
+func (m multiCloser) Close() error {
+	var first error
+	for _, c := range m {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // rateScale validates Options.RateScale; 0 means recorded speed.
@@ -148,8 +246,13 @@ func show(b []byte) string {
 // keeps the simulator's token arithmetic far from overflow.
 const maxCount = math.MaxInt32
 
-// parseCount reads a non-negative decimal integer no larger than maxCount.
+// parseCount reads a non-negative decimal integer no larger than maxCount;
+// a fraction of zeros ("100.0", as tools that write every number as a
+// float do) is the integer, any other fraction an error.
 func parseCount(b []byte) (int, string) {
+	if i := bytes.IndexByte(b, '.'); i > 0 && i < len(b)-1 && len(bytes.Trim(b[i+1:], "0")) == 0 {
+		b = b[:i]
+	}
 	if len(b) == 0 {
 		return 0, "is not a non-negative integer"
 	}

@@ -22,7 +22,7 @@ import (
 var (
 	// The full hour, copied into the repository (with its attribution) so
 	// CI tests real data; the sample seeds the fuzzers.
-	sharedTrace = filepath.Join("..", "testdata", "traces", "AzureLLMInferenceTrace_conv.csv")
+	sharedTrace = filepath.Join("..", "scenarios", "traces", "AzureLLMInferenceTrace_conv.csv")
 	sampleTrace = filepath.Join("..", "testdata", "trace", "azure_conv_sample.csv")
 )
 
@@ -192,35 +192,32 @@ func TestAzureCSVErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", `conv.csv:1: empty file; want header TIMESTAMP,ContextTokens,GeneratedTokens`},
 		{row, `conv.csv:1: missing header: want TIMESTAMP,ContextTokens,GeneratedTokens, got "2023-11-16 18:15:46.6805900,374,44"`},
-		{"TIMESTAMP,ContextTokens\n" + row, `conv.csv:1: field GeneratedTokens: missing from header`},
-		{"TIMESTAMP,ContextTokens,GeneratedTokens,Extra\n", `conv.csv:1: header has 4 columns, want TIMESTAMP,ContextTokens,GeneratedTokens`},
-		{"TIMESTAMP,Context,GeneratedTokens\n", `conv.csv:1: unknown column "Context" in header; want TIMESTAMP,ContextTokens,GeneratedTokens`},
+		{"TIMESTAMP,ContextTokens\n" + row, `conv.csv:1: field GeneratedTokens: missing from header "TIMESTAMP,ContextTokens" (name the output column with output_field)`},
+		{"TIMESTAMP,ContextTokens,GeneratedTokens,Extra\n", `conv.csv:2: no records after the header`},
+		{"TIMESTAMP,Context,GeneratedTokens\n", `conv.csv:1: field ContextTokens: missing from header "TIMESTAMP,Context,GeneratedTokens" (name the prompt column with prompt_field)`},
 		{"TIMESTAMP,TIMESTAMP,GeneratedTokens\n", `conv.csv:1: field TIMESTAMP: duplicate column in header`},
 		{header, `conv.csv:2: no records after the header`},
 		{header + "\n\r\n", `conv.csv:4: no records after the header`},
 		{header + row + "2023-11-16 18:15:47,12a,5\n", `conv.csv:3: field ContextTokens: "12a" is not a non-negative integer`},
 		{header + "2023-11-16 18:15:47,,5\n", `conv.csv:2: field ContextTokens: "" is not a non-negative integer`},
 		{header + "2023-11-16 18:15:47, 12,5\n", `conv.csv:2: field ContextTokens: " 12" is not a non-negative integer`},
-		{header + "2023-11-16 18:15:47,0,5\n", `conv.csv:2: field ContextTokens: 0 tokens; a prompt needs at least 1`},
 		{header + "2023-11-16 18:15:47,2147483648,5\n", `conv.csv:2: field ContextTokens: "2147483648" is out of range (max 2147483647)`},
 		{header + "2023-11-16 18:15:47,1,-1\n", `conv.csv:2: field GeneratedTokens: "-1" is not a non-negative integer`},
 		{header + "2023-11-16 18:15:47,1,1.5\n", `conv.csv:2: field GeneratedTokens: "1.5" is not a non-negative integer`},
 		{header + "2023-11-16 18:15:47,374\n", `conv.csv:2: field GeneratedTokens: missing (2 of 3 columns)`},
 		{header + "2023-11-16 18:15:47\n", `conv.csv:2: field ContextTokens: missing (1 of 3 columns)`},
 		{header + "2023-11-16 18:15:47,1,1,9\n", `conv.csv:2: 4 columns, header has 3`},
-		{header + row + "2023-11-16 18:15:46.6805899,1,1\n",
-			`conv.csv:3: field TIMESTAMP: "2023-11-16 18:15:46.6805899" is earlier than the previous record (line 2)`},
-		{header + "2023-13-01 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-13-01 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: month out of range`},
-		{header + "2023-02-29 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-02-29 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: day out of range`},
-		{header + "2023-11-31 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-31 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: day out of range`},
-		{header + "2023-11-16 24:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 24:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: time of day out of range`},
-		{header + "2023-11-16 18:15:46.1234567890,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46.1234567890" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: want 1 to 9 fractional digits`},
-		{header + "2023-11-16 18:15:46.,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46." is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: want 1 to 9 fractional digits`},
-		{header + "2023-11-16 18:15:46.12a,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46.12a" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: bad fractional seconds`},
-		{header + "2023-11-16 18:15:46Z,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46Z" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: unexpected text after seconds`},
-		{header + "2023/11/16 18:15:46,1,1\n", `conv.csv:2: field TIMESTAMP: "2023/11/16 18:15:46" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: bad layout`},
-		{header + "2023-11-16 18:15:4x,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:4x" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: bad layout`},
-		{header + "1600-01-01 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "1600-01-01 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff]: year outside 1678-2261`},
+		{header + "2023-13-01 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-13-01 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: month out of range`},
+		{header + "2023-02-29 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-02-29 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: day out of range`},
+		{header + "2023-11-31 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-31 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: day out of range`},
+		{header + "2023-11-16 24:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 24:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: time of day out of range`},
+		{header + "2023-11-16 18:15:46.1234567890,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46.1234567890" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: want 1 to 9 fractional digits`},
+		{header + "2023-11-16 18:15:46.,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46." is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: want 1 to 9 fractional digits`},
+		{header + "2023-11-16 18:15:46.12a,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46.12a" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: bad fractional seconds`},
+		{header + "2023-11-16 18:15:46Q,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:46Q" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: unexpected text after seconds`},
+		{header + "2023/11/16 18:15:46,1,1\n", `conv.csv:2: field TIMESTAMP: "2023/11/16 18:15:46" is not a number or a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: bad layout`},
+		{header + "2023-11-16 18:15:4x,1,1\n", `conv.csv:2: field TIMESTAMP: "2023-11-16 18:15:4x" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: bad layout`},
+		{header + "1600-01-01 00:00:00,1,1\n", `conv.csv:2: field TIMESTAMP: "1600-01-01 00:00:00" is not a timestamp YYYY-MM-DD HH:MM:SS[.fffffffff][Z|±HH:MM]: year outside 1678-2261`},
 		{header + "1678-01-01 00:00:00,1,1\n2261-12-31 00:00:00,1,1\n", `conv.csv:3: field TIMESTAMP: "2261-12-31 00:00:00" is too far after the first record for int64 ns`},
 		{header + row + long + "\n", `conv.csv:3: line longer than 1 MiB`},
 	} {
@@ -375,16 +372,14 @@ func TestJSONLErrors(t *testing.T) {
 		{"\n \n", Options{}, `t.jsonl:3: no records`},
 		{`{"timestamp":1,"output_tokens":1}`, Options{}, `t.jsonl:1: field input_tokens: missing`},
 		{`{"input_tokens":1,"output_tokens":1}`, Options{TimeField: "t"}, `t.jsonl:1: field t: missing`},
-		{ok + `{"timestamp":2,"input_tokens":12.0,"output_tokens":1}`, Options{}, `t.jsonl:2: field input_tokens: 12.0 is not a non-negative integer`},
+		{ok + `{"timestamp":2,"input_tokens":12.5,"output_tokens":1}`, Options{}, `t.jsonl:2: field input_tokens: 12.5 is not a non-negative integer`},
 		{`{"timestamp":2,"input_tokens":"12","output_tokens":1}`, Options{}, `t.jsonl:1: field input_tokens: "12" is not a non-negative integer`},
 		{`{"timestamp":2,"input_tokens":1,"output_tokens":-3}`, Options{}, `t.jsonl:1: field output_tokens: -3 is not a non-negative integer`},
-		{`{"timestamp":2,"input_tokens":0,"output_tokens":3}`, Options{}, `t.jsonl:1: field input_tokens: 0 tokens; a prompt needs at least 1`},
 		{`{"timestamp":2,"input_tokens":1e3,"output_tokens":3}`, Options{}, `t.jsonl:1: field input_tokens: 1e3 is not a non-negative integer`},
 		{`{"timestamp":true,"input_tokens":1,"output_tokens":1}`, Options{}, `t.jsonl:1: field timestamp: true is not a number or an RFC3339 string`},
 		{`{"timestamp":"yesterday","input_tokens":1,"output_tokens":1}`, Options{}, `t.jsonl:1: field timestamp: "yesterday" is not an RFC3339 time`},
 		{`{"timestamp":1e300,"input_tokens":1,"output_tokens":1}`, Options{}, `t.jsonl:1: field timestamp: 1e300 is out of range`},
 		{`{"timestamp":"1500-01-01T00:00:00Z","input_tokens":1,"output_tokens":1}`, Options{}, `t.jsonl:1: field timestamp: "1500-01-01T00:00:00Z": year outside 1678-2261`},
-		{ok + `{"timestamp":0.5,"input_tokens":1,"output_tokens":1}`, Options{}, `t.jsonl:2: field timestamp: 0.5 is earlier than the previous record (line 1)`},
 		{ok + `{"timestamp":"2023-11-16T18:15:46Z","input_tokens":1,"output_tokens":1}`, Options{}, `t.jsonl:2: field timestamp: "2023-11-16T18:15:46Z" mixes RFC3339 strings and numbers in one trace`},
 		{ok + `{"timestamp":2,"input_tokens":1,`, Options{}, `t.jsonl:2: invalid JSON: unexpected end of JSON input`},
 		{ok + `{"timestamp":2} x`, Options{}, `t.jsonl:2: invalid JSON: invalid character 'x' after top-level value`},
@@ -427,7 +422,7 @@ func TestOpen(t *testing.T) {
 		}
 	}
 	p := write("d.txt", jsonl)
-	if _, _, err := Open(p, Options{}); err == nil || err.Error() != fmt.Sprintf(`trace %s: unknown extension ".txt"; want .csv, .jsonl or .ndjson`, p) {
+	if _, _, err := Open(p, Options{}); err == nil || err.Error() != fmt.Sprintf(`trace %s: unknown extension ".txt"; want .csv, .jsonl or .ndjson, optionally .gz`, p) {
 		t.Errorf("d.txt: error %v", err)
 	}
 	if _, _, err := Open(filepath.Join(dir, "missing.csv"), Options{}); !errors.Is(err, os.ErrNotExist) {
@@ -467,7 +462,8 @@ func TestAzureCSVZeroAllocsPerRecord(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per record, want 0", allocs)
 	}
-	// A whole file costs a constant: the reader, its buffer and the header.
+	// A whole file costs a constant: the reader, its buffer and the header
+	// (a string per column name, and the per-column field slice).
 	sample, _ := os.ReadFile(sampleTrace)
 	perFile := testing.AllocsPerRun(20, func() {
 		r, _ := NewAzureCSV(bytes.NewReader(sample), "sample.csv", Options{})
@@ -477,8 +473,8 @@ func TestAzureCSVZeroAllocsPerRecord(t *testing.T) {
 			}
 		}
 	})
-	if perFile > 8 {
-		t.Errorf("%v allocations per file, want at most 8", perFile)
+	if perFile > 16 {
+		t.Errorf("%v allocations per file, want at most 16", perFile)
 	}
 }
 

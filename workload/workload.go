@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"statesim/sim"
 	"statesim/trace"
@@ -36,13 +38,25 @@ type Spec struct {
 	Path      string  `yaml:"path,omitempty" json:"path,omitempty"`
 	RateScale float64 `yaml:"rate_scale,omitempty" json:"rate_scale,omitempty"`
 	Limit     int     `yaml:"limit,omitempty" json:"limit,omitempty"`
-	// JSONL traces: the keys of the arrival time, prompt and output
-	// token counts (defaults timestamp, input_tokens, output_tokens) and
-	// the unit of a numeric time (s, ms, us, ns; default s).
+	// Format is a public layout (azure, burstgpt, mooncake, jsonl; see
+	// trace.Formats) giving the field names and time unit; empty: by
+	// extension, and for CSV by the header.
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// The CSV columns or JSONL keys (dotted for nested JSON objects:
+	// usage.prompt_tokens) of the arrival time and the prompt and output
+	// token counts, and the unit of a numeric time (s, ms, us, ns); empty:
+	// the format's.
 	TimeField   string `yaml:"time_field,omitempty" json:"time_field,omitempty"`
 	PromptField string `yaml:"prompt_field,omitempty" json:"prompt_field,omitempty"`
 	OutputField string `yaml:"output_field,omitempty" json:"output_field,omitempty"`
 	TimeUnit    string `yaml:"time_unit,omitempty" json:"time_unit,omitempty"`
+	// Strict fails the run on the first record vLLM would refuse (a
+	// 0-token prompt, a prompt of max_model_len tokens or more, a
+	// timestamp earlier than the previous one) instead of rejecting that
+	// request alone and counting it.
+	Strict bool `yaml:"strict,omitempty" json:"strict,omitempty"`
+	// FS, when set, holds Path (a built-in scenario's embedded trace).
+	FS fs.FS `yaml:"-" json:"-"`
 
 	// synthetic: a generated trace (trace.Synthetic) of Count requests,
 	// Poisson arrivals at Rate per second, lognormal lengths with the
@@ -70,11 +84,29 @@ func ferr(path, format string, a ...any) error {
 	return &FieldError{Path: path, Err: fmt.Errorf(format, a...)}
 }
 
+// Bounds on multiplicative knobs: a group (a batch, a training step's
+// rollouts) is submitted at once and held in memory, and a run's requests
+// are counted in int64 ns of simulated time, so both are capped far above
+// any real workload.
+const (
+	MaxGroup    = 1 << 20 // requests submitted at once
+	MaxRequests = 1 << 30 // requests in one run
+	// MaxSpanS is the longest simulated span a workload may ask for,
+	// about 30 years: int64 ns hold 292.
+	MaxSpanS = 1e9
+)
+
 // Validate checks the spec for its kind.
 func (s *Spec) Validate() error {
 	pos := func(name string, v int) error {
 		if v < 1 {
 			return ferr(name, "must be >= 1, got %d", v)
+		}
+		return nil
+	}
+	upTo := func(name string, v, limit int, why string) error {
+		if v > limit {
+			return ferr(name, "%d is more than %d %s", v, limit, why)
 		}
 		return nil
 	}
@@ -84,19 +116,46 @@ func (s *Spec) Validate() error {
 		if err = pos("num_prompts", s.NumPrompts); err == nil {
 			err = pos("batch_size", s.BatchSize)
 		}
-	case "poisson":
-		if !(s.Rate > 0) {
-			return ferr("rate", "must be > 0, got %g", s.Rate)
+		if err == nil {
+			err = upTo("num_prompts", s.NumPrompts, MaxRequests, "requests in one run")
 		}
-		err = pos("count", s.Count)
+		if err == nil {
+			err = upTo("batch_size", s.BatchSize, MaxGroup, "requests submitted at once")
+		}
+	case "poisson":
+		if !(s.Rate > 0) || math.IsInf(s.Rate, 1) {
+			return ferr("rate", "must be a finite number > 0, got %g", s.Rate)
+		}
+		if err = pos("count", s.Count); err == nil {
+			err = upTo("count", s.Count, MaxRequests, "requests in one run")
+		}
+		if err == nil && float64(s.Count)/s.Rate > MaxSpanS {
+			// Arrival times are int64 ns: a tiny rate would overflow them.
+			err = ferr("rate", "%g requests/s makes %d arrivals span about %.3g s of simulated time, more than %g s (30 years)", s.Rate, s.Count, float64(s.Count)/s.Rate, float64(MaxSpanS))
+		}
 	case "rollouts":
 		if err = pos("prompts", s.Prompts); err == nil {
 			if err = pos("rollouts_per_prompt", s.RolloutsPerPrompt); err == nil {
 				err = pos("steps", s.Steps)
 			}
 		}
-		if err == nil && s.TrainTimeS < 0 {
-			err = ferr("train_time_s", "must be >= 0, got %g", s.TrainTimeS)
+		if err == nil {
+			err = upTo("prompts", s.Prompts, MaxGroup, "prompts per training step")
+		}
+		if err == nil {
+			err = upTo("rollouts_per_prompt", s.RolloutsPerPrompt, MaxGroup, "rollouts per prompt")
+		}
+		if err == nil && int64(s.Prompts)*int64(s.RolloutsPerPrompt) > MaxGroup {
+			err = ferr("rollouts_per_prompt", "prompts × rollouts_per_prompt = %d requests per training step, more than %d submitted at once", int64(s.Prompts)*int64(s.RolloutsPerPrompt), MaxGroup)
+		}
+		if err == nil && int64(s.Prompts)*int64(s.RolloutsPerPrompt)*int64(s.Steps) > MaxRequests {
+			err = ferr("steps", "prompts × rollouts_per_prompt × steps = %d requests, more than %d in one run", int64(s.Prompts)*int64(s.RolloutsPerPrompt)*int64(s.Steps), MaxRequests)
+		}
+		if err == nil && (s.TrainTimeS < 0 || math.IsInf(s.TrainTimeS, 1)) {
+			err = ferr("train_time_s", "must be a finite number >= 0, got %g", s.TrainTimeS)
+		}
+		if err == nil && s.TrainTimeS*float64(s.Steps) > MaxSpanS {
+			err = ferr("train_time_s", "%g s × %d steps is more than %g s (30 years) of simulated time", s.TrainTimeS, s.Steps, float64(MaxSpanS))
 		}
 	case "synthetic":
 		if !(s.Rate > 0) || math.IsInf(s.Rate, 1) {
@@ -106,6 +165,12 @@ func (s *Spec) Validate() error {
 			if err = pos("prompt_median", s.PromptMedian); err == nil {
 				err = pos("output_median", s.OutputMedian)
 			}
+		}
+		if err == nil {
+			err = upTo("count", s.Count, MaxRequests, "requests in one run")
+		}
+		if err == nil && float64(s.Count)/s.Rate > MaxSpanS {
+			err = ferr("rate", "%g requests/s makes %d arrivals span about %.3g s of simulated time, more than %g s (30 years)", s.Rate, s.Count, float64(s.Count)/s.Rate, float64(MaxSpanS))
 		}
 		if err == nil && badScale(s.RateScale) {
 			err = ferr("rate_scale", "must be a finite number > 0, got %g", s.RateScale)
@@ -122,6 +187,16 @@ func (s *Spec) Validate() error {
 		}
 		if s.Limit < 0 {
 			return ferr("limit", "must be >= 0, got %d", s.Limit)
+		}
+		if s.Format != "" {
+			if _, ok := trace.FormatByName(s.Format); !ok {
+				return ferr("format", "unknown %q (want %s)", s.Format, strings.Join(trace.FormatNames(), ", "))
+			}
+		}
+		switch s.TimeUnit {
+		case "", "s", "ms", "us", "ns":
+		default:
+			return ferr("time_unit", "unknown %q (want s, ms, us or ns)", s.TimeUnit)
 		}
 	case "":
 		return ferr("kind", "missing (want batches, poisson, rollouts, trace or synthetic)")
@@ -172,6 +247,10 @@ type Arrival struct {
 	Group     int    // batch or training step; -1 for open-loop
 	Seed      uint64 // prompt identity: rollouts of one prompt share it
 	Line      int    // trace line, 0 otherwise
+	// Reject is why the engine must refuse this trace record alone (a
+	// trace.Reject* reason), with Why the reader's message; empty for a
+	// request to serve.
+	Reject, Why string
 }
 
 // Source yields arrivals in non-decreasing time order.
@@ -302,7 +381,13 @@ func (p *poisson) Next() (Arrival, bool, error) {
 		return Arrival{}, false, nil
 	}
 	if p.n > 0 {
-		p.at += sim.FromSeconds(p.rng.ExpFloat64() / p.spec.Rate)
+		gap := p.rng.ExpFloat64() / p.spec.Rate
+		if gap >= float64(math.MaxInt64-int64(p.at))/1e9 {
+			// Validate bounds the expected span; one huge draw could still
+			// pass the int64 ns clock.
+			return Arrival{}, false, fmt.Errorf("poisson arrival %d: a gap of %.3g s overflows the simulated clock", p.n, gap)
+		}
+		p.at += sim.FromSeconds(gap)
 	}
 	a := Arrival{At: p.at, PromptLen: p.spec.PromptLen.Draw(p.rng), OutputLen: p.spec.OutputLen.Draw(p.rng),
 		Group: -1, Seed: sim.Mix(p.seed ^ sim.Mix(uint64(p.n)+1))}
@@ -325,8 +410,12 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 	if baseDir != "" && !isAbs(path) {
 		path = baseDir + "/" + path
 	}
-	r, c, err := trace.Open(path, trace.Options{RateScale: s.RateScale, TimeField: s.TimeField,
-		PromptField: s.PromptField, OutputField: s.OutputField, TimeUnit: s.TimeUnit})
+	opt := trace.Options{RateScale: s.RateScale, Format: s.Format, TimeField: s.TimeField,
+		PromptField: s.PromptField, OutputField: s.OutputField, TimeUnit: s.TimeUnit}
+	if s.FS != nil {
+		path = s.Path
+	}
+	r, c, err := trace.OpenFS(s.FS, path, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +456,10 @@ func (t *traceSource) Next() (Arrival, bool, error) {
 		return Arrival{}, false, nil
 	}
 	if err != nil {
+		if rej, ok := err.(*trace.RejectError); ok && !t.spec.Strict {
+			t.n++
+			return Arrival{At: sim.Time(rec.ArrivalNS), Group: -1, Line: rec.Line, Reject: rej.Reason, Why: err.Error()}, true, nil
+		}
 		t.finish()
 		return Arrival{}, false, err
 	}

@@ -83,7 +83,7 @@ func TestTraceJSONLFieldsAndLimit(t *testing.T) {
 }
 
 func TestAzureSampleReplays(t *testing.T) {
-	s := &Spec{Kind: "trace", Path: "../testdata/traces/AzureLLMInferenceTrace_conv.csv", Limit: 100,
+	s := &Spec{Kind: "trace", Path: "../scenarios/traces/AzureLLMInferenceTrace_conv.csv", Limit: 100,
 		PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
 	got := drain(t, s)
 	if len(got) != 100 || got[0].At != 0 || got[0].PromptLen != 374 || got[0].OutputLen != 44 {
