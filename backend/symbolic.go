@@ -78,7 +78,7 @@ func NewSymbolic(shape *model.Shape, layout model.Layout, pool *statecache.Block
 		Pool: pool,
 		Index: statecache.StateIndex{
 			Stride: layout.StateStrideElems,
-			Bits:   bits,
+			Bits:   shape.IndexBits(int(bits)), // 32-bit only where that kind's kernel was
 			Elems:  shape.SSMStateElems(),
 			Offset: stateOffsetElems(shape),
 		},
@@ -92,13 +92,7 @@ func NewSymbolic(shape *model.Shape, layout model.Layout, pool *statecache.Block
 
 // stateOffsetElems is where the SSM state starts in a page: after the conv
 // state, in SSM-state elements.
-func stateOffsetElems(s *model.Shape) int64 {
-	b := int64(model.DTypeBytes(s.SSMStateDType))
-	if b == 0 {
-		return 0
-	}
-	return (s.ConvStateBytes() + b - 1) / b
-}
+func stateOffsetElems(s *model.Shape) int64 { return s.StateOffsetElems() }
 
 func (s *Symbolic) Name() string { return "symbolic" }
 

@@ -109,7 +109,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.nBlocks = n
 	} else {
 		mem := statecache.Memory{DeviceGiB: sc.Device.MemoryGiB, GPUMemoryUtilization: sc.Engine.GPUMemoryUtilization,
-			WeightsGiB: r.shape.WeightsGiB, ActivationGiB: sc.Device.ActivationGiB}
+			WeightsGiB: r.shape.WeightsPerRankGiB(), ActivationGiB: sc.Device.ActivationGiB}
 		n, err := mem.NumGPUBlocks(r.layout.BlockBytes())
 		if err != nil {
 			return nil, setupErr(sc, "%v", err)

@@ -1,23 +1,49 @@
 package model
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // LayerKind is the kind of one decoder layer.
 type LayerKind uint8
 
 const (
 	Attention LayerKind = iota
+	// Mamba is a layer with a fixed-size state, of any StateKind.
 	Mamba
+	// NoCache is a layer with no KV cache spec (Nemotron-H's MLP and MoE
+	// layers).
+	NoCache
 )
 
 func (k LayerKind) String() string {
-	if k == Attention {
+	switch k {
+	case Attention:
 		return "attention"
+	case Mamba:
+		return "mamba"
 	}
-	return "mamba"
+	return "none"
+}
+
+// CacheLayer is one entry of vLLM's kv_cache_spec: a layer index and the
+// kind of cache it needs, in the order the model registers its attention
+// modules (layer order; in Falcon-H1's parallel blocks the Mamba mixer
+// comes before the attention of the same layer).
+type CacheLayer struct {
+	Layer int       `json:"layer"`
+	Kind  LayerKind `json:"kind"`
+}
+
+// CacheConfig holds the engine arguments that shape the cache, under
+// vLLM's names; the scenario fills it from its engine section.
+type CacheConfig struct {
+	TensorParallelSize int    `json:"tensor_parallel_size"`
+	MambaCacheDType    string `json:"mamba_cache_dtype"`
+	MambaSSMCacheDType string `json:"mamba_ssm_cache_dtype"`
+	KVCacheDType       string `json:"kv_cache_dtype"`
+	// KernelBlockAlignment is the smallest block size the attention
+	// backend's kernels support; 0 means the default backend's: 16
+	// (FlashAttention), 64 for MLA (FlashMLA).
+	KernelBlockAlignment int `json:"kernel_block_alignment_size"`
 }
 
 // Shape is a model's architecture, with field names from the Hugging Face
@@ -43,8 +69,36 @@ type Shape struct {
 	// SSM state (float32 in the incident).
 	DType         string `yaml:"dtype" json:"dtype"`
 	SSMStateDType string `yaml:"ssm_state_dtype" json:"ssm_state_dtype"`
-	// WeightsGiB is the memory the weights take on the device.
+	// WeightsGiB is the memory all the weights take, before tensor
+	// parallelism divides them (WeightsPerRankGiB).
 	WeightsGiB float64 `yaml:"weights_gib" json:"weights_gib"`
+
+	// Filled from a Hugging Face config.json (FromHFConfig), zero for the
+	// presets: the model type, the cache layers in registration order
+	// (nil: attn_layer_period/offset decide), the state mixer's widths
+	// (zero: Mamba1 from the mamba_* fields), MLA's latent widths and the
+	// parameter count the weights come from.
+	ModelType      string       `yaml:"-" json:"model_type,omitempty"`
+	CacheLayers    []CacheLayer `yaml:"-" json:"cache_layers,omitempty"`
+	Mixer          Mixer        `yaml:"-" json:"mixer,omitempty"`
+	KVLoraRank     int          `yaml:"-" json:"kv_lora_rank,omitempty"`
+	QKRopeHeadDim  int          `yaml:"-" json:"qk_rope_head_dim,omitempty"`
+	NumParameters  int64        `yaml:"-" json:"num_parameters,omitempty"`
+	ParameterNotes string       `yaml:"-" json:"-"`
+
+	// Cache is the engine's cache arguments (set by the scenario).
+	Cache CacheConfig `yaml:"-" json:"-"`
+}
+
+// MLA reports whether attention layers cache one latent vector per token
+// (DeepSeek's multi-head latent attention, Kimi Linear).
+func (s *Shape) MLA() bool { return s.KVLoraRank > 0 }
+
+// WeightsPerRankGiB is the weights one GPU holds: tensor parallelism
+// shards the linear layers and the vocabulary across ranks (the small
+// replicated norms are ignored).
+func (s *Shape) WeightsPerRankGiB() float64 {
+	return s.WeightsGiB / float64(max(1, s.Cache.TensorParallelSize))
 }
 
 // DTypeBytes is the size of one element of a named dtype, or 0 if unknown.
@@ -54,7 +108,7 @@ func DTypeBytes(name string) int {
 		return 4
 	case "bfloat16", "float16", "bf16", "fp16":
 		return 2
-	case "fp8", "float8":
+	case "fp8", "float8", "fp8_e4m3", "fp8_e5m2":
 		return 1
 	}
 	return 0
@@ -74,8 +128,13 @@ func (s *Shape) Validate() error {
 	if s.AttnLayerPeriod < 0 {
 		return fmt.Errorf("attn_layer_period: must be >= 0, got %d", s.AttnLayerPeriod)
 	}
-	if s.AttnLayerPeriod > 0 && (s.AttnLayerOffset < 0 || s.AttnLayerOffset >= s.AttnLayerPeriod) {
+	if s.CacheLayers == nil && s.AttnLayerPeriod > 0 && (s.AttnLayerOffset < 0 || s.AttnLayerOffset >= s.AttnLayerPeriod) {
 		return fmt.Errorf("attn_layer_offset: must be in [0, attn_layer_period), got %d", s.AttnLayerOffset)
+	}
+	for _, c := range s.CacheLayers {
+		if c.Layer < 0 || c.Layer >= s.NumLayers {
+			return fmt.Errorf("num_layers: %d, but a cache layer has index %d", s.NumLayers, c.Layer)
+		}
 	}
 	for _, f := range []struct {
 		n string
@@ -86,32 +145,52 @@ func (s *Shape) Validate() error {
 		}
 	}
 	if s.NumMambaLayers() > 0 {
-		for _, f := range []struct {
-			n string
-			v int
-		}{{"mamba_expand", s.MambaExpand}, {"mamba_d_state", s.MambaDState}, {"mamba_d_conv", s.MambaDConv}} {
-			if err := pos(f.n, f.v); err != nil {
-				return err
+		if s.StateKind() == Mamba1 {
+			expand := s.MambaExpand
+			if s.Mixer.IntermediateSize > 0 {
+				expand = 1
+			}
+			for _, f := range []struct {
+				n string
+				v int
+			}{{"mamba_expand", expand}, {"mamba_d_state", s.MambaDState}, {"mamba_d_conv", s.MambaDConv}} {
+				if err := pos(f.n, f.v); err != nil {
+					return err
+				}
+			}
+		} else {
+			for _, t := range s.StateTensors() {
+				for _, d := range t.Dims {
+					if d <= 0 {
+						return fmt.Errorf("hf_config: %s state %s has shape %v: a width is missing or zero", s.StateKind(), t.Name, t.Dims)
+					}
+				}
 			}
 		}
 	}
 	if s.NumAttentionLayers() > 0 {
-		for _, f := range []struct {
-			n string
-			v int
-		}{{"num_attention_heads", s.NumAttentionHeads}, {"num_key_value_heads", s.NumKVHeads}, {"head_dim", s.HeadDim}} {
-			if err := pos(f.n, f.v); err != nil {
+		if s.MLA() {
+			if err := pos("qk_rope_head_dim", s.QKRopeHeadDim); err != nil {
 				return err
 			}
-		}
-		if s.NumAttentionHeads%s.NumKVHeads != 0 {
-			return fmt.Errorf("num_key_value_heads: must divide num_attention_heads (%d), got %d", s.NumAttentionHeads, s.NumKVHeads)
+		} else {
+			for _, f := range []struct {
+				n string
+				v int
+			}{{"num_attention_heads", s.NumAttentionHeads}, {"num_key_value_heads", s.NumKVHeads}, {"head_dim", s.HeadDim}} {
+				if err := pos(f.n, f.v); err != nil {
+					return err
+				}
+			}
+			if s.NumAttentionHeads%s.NumKVHeads != 0 {
+				return fmt.Errorf("num_key_value_heads: must divide num_attention_heads (%d), got %d", s.NumAttentionHeads, s.NumKVHeads)
+			}
 		}
 	}
 	if DTypeBytes(s.DType) == 0 {
 		return fmt.Errorf("dtype: unknown %q (want bfloat16, float16, float32 or fp8)", s.DType)
 	}
-	if DTypeBytes(s.SSMStateDType) == 0 {
+	if s.SSMStateDType != "" && DTypeBytes(s.SSMStateDType) == 0 {
 		return fmt.Errorf("ssm_state_dtype: unknown %q (want float32, bfloat16 or float16)", s.SSMStateDType)
 	}
 	if s.WeightsGiB < 0 {
@@ -120,12 +199,37 @@ func (s *Shape) Validate() error {
 	return nil
 }
 
-// Kind of layer i.
-func (s *Shape) Kind(i int) LayerKind {
+// Entries is vLLM's kv_cache_spec in registration order: every layer with
+// a cache, and its kind.
+func (s *Shape) Entries() []CacheLayer {
+	if s.CacheLayers != nil {
+		return s.CacheLayers
+	}
+	out := make([]CacheLayer, s.NumLayers)
+	for i := range out {
+		out[i] = CacheLayer{i, s.periodKind(i)}
+	}
+	return out
+}
+
+func (s *Shape) periodKind(i int) LayerKind {
 	if s.AttnLayerPeriod > 0 && i%s.AttnLayerPeriod == s.AttnLayerOffset {
 		return Attention
 	}
 	return Mamba
+}
+
+// Kind of layer i (its first cache entry's kind; NoCache when it has none).
+func (s *Shape) Kind(i int) LayerKind {
+	if s.CacheLayers == nil {
+		return s.periodKind(i)
+	}
+	for _, c := range s.CacheLayers {
+		if c.Layer == i {
+			return c.Kind
+		}
+	}
+	return NoCache
 }
 
 // Layers lists the kind of every layer.
@@ -137,145 +241,101 @@ func (s *Shape) Layers() []LayerKind {
 	return out
 }
 
-// NumAttentionLayers counts attention layers.
-func (s *Shape) NumAttentionLayers() int {
+func (s *Shape) count(k LayerKind) int {
+	if s.CacheLayers == nil {
+		n := 0
+		for i := 0; i < s.NumLayers; i++ {
+			if s.periodKind(i) == k {
+				n++
+			}
+		}
+		return n
+	}
 	n := 0
-	for i := 0; i < s.NumLayers; i++ {
-		if s.Kind(i) == Attention {
+	for _, c := range s.CacheLayers {
+		if c.Kind == k {
 			n++
 		}
 	}
 	return n
 }
 
-// NumMambaLayers counts Mamba layers.
-func (s *Shape) NumMambaLayers() int { return s.NumLayers - s.NumAttentionLayers() }
+// NumAttentionLayers counts attention layers.
+func (s *Shape) NumAttentionLayers() int { return s.count(Attention) }
 
-// DInner is the Mamba inner width, expand × hidden.
-func (s *Shape) DInner() int { return s.MambaExpand * s.HiddenSize }
+// NumMambaLayers counts state layers.
+func (s *Shape) NumMambaLayers() int { return s.count(Mamba) }
 
-// ConvStateBytes is one layer's conv window cache: (d_conv − 1) × d_inner.
-func (s *Shape) ConvStateBytes() int64 {
-	return int64(s.MambaDConv-1) * int64(s.DInner()) * int64(DTypeBytes(s.DType))
-}
-
-// SSMStateElems is one layer's SSM state: d_inner × d_state elements.
-func (s *Shape) SSMStateElems() int64 { return int64(s.DInner()) * int64(s.MambaDState) }
-
-// SSMStateBytes is SSMStateElems in bytes of SSMStateDType.
-func (s *Shape) SSMStateBytes() int64 { return s.SSMStateElems() * int64(DTypeBytes(s.SSMStateDType)) }
-
-// MambaPageBytes is the unpadded Mamba page: conv state + SSM state of one layer.
-func (s *Shape) MambaPageBytes() int64 {
-	if s.NumMambaLayers() == 0 {
-		return 0
+// DInner is the Mamba inner width (all ranks): expand × hidden for Mamba1,
+// heads × head dim for Mamba2, 0 for other kinds.
+func (s *Shape) DInner() int {
+	switch s.StateKind() {
+	case Mamba1:
+		if s.Mixer.IntermediateSize > 0 { // MambaConfig's intermediate_size
+			return s.Mixer.IntermediateSize
+		}
+		return s.MambaExpand * s.HiddenSize
+	case Mamba2:
+		return s.Mixer.IntermediateSize
 	}
-	return s.ConvStateBytes() + s.SSMStateBytes()
+	return 0
 }
 
-// KVBytesPerToken is one attention layer's K and V for one token.
+// ConvStateBytes is the part of a state page before the indexed state
+// (Mamba1: the conv window cache, (d_conv − 1) × d_inner).
+func (s *Shape) ConvStateBytes() int64 {
+	_, off, _ := s.IndexedState()
+	return off
+}
+
+// SSMStateElems is the indexed state's element count (Mamba1: d_inner ×
+// d_state), what one prefill write covers.
+func (s *Shape) SSMStateElems() int64 {
+	t, _, _ := s.IndexedState()
+	return t.Elems()
+}
+
+// SSMStateBytes is SSMStateElems in bytes.
+func (s *Shape) SSMStateBytes() int64 {
+	t, _, _ := s.IndexedState()
+	return t.Bytes()
+}
+
+// MambaPageBytes is the unpadded state page of one layer: the sum of its
+// state tensors (MambaSpec.page_size_bytes without page_size_padded).
+func (s *Shape) MambaPageBytes() int64 {
+	var n int64
+	for _, t := range s.StateTensors() {
+		n += t.Bytes()
+	}
+	return n
+}
+
+// KVDType is the attention cache dtype: kv_cache_dtype, or the model's
+// when "auto".
+func (s *Shape) KVDType() string {
+	if d := s.Cache.KVCacheDType; d != "" && d != "auto" {
+		return d
+	}
+	return s.DType
+}
+
+// KVHeadsPerRank is vLLM's get_num_kv_heads: the KV heads one TP rank
+// holds, at least one (replicated when there are fewer heads than ranks).
+func (s *Shape) KVHeadsPerRank() int {
+	return max(1, s.NumKVHeads/max(1, s.Cache.TensorParallelSize))
+}
+
+// KVBytesPerToken is one attention layer's cache for one token on one
+// rank: K and V (FullAttentionSpec) or MLA's single latent vector
+// (MLAAttentionSpec: kv_lora_rank + qk_rope_head_dim, not sharded).
 func (s *Shape) KVBytesPerToken() int64 {
 	if s.NumAttentionLayers() == 0 {
 		return 0
 	}
-	return 2 * int64(s.NumKVHeads) * int64(s.HeadDim) * int64(DTypeBytes(s.DType))
-}
-
-// Group is one KV cache group: layers of one kind that share block tables.
-// Each raw cache tensor is shared by one layer of every group.
-type Group struct {
-	Kind   LayerKind `json:"kind"`
-	Layers []int     `json:"layers"`
-}
-
-// Layout is the cache layout vLLM derives for a shape and a requested block
-// size (vllm/v1/core/kv_cache_utils.py and the hybrid config update).
-type Layout struct {
-	// BlockSize is the attention block size in tokens after the hybrid
-	// adjustment (raised until an attention page holds a Mamba page).
-	BlockSize int `json:"block_size"`
-	// PageBytes is the unified page size every group's block occupies in
-	// one raw tensor.
-	PageBytes int64 `json:"page_bytes"`
-	// GroupSize is the number of layers per group, which is also the
-	// number of raw tensors a block spans.
-	GroupSize int     `json:"group_size"`
-	Groups    []Group `json:"groups"`
-	// StateStrideElems is the distance, in SSM-state elements, between
-	// consecutive slots of one layer's state view: the stride the prefill
-	// kernel multiplies the cache index by.
-	StateStrideElems int64 `json:"state_stride_elems"`
-}
-
-// NumAttnGroups and NumMambaGroups count groups by kind.
-func (l *Layout) NumAttnGroups() int  { return l.count(Attention) }
-func (l *Layout) NumMambaGroups() int { return l.count(Mamba) }
-
-func (l *Layout) count(k LayerKind) int {
-	n := 0
-	for _, g := range l.Groups {
-		if g.Kind == k {
-			n++
-		}
+	b := int64(DTypeBytes(s.KVDType()))
+	if s.MLA() {
+		return int64(s.KVLoraRank+s.QKRopeHeadDim) * b
 	}
-	return n
-}
-
-// BlockBytes is the device memory one block id costs across raw tensors.
-func (l *Layout) BlockBytes() int64 { return l.PageBytes * int64(l.GroupSize) }
-
-// attnBlockAlign is the multiple vLLM rounds a raised attention block size to.
-const attnBlockAlign = 16
-
-// Layout computes the cache layout for a requested attention block size.
-func (s *Shape) Layout(blockSize int) Layout {
-	var attn, mamba []int
-	for i := 0; i < s.NumLayers; i++ {
-		if s.Kind(i) == Attention {
-			attn = append(attn, i)
-		} else {
-			mamba = append(mamba, i)
-		}
-	}
-	l := Layout{BlockSize: blockSize}
-	mp := s.MambaPageBytes()
-	perTok := s.KVBytesPerToken()
-	if len(attn) > 0 && len(mamba) > 0 && int64(blockSize)*perTok < mp {
-		// vLLM raises the attention block size of hybrid models so that
-		// one attention page is at least one Mamba page.
-		bs := (mp + perTok - 1) / perTok
-		bs = (bs + attnBlockAlign - 1) / attnBlockAlign * attnBlockAlign
-		l.BlockSize = int(bs)
-	}
-	l.PageBytes = max(int64(l.BlockSize)*perTok, mp)
-
-	// Group size: the smallest per-kind layer count, or the largest when
-	// the two are close (less padding), as vLLM's uniform-page grouping.
-	types := [][]int{}
-	kinds := []LayerKind{}
-	if len(attn) > 0 {
-		types, kinds = append(types, attn), append(kinds, Attention)
-	}
-	if len(mamba) > 0 {
-		types, kinds = append(types, mamba), append(kinds, Mamba)
-	}
-	minN, maxN := s.NumLayers, 0
-	for _, t := range types {
-		minN, maxN = min(minN, len(t)), max(maxN, len(t))
-	}
-	gs := minN
-	if float64(maxN) < 1.25*float64(minN) {
-		gs = maxN
-	}
-	l.GroupSize = gs
-	for ti, t := range types {
-		for i := 0; i < len(t); i += gs {
-			l.Groups = append(l.Groups, Group{Kind: kinds[ti], Layers: t[i:min(i+gs, len(t))]})
-		}
-	}
-	sort.SliceStable(l.Groups, func(i, j int) bool { return l.Groups[i].Layers[0] < l.Groups[j].Layers[0] })
-	if mp > 0 {
-		l.StateStrideElems = l.PageBytes / int64(DTypeBytes(s.SSMStateDType))
-	}
-	return l
+	return 2 * int64(s.KVHeadsPerRank()) * int64(s.HeadDim) * b
 }

@@ -224,6 +224,9 @@ func Parse(data []byte, name string, sets []string) (*Scenario, error) {
 		}
 		sc.Model.Shape = shape
 	}
+	if err := loadHFConfig(doc, &sc, name, setArgs); err != nil {
+		return nil, err
+	}
 	d := decoder{file: name, lines: map[string]*yaml.Node{}, sets: setArgs}
 	if err := d.decode(doc, reflect.ValueOf(&sc).Elem(), ""); err != nil {
 		return nil, err

@@ -37,6 +37,13 @@ func Marshal(sc *Scenario) ([]byte, error) {
 		}
 		base.Model.Shape = shape
 	}
+	if sc.Model.HFConfig != "" {
+		shape, err := hfBase(sc)
+		if err != nil {
+			return nil, err
+		}
+		base.Model.Shape = shape
+	}
 	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	if err := emit(doc, reflect.ValueOf(sc).Elem(), reflect.ValueOf(&base).Elem(), ""); err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 // cycles through all 100 block ids, so later requests get such slots. The
 // fix under test is sched.Fixed, so bug A is out of the picture.
 func wrapWorkload(t *testing.T, bits uint) *engine {
-	rng := rand.New(rand.NewPCG(2026, 2))
+	rng := rand.New(rand.NewPCG(2026, 3))
 	e := newEngine(t, engineCfg{numBlocks: 100, budget: 48, maxSeqs: 6, version: sched.Fixed, bits: bits, weightSeed: 4})
 	e.run(randomArrivals(rng, 60, 40, 12, 2))
 	return e

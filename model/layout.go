@@ -1,0 +1,105 @@
+package model
+
+// Group is one KV cache group: layers of one kind that share block tables.
+// Each raw cache tensor is shared by one layer of every group.
+type Group struct {
+	Kind   LayerKind `json:"kind"`
+	Layers []int     `json:"layers"`
+}
+
+// Layout is the cache layout vLLM derives for a shape and a requested block
+// size (vllm/v1/core/kv_cache_utils.py and the hybrid block-size update).
+type Layout struct {
+	// BlockSize is the attention block size in tokens after the hybrid
+	// adjustment (raised until an attention page holds a Mamba page).
+	BlockSize int `json:"block_size"`
+	// PageBytes is the unified page size every group's block occupies in
+	// one raw tensor.
+	PageBytes int64 `json:"page_bytes"`
+	// GroupSize is the number of layers per group, which is also the
+	// number of raw tensors a block spans.
+	GroupSize int     `json:"group_size"`
+	Groups    []Group `json:"groups"`
+	// StateStrideElems is the distance, in elements of the indexed state,
+	// between consecutive slots of one layer's state view: the stride the
+	// prefill kernel multiplies the cache index by.
+	StateStrideElems int64 `json:"state_stride_elems"`
+	// Unify is how the block size and page were reached.
+	Unify Unification `json:"unify"`
+}
+
+// NumAttnGroups and NumMambaGroups count groups by kind.
+func (l *Layout) NumAttnGroups() int  { return l.count(Attention) }
+func (l *Layout) NumMambaGroups() int { return l.count(Mamba) }
+
+func (l *Layout) count(k LayerKind) int {
+	n := 0
+	for _, g := range l.Groups {
+		if g.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// BlockBytes is the device memory one block id costs across raw tensors.
+func (l *Layout) BlockBytes() int64 { return l.PageBytes * int64(l.GroupSize) }
+
+// groupSizeSlack is the ratio under which vLLM takes the largest per-kind
+// layer count as the group size instead of the smallest, to pad less. The
+// v0.1x code this models used 1.25; current main uses 1.5
+// (kv_cache_utils.py @ 001cabc1). No configuration in testdata/models falls
+// between the two.
+const groupSizeSlack = 1.25
+
+// Layout computes the cache layout for a requested attention block size.
+//
+// Groups follow _get_kv_cache_groups_uniform_page_size: layers are
+// bucketed by spec in kv_cache_spec order, so the kind of the first cache
+// layer comes first (Jamba: Mamba, since layer 0 is a Mamba layer); the
+// group size is the smallest bucket (the largest when within
+// groupSizeSlack); a bucket of n layers makes cdiv(n, size) groups and
+// group i takes its layers [i::num_groups], a stride, not a run.
+func (s *Shape) Layout(blockSize int) Layout {
+	u := s.Unify(blockSize)
+	l := Layout{BlockSize: u.BlockSize, PageBytes: u.PageBytes, Unify: u}
+
+	var kinds []LayerKind
+	buckets := map[LayerKind][]int{}
+	for _, e := range s.Entries() {
+		if e.Kind == NoCache {
+			continue
+		}
+		if _, seen := buckets[e.Kind]; !seen {
+			kinds = append(kinds, e.Kind)
+		}
+		buckets[e.Kind] = append(buckets[e.Kind], e.Layer)
+	}
+	if len(kinds) == 0 {
+		return l
+	}
+	minN, maxN := len(buckets[kinds[0]]), 0
+	for _, k := range kinds {
+		minN, maxN = min(minN, len(buckets[k])), max(maxN, len(buckets[k]))
+	}
+	gs := minN
+	if float64(maxN) < groupSizeSlack*float64(minN) {
+		gs = maxN
+	}
+	l.GroupSize = gs
+	for _, k := range kinds {
+		layers := buckets[k]
+		n := (len(layers) + gs - 1) / gs
+		for i := 0; i < n; i++ {
+			var g []int
+			for j := i; j < len(layers); j += n {
+				g = append(g, layers[j])
+			}
+			l.Groups = append(l.Groups, Group{Kind: k, Layers: g})
+		}
+	}
+	if t, _, ok := s.IndexedState(); ok {
+		l.StateStrideElems = l.PageBytes / int64(DTypeBytes(t.DType))
+	}
+	return l
+}
