@@ -41,8 +41,12 @@ var classRules = map[string]classRule{
 	// v0.14 (#32118): the reorder puts c == 0 last, but the split still
 	// goes by query length alone.
 	"v0.14": {region: regionComputedLast, decode: byQueryLen},
-	// The fix: the split also stops at a row still prefilling (c < p).
-	"fixed": {region: regionComputedLast, decode: doneDecoding},
+	// v0.19 (#37303): four regions; the Mamba split also stops at a row
+	// still prefilling (c < p).
+	"v0.19": {region: regionFour, decode: doneDecoding},
+	// v0.22 (#42430): a short row with state decodes; "fixed" is its alias.
+	"v0.22": {region: regionFour, decode: hasState},
+	"fixed": {region: regionFour, decode: hasState},
 	// V0's control: no reorder, and Mamba1 always took the prefill path.
 	"v0": {decode: never},
 }
@@ -95,6 +99,10 @@ func byQueryLen(q, _, _ int) bool { return q <= decodeThreshold }
 // short row whose prompt is computed is a decode. c ≥ p ≥ 1 implies the
 // row has state.
 func doneDecoding(q, c, p int) bool { return q <= decodeThreshold && c > 0 && c >= p }
+
+// hasState: a short row decodes when it has state (c > 0), prompt done or
+// not.
+func hasState(q, c, _ int) bool { return q <= decodeThreshold && c > 0 }
 
 func never(int, int, int) bool { return false }
 
