@@ -1,0 +1,268 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"statesim/model"
+	"statesim/scenarios"
+	"statesim/statecache"
+)
+
+func init() {
+	commands["model"] = command{
+		summary: "model CONFIG [--set key.path=value]... [--json]\n      what vLLM would log and decide for a model: KV cache groups, block and page size, blocks, max concurrency, the first 32-bit-wrapping slot\n      (CONFIG: a config.json, a preset name, or a scenario)",
+		run:     cmdModel,
+	}
+}
+
+// modelView is what `statesim model` reports, in vLLM's terms.
+type modelView struct {
+	Name          string              `json:"name"`
+	ModelType     string              `json:"model_type,omitempty"`
+	StateKind     model.StateKind     `json:"state_kind,omitempty"`
+	Layers        int                 `json:"layers"`
+	Attention     int                 `json:"attention_layers"`
+	State         int                 `json:"state_layers"`
+	NumParameters int64               `json:"num_parameters,omitempty"`
+	WeightsGiB    float64             `json:"weights_gib"`
+	TP            int                 `json:"tensor_parallel_size"`
+	WeightsRank   float64             `json:"weights_gib_per_rank"`
+	States        []model.StateTensor `json:"state_tensors"`
+	Unify         model.Unification   `json:"unify"`
+	Groups        []groupView         `json:"kv_cache_groups"`
+	GroupSize     int                 `json:"group_size"`
+	BlockBytes    int64               `json:"block_bytes"`
+	NumGPUBlocks  int                 `json:"num_gpu_blocks"`
+	FromOverride  bool                `json:"num_gpu_blocks_from_override"`
+	MemoryError   string              `json:"memory_error,omitempty"`
+	CacheTokens   int64               `json:"gpu_kv_cache_tokens"`
+	MaxModelLen   int                 `json:"max_model_len"`
+	Concurrency   float64             `json:"max_concurrency"`
+	Log           []string            `json:"vllm_log"`
+	Stride        int64               `json:"state_stride_elems"`
+	Index         model.IndexModel    `json:"index_model"`
+	Bits          int                 `json:"state_index_bits"`
+	FirstWrap     int64               `json:"first_wrapping_slot_32bit"`
+	WrapReachable bool                `json:"first_wrap_within_pool"`
+}
+
+type groupView struct {
+	Kind   string `json:"kind"`
+	Layers []int  `json:"layers"`
+}
+
+func cmdModel(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("model", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the layout as JSON")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a scenario field, e.g. engine.tensor_parallel_size=2 (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitBadInput
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "statesim model: want exactly one CONFIG (a config.json, a preset name or a scenario), got %d\n", len(pos))
+		return exitBadInput
+	}
+	sc, err := modelScenario(pos[0], sets)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
+	v := describeModel(sc)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(v)
+	} else {
+		err = writeModelText(stdout, &v)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitInternal
+	}
+	return exitClean
+}
+
+// modelScenario builds the scenario a CONFIG stands for: a .json file is
+// model.hf_config, a preset name model.preset, anything else a scenario.
+func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
+	key := ""
+	if strings.HasSuffix(arg, ".json") {
+		if _, err := os.Stat(arg); err != nil {
+			return nil, err
+		}
+		key = "hf_config"
+	} else if _, err := model.Preset(arg); err == nil {
+		key = "preset"
+	}
+	if key == "" {
+		return scenarios.Load(arg, sets)
+	}
+	// The workload is a placeholder: the command runs nothing.
+	doc, err := yaml.Marshal(map[string]any{"name": "model " + arg, "model": map[string]string{key: arg},
+		"workload": map[string]any{"kind": "poisson", "rate": 1, "count": 1}})
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.Parse(doc, arg, sets)
+}
+
+func describeModel(sc *scenarios.Scenario) modelView {
+	sh := &sc.Model.Shape
+	l := sh.Layout(sc.Engine.BlockSize)
+	v := modelView{
+		Name: sh.Name, ModelType: sh.ModelType, Layers: sh.NumLayers,
+		Attention: sh.NumAttentionLayers(), State: sh.NumMambaLayers(),
+		NumParameters: sh.NumParameters, WeightsGiB: sh.WeightsGiB, TP: max(1, sh.Cache.TensorParallelSize),
+		WeightsRank: sh.WeightsPerRankGiB(), States: sh.StateTensors(), Unify: l.Unify,
+		GroupSize: l.GroupSize, BlockBytes: l.BlockBytes(), MaxModelLen: sc.Engine.MaxModelLen,
+		Stride: l.StateStrideElems, Bits: sc.Engine.StateIndexBits, FirstWrap: -1,
+	}
+	if v.State > 0 {
+		v.StateKind = sh.StateKind()
+		v.Index = sh.IndexModel()
+	}
+	for _, g := range l.Groups {
+		v.Groups = append(v.Groups, groupView{g.Kind.String(), g.Layers})
+	}
+	u := &l.Unify
+	if u.Raised {
+		v.Log = append(v.Log, fmt.Sprintf("Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", u.BlockSize))
+	}
+	if u.PaddingPct > 0 {
+		v.Log = append(v.Log, fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", u.PaddingPct))
+	}
+	if n := sc.Engine.NumGPUBlocksOverride; n > 0 {
+		v.NumGPUBlocks, v.FromOverride = n, true
+	} else if len(l.Groups) > 0 {
+		mem := statecache.Memory{DeviceGiB: sc.Device.MemoryGiB, GPUMemoryUtilization: sc.Engine.GPUMemoryUtilization,
+			WeightsGiB: sh.WeightsPerRankGiB(), ActivationGiB: sc.Device.ActivationGiB}
+		n, err := mem.NumGPUBlocks(l.BlockBytes())
+		if err != nil {
+			v.MemoryError = err.Error()
+		}
+		v.NumGPUBlocks = n
+	}
+	if len(l.Groups) > 0 && v.NumGPUBlocks > 0 {
+		// _report_kv_cache_config: tokens = num_blocks // groups × the
+		// smallest block size (the Mamba groups' is max_model_len).
+		v.CacheTokens = int64(v.NumGPUBlocks/len(l.Groups)) * int64(l.BlockSize)
+		v.Log = append(v.Log, fmt.Sprintf("GPU KV cache size: %s tokens", thousands(v.CacheTokens)))
+		// get_max_concurrency_for_kv_cache_config: a request holds
+		// cdiv(max_model_len, block_size) blocks per attention group and
+		// one per Mamba group.
+		per := int64(l.NumMambaGroups()) + int64(l.NumAttnGroups())*int64((sc.Engine.MaxModelLen+l.BlockSize-1)/l.BlockSize)
+		v.Concurrency = float64(v.NumGPUBlocks) / float64(per)
+		v.Log = append(v.Log, fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", thousands(int64(sc.Engine.MaxModelLen)), v.Concurrency))
+	}
+	if v.State > 0 && v.Index.Prefill32 {
+		ix := statecache.StateIndex{Stride: l.StateStrideElems, Bits: 32}
+		v.FirstWrap = ix.FirstWrappingSlot()
+		v.WrapReachable = v.FirstWrap >= 0 && v.FirstWrap < int64(v.NumGPUBlocks)
+	}
+	return v
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && c != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func writeModelText(w io.Writer, v *modelView) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	mt := ""
+	if v.ModelType != "" {
+		mt = " (" + v.ModelType + ")"
+	}
+	p("model %s%s: %d layers: %d attention, %d %s state layers", v.Name, mt, v.Layers, v.Attention, v.State, v.StateKind)
+	if v.NumParameters > 0 {
+		p("weights: %.3f B parameters = %.2f GiB; %.2f GiB per rank at tensor_parallel_size %d", float64(v.NumParameters)/1e9, v.WeightsGiB, v.WeightsRank, v.TP)
+	} else {
+		p("weights: %.2f GiB (preset estimate); %.2f GiB per rank at tensor_parallel_size %d", v.WeightsGiB, v.WeightsRank, v.TP)
+	}
+	if len(v.States) > 0 {
+		var parts []string
+		for _, t := range v.States {
+			parts = append(parts, fmt.Sprintf("%s %v %s %s B", t.Name, t.Dims, t.DType, thousands(t.Bytes())))
+		}
+		p("state page (one layer, one rank): %s = %s B", strings.Join(parts, " + "), thousands(v.Unify.MambaPage))
+	}
+	if v.Unify.AttnPage1 > 0 {
+		p("attention page: %s B per token per layer", thousands(v.Unify.AttnPage1))
+	}
+	if v.Unify.Align > 0 {
+		p("kernel_block_alignment_size: %d tokens", v.Unify.Align)
+	}
+	for _, ln := range v.Log[:min(len(v.Log), logHead(v))] {
+		p("INFO %s", ln)
+	}
+	p("block size %d tokens (requested %d), page %s B", v.Unify.BlockSize, v.Unify.Requested, thousands(v.Unify.PageBytes))
+	p("KV cache groups, in vLLM's order (group size %d: a block id spans %d tensors, %s B):", v.GroupSize, v.GroupSize, thousands(v.BlockBytes))
+	for i, g := range v.Groups {
+		p("  group %-2d %-9s layers %s", i, g.Kind, joinInts(g.Layers))
+	}
+	switch {
+	case v.FromOverride:
+		p("num_gpu_blocks %s (num_gpu_blocks_override)", thousands(int64(v.NumGPUBlocks)))
+	case v.MemoryError != "":
+		p("num_gpu_blocks: %s", v.MemoryError)
+	default:
+		p("num_gpu_blocks %s (memory model)", thousands(int64(v.NumGPUBlocks)))
+	}
+	for _, ln := range v.Log[logHead(v):] {
+		p("INFO %s", ln)
+	}
+	if v.State > 0 {
+		if v.Index.Prefill32 {
+			reach := "beyond this pool: unreachable"
+			if v.WrapReachable {
+				reach = "within this pool: reachable"
+			}
+			p("bug B: %s; fixed by %s", v.Index.Kernel, v.Index.Fix)
+			p("  stride %s elements; first slot whose 32-bit address wraps: ceil(2^32 / stride) = %s (%s)", thousands(v.Stride), thousands(v.FirstWrap), reach)
+		} else {
+			p("bug B: no 32-bit slot × stride in %s's kernels (%s): %s; no slot wraps", v.StateKind, v.Index.Kernel, v.Index.Note)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// logHead is how many log lines come before the pool size (the block size
+// decisions); the rest report the pool.
+func logHead(v *modelView) int {
+	n := 0
+	if v.Unify.Raised {
+		n++
+	}
+	if v.Unify.PaddingPct > 0 {
+		n++
+	}
+	return min(n, len(v.Log))
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
