@@ -265,4 +265,3 @@ func joinInts(xs []int) string {
 	}
 	return strings.Join(s, ", ")
 }
-
