@@ -121,6 +121,9 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 	}
 	s := Shape{ModelType: mt, Name: h.name()}
 	s.NumLayers = h.int("num_hidden_layers")
+	if s.NumLayers > maxLayers {
+		h.fail("num_hidden_layers", "%d layers: more than the %d statesim accepts", s.NumLayers, maxLayers)
+	}
 	s.HiddenSize = h.int("hidden_size")
 	s.VocabSize = h.int("vocab_size")
 	s.NumAttentionHeads = h.intOr(0, "num_attention_heads")
@@ -149,6 +152,9 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 	s.WeightsGiB = float64(s.NumParameters) * float64(DTypeBytes(s.DType)) / (1 << 30)
 	return s, nil
 }
+
+// maxLayers bounds num_hidden_layers (real models have at most a few hundred).
+const maxLayers = 4096
 
 // hf reads typed fields from a decoded config, keeping the first error.
 type hf struct {

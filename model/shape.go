@@ -190,6 +190,19 @@ func (s *Shape) Validate() error {
 	if DTypeBytes(s.DType) == 0 {
 		return fmt.Errorf("dtype: unknown %q (want bfloat16, float16, float32 or fp8)", s.DType)
 	}
+	// Bounds that keep every page and block product inside int64.
+	for _, t := range s.StateTensors() {
+		e := 1.0
+		for _, d := range t.Dims {
+			e *= float64(d)
+		}
+		if e > 1<<36 {
+			return fmt.Errorf("hf_config: %s state %s %v is %.3g elements per layer: too large to be a real model", s.StateKind(), t.Name, t.Dims, e)
+		}
+	}
+	if float64(s.NumKVHeads)*float64(s.HeadDim)+float64(s.KVLoraRank) > 1<<28 {
+		return fmt.Errorf("num_key_value_heads: %d KV heads × head_dim %d is too large to be a real model", s.NumKVHeads, s.HeadDim)
+	}
 	if s.SSMStateDType != "" && DTypeBytes(s.SSMStateDType) == 0 {
 		return fmt.Errorf("ssm_state_dtype: unknown %q (want float32, bfloat16 or float16)", s.SSMStateDType)
 	}
