@@ -43,6 +43,10 @@ type Output struct {
 	NumScheduledTokens int
 	NumDecodes         int // rows[:NumDecodes] take the Mamba decode path
 	Preempted          []*Request
+	// SchedOrder lists the rows in scheduling order (running, then
+	// waiting): the order of the scheduler's num_scheduled_tokens, in
+	// which update_from_output frees finished requests' blocks.
+	SchedOrder []int
 }
 
 // addRow appends r's row of n tokens. Fields are set in place: building
@@ -364,6 +368,7 @@ type Scheduler struct {
 	step     int64
 	out      Output
 	tmp      []Row
+	sched    []*Request // this step's requests in scheduling order
 	finished []*Request
 }
 
@@ -408,13 +413,25 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if cap(s.tmp) < len(out.Rows) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
+	s.sched = s.sched[:0]
+	for i := range out.Rows {
+		s.sched = append(s.sched, out.Rows[i].Req)
+	}
 	persistent := s.Version.Behaviour().Reorder != ReorderNone
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
 	out.NumDecodes = Classify(s.Version, out.Rows, s.tmp, s.ForcePrefill)
+	out.SchedOrder = out.SchedOrder[:0]
 	if persistent {
 		s.Batch.Place(out.Rows)
+		for _, r := range s.sched {
+			out.SchedOrder = append(out.SchedOrder, s.Batch.row(r))
+		}
+	} else {
+		for i := range out.Rows {
+			out.SchedOrder = append(out.SchedOrder, i)
+		}
 	}
 	return out, nil
 }
@@ -475,7 +492,11 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 // by the next call.
 func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 	s.finished = s.finished[:0]
-	for i := range out.Rows {
+	for k := range out.Rows {
+		i := k
+		if len(out.SchedOrder) == len(out.Rows) {
+			i = out.SchedOrder[k]
+		}
 		r := out.Rows[i].Req
 		if r.Status != Running || r.NumComputedTokens < r.NumTokens() {
 			continue
