@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every test config lays out; the block sizes are the ones worked by hand
+// in model/hfconfig_test.go, here as the log line vLLM prints.
+func TestModelCommandEveryConfig(t *testing.T) {
+	want := map[string]string{
+		"jamba-v0.1.json": "Setting attention block size to 80 tokens", "nemotron-nano-9b-v2.json": "Setting attention block size to 672 tokens",
+		"bamba-9b.json": "Setting attention block size to 528 tokens", "granite-4.0-h-small.json": "Setting attention block size to 528 tokens",
+		"falcon-h1-1.5b.json": "Setting attention block size to 1568 tokens", "qwen3-next-80b-a3b.json": "Setting attention block size to 544 tokens",
+		"lfm2-1.2b.json": "Padding mamba page size by 300.00%", "minimax-text-01.json": "Setting attention block size to 512 tokens",
+		"kimi-linear-48b-a3b.json": "Setting attention block size to 1920 tokens",
+	}
+	files, _ := filepath.Glob("../../testdata/models/*.json")
+	if len(files) < 8 {
+		t.Fatalf("%d test configs", len(files))
+	}
+	for _, f := range files {
+		code, out, errs := runCLI("model", f)
+		w, ok := want[filepath.Base(f)]
+		if code != exitClean || !ok || !strings.Contains(out, w) || !strings.Contains(out, "KV cache groups") {
+			t.Errorf("%s: exit %d, want %q in\n%s%s", f, code, w, out, errs)
+		}
+	}
+}
+
+// Issue 11: TP 2 halves the Jamba-3B-like preset's stride, doubling the
+// first wrapping slot; --json carries the same decision.
+func TestModelCommandTPAndJSON(t *testing.T) {
+	_, out, _ := runCLI("model", "jamba-reasoning-3b")
+	if !strings.Contains(out, "= 47,663 (within this pool") {
+		t.Errorf("TP 1:\n%s", out)
+	}
+	code, js, errs := runCLI("model", "jamba-reasoning-3b", "--set", "engine.tensor_parallel_size=2", "--json")
+	var v modelView
+	if err := json.Unmarshal([]byte(js), &v); code != exitClean || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errs)
+	}
+	if v.FirstWrap != 95326 || v.TP != 2 || v.Unify.BlockSize != 176 || v.NumGPUBlocks <= 0 {
+		t.Errorf("TP 2: %+v", v)
+	}
+	// GDN kernels index in 64 bits: no wrapping slot.
+	_, out, _ = runCLI("model", "../../testdata/models/qwen3-next-80b-a3b.json")
+	if !strings.Contains(out, "no slot wraps") {
+		t.Errorf("qwen3-next:\n%s", out)
+	}
+}
+
+func TestModelCommandBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"model"}, "want exactly one CONFIG"},
+		{[]string{"model", "no-such.json"}, "no-such.json"},
+		{[]string{"model", "jamba-reasoning-3b", "--set", "engine.tensor_parallel_size=3"}, "field engine.tensor_parallel_size: 3 does not divide num_attention_heads (20)"},
+		{[]string{"model", "../../testdata/models/lfm2-1.2b.json", "--set", "backend.kind=mock"}, "field backend.kind: mock: the mock backend's arithmetic is Mamba1 only"},
+		{[]string{"model", "../../testdata/models/lfm2-1.2b.json", "--set", "engine.kv_cache_dtype=int4"}, "field engine.kv_cache_dtype: unknown \"int4\""},
+	} {
+		code, _, errs := runCLI(c.args...)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, want %q in %s", c.args, code, c.want, errs)
+		}
+	}
+}
