@@ -51,11 +51,6 @@ var classRules = map[string]classRule{
 	"v0": {decode: never},
 }
 
-// Rules for versions after #37303 (four-region reorder, Mamba builders
-// passing treat_short_extends_as_decodes=False); VLLM-FACTS-CURRENT §6.
-// A version that models it takes {region: regionFour, decode:
-// doneDecoding} in classRules.
-
 // regionByQueryLen: decode (q ≤ 1), extend (c > 0), prefill.
 func regionByQueryLen(q, c, _ int) int {
 	switch {

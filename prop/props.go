@@ -181,7 +181,9 @@ func Numeric(c Config, backend string) Config {
 }
 
 // checkLogprobs requires the numeric backend's report to list no
-// divergent request (the generator puts p on the mock backend).
+// divergent request (the generator puts p on the mock backend), and
+// cross-checks one request against the float64 reference: the first
+// divergent one, or else the last request.
 func checkLogprobs(r *Runner, p *Params) error {
 	o := r.Run(p)
 	if o.Err != nil {
@@ -195,9 +197,17 @@ func checkLogprobs(r *Runner, p *Params) error {
 	if d == nil {
 		return fmt.Errorf("%w: the %s backend reported no log-prob comparison", ErrUnavailable, o.Report.Backend)
 	}
+	id, firstBad := followed(p), -1
+	if len(o.Report.DivergentRequests) > 0 {
+		dv := o.Report.DivergentRequests[0]
+		id, firstBad = dv.RequestID, dv.FirstBadToken
+	}
+	if err := r.crossCheck(p, o, id, firstBad); err != nil {
+		return err
+	}
 	if d.RequestsDivergent > 0 {
 		first, _ := json.Marshal(o.Report.DivergentRequests[0])
-		return fmt.Errorf("%d requests diverge from the reference: %s", d.RequestsDivergent, first)
+		return fmt.Errorf("%d requests diverge from the reference (the float64 reference confirms request %d): %s", d.RequestsDivergent, id, first)
 	}
 	return nil
 }

@@ -83,7 +83,12 @@ func (r *Runner) Run(p *Params) *Outcome {
 	if o, ok := r.cache[key]; ok {
 		return o
 	}
-	o := r.run(p, engine.Options{})
+	opt := engine.Options{}
+	if p.Backend != "symbolic" {
+		// Numeric runs keep one request's token trace for crossCheck.
+		opt.Follow, opt.Following = followed(p), true
+	}
+	o := r.run(p, opt)
 	if len(r.cache) >= 1<<12 {
 		clear(r.cache) // shrinking revisits recent values, not old ones
 	}

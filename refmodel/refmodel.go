@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 
+	"statesim/backend"
 	"statesim/backend/mock"
 	"statesim/model"
+	"statesim/scenarios"
 	"statesim/sim"
 )
 
@@ -345,4 +347,13 @@ func logProb(l []float64, tok int32) float64 {
 		sum += math.Exp(v - mx)
 	}
 	return l[tok] - mx - math.Log(sum)
+}
+
+// ForScenario is the model a numeric backend runs for sc: its shape, and
+// the weight seed the mock derives from the scenario (mock.ConfigOf), so
+// that the two cannot drift apart.
+func ForScenario(sc *scenarios.Scenario) (*Model, error) {
+	shape := sc.Model.Shape
+	cfg := mock.ConfigOf(&backend.Env{Scenario: sc, Shape: &shape})
+	return New(shape, cfg.WeightSeed)
 }
