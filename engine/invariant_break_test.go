@@ -427,25 +427,27 @@ func TestStaleReadBrokenByOneTokenAndTainted(t *testing.T) {
 
 // TestWrongAddressWriteBrokenByOneBlock: with a 16-bit prefill state
 // index on the tiny hybrid (stride 1024 elements), slot 64 is the first
-// whose address wraps. One request allocates its Mamba slots around its
-// attention blocks (groups mamba, mamba, attention, mamba), so a prompt
-// of 61 attention blocks puts its last slot at 64: one wrapped write,
-// into the null block, which nobody reads. The request finishes in that
-// step, so its stale slot is never read either. One attention block less
-// puts the slot at 63: clean.
+// whose address wraps. A request takes its three state slots from the
+// head of the free queue, then its attention blocks (vLLM's group order,
+// Mamba groups first). A first request of 58 attention blocks takes
+// blocks 1..61 and finishes; the second, arriving after, gets slots
+// 62..64: one wrapped write, into the null block, which nobody reads. It
+// finishes in that step, so its stale slot is never read either. One
+// attention block less puts its slots at 61..63: clean.
 func TestWrongAddressWriteBrokenByOneBlock(t *testing.T) {
 	for _, c := range []struct {
 		blocks   int
 		lastSlot int32
 		wraps    int64
-	}{{60, 63, 0}, {61, 64, 1}} {
+	}{{57, 63, 0}, {58, 64, 1}} {
 		prompt := c.blocks * 32
-		p := base(prop.Request{Prompt: prompt, Output: 1})
+		p := base(prop.Request{Prompt: prompt, Output: 1}, prop.Request{GapUS: 10_000_000, Prompt: 4, Output: 1})
 		p.StateIndexBits = 16
 		p.MaxNumBatchedTokens = prompt
 		rep, steps := run(t, scenario(t, p), nil)
-		if got := steps[0].Rows[0].StateBlocks; got[len(got)-1] != c.lastSlot {
-			t.Fatalf("%d-token prompt: state slots %v, want the last at %d", prompt, got, c.lastSlot)
+		last := steps[len(steps)-1].Rows[0]
+		if got := last.StateBlocks; last.RequestID != 1 || got[len(got)-1] != c.lastSlot {
+			t.Fatalf("%d-token first prompt: request %d's state slots %v, want request 1's last at %d", prompt, last.RequestID, got, c.lastSlot)
 		}
 		if c.wraps == 0 {
 			clean(t, rep)
