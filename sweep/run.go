@@ -84,6 +84,9 @@ func (s *Spec) prepareDir(dir string, cells []Cell) error {
 	have, err := os.ReadFile(p)
 	if err == nil {
 		if !bytes.Equal(have, want) {
+			if err := checkManifest(p, have); err != nil {
+				return err
+			}
 			return fmt.Errorf("%s holds a different sweep (its %s differs); use another --out directory or remove it", dir, manifestName)
 		}
 		return nil
@@ -94,18 +97,46 @@ func (s *Spec) prepareDir(dir string, cells []Cell) error {
 	return writeAtomic(p, want)
 }
 
+// checkManifest says whether a sweep.json is readable at all: a corrupt
+// one is not "a different sweep".
+func checkManifest(path string, b []byte) error {
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil || m.Spec == nil {
+		why := "no sweep in it"
+		if err != nil {
+			why = err.Error()
+		}
+		return fmt.Errorf("%s is corrupt (%s): remove it to start the directory afresh (finished cells are kept and reused), or use another --out", path, why)
+	}
+	return nil
+}
+
 // loadCell reads a finished cell; ok is false when it is missing or not
 // this cell (then it is run again).
 func (s *Spec) loadCell(dir string, c Cell) (*Result, bool) {
-	b, err := os.ReadFile(cellPath(dir, c))
+	r, err := s.readCell(dir, c)
+	return r, err == nil && r != nil
+}
+
+// readCell reads a finished cell: nil, nil when it is not there; an error
+// naming the file when it is there but corrupt or another cell's.
+func (s *Spec) readCell(dir string, c Cell) (*Result, error) {
+	p := cellPath(dir, c)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	var r Result
-	if json.Unmarshal(b, &r) != nil || r.Key != s.Key(c) || r.Index != c.Index {
-		return nil, false
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: corrupt cell (%v): delete it and rerun its shard to recompute it", p, err)
 	}
-	return &r, true
+	if r.Key != s.Key(c) || r.Index != c.Index {
+		return nil, fmt.Errorf("%s: holds cell %d %q, want cell %d %q: delete it and rerun its shard", p, r.Index, r.Key, c.Index, s.Key(c))
+	}
+	return &r, nil
 }
 
 func encodeResult(r *Result) []byte {
@@ -225,11 +256,12 @@ func Merge(dirs []string) (spec *Spec, results []*Result, missing []string, err 
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: not a sweep output directory: %w", d, err)
 		}
+		if err := checkManifest(filepath.Join(d, manifestName), b); err != nil {
+			return nil, nil, nil, err
+		}
 		if first == nil {
 			first = b
-			if err := json.Unmarshal(b, &m); err != nil || m.Spec == nil {
-				return nil, nil, nil, fmt.Errorf("%s: unreadable %s", d, manifestName)
-			}
+			json.Unmarshal(b, &m)
 			spec = m.Spec
 		} else if !bytes.Equal(first, b) {
 			return nil, nil, nil, fmt.Errorf("%s holds a different sweep than %s (their %s differ)", d, dirs[0], manifestName)
@@ -245,7 +277,11 @@ func Merge(dirs []string) (spec *Spec, results []*Result, missing []string, err 
 	for _, c := range spec.cells(m.BaseSeed) {
 		var got *Result
 		for _, d := range dirs {
-			if r, ok := spec.loadCell(d, c); ok {
+			r, err := spec.readCell(d, c)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if r != nil {
 				got = r
 				break
 			}

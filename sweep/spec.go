@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,8 @@ import (
 type Axis struct {
 	Key    string   `yaml:"key" json:"key"`
 	Values []string `yaml:"values" json:"values"`
+	// Lines are the sweep file's lines of each value (0: not from a file).
+	Lines []int `yaml:"-" json:"-"`
 }
 
 // Spec is a sweep: a scenario, fixed overrides, the varied axes and the
@@ -26,6 +29,39 @@ type Spec struct {
 	Seeds int `yaml:"seeds" json:"seeds"`
 	// Metric is the incidence the chart shows (see Metrics).
 	Metric string `yaml:"metric" json:"metric"`
+
+	// File is the sweep definition file, and SetLines the line of each of
+	// its Sets, so that a bad value is reported where it was written (0:
+	// not from a file, such as --set).
+	File     string `yaml:"-" json:"-"`
+	SetLines []int  `yaml:"-" json:"-"`
+}
+
+// locate rewrites a scenario error caused by one of the sweep's own --set
+// values (a fixed set or an axis value) as an error at the sweep file's
+// line: the scenario file is not at fault.
+func (s *Spec) locate(err error) error {
+	var ie *scenarios.InputError
+	if s.File == "" || !errors.As(err, &ie) || ie.Set == "" {
+		return err
+	}
+	line := 0
+	for i, set := range s.Sets {
+		if set == ie.Set && i < len(s.SetLines) {
+			line = s.SetLines[i]
+		}
+	}
+	for _, a := range s.Axes {
+		for i, v := range a.Values {
+			if a.Key+"="+v == ie.Set && i < len(a.Lines) {
+				line = a.Lines[i]
+			}
+		}
+	}
+	if line == 0 {
+		return err
+	}
+	return &scenarios.InputError{File: s.File, Line: line, Path: ie.Path, Msg: fmt.Sprintf("%s (applied as --set %s to scenario %s)", ie.Msg, ie.Set, s.Scenario)}
 }
 
 // ParseVary reads one --vary KEY=v1,v2,... argument.
@@ -117,7 +153,7 @@ func (s *Spec) Plan() ([]Cell, error) {
 	}
 	base, err := scenarios.Load(s.Scenario, s.Sets)
 	if err != nil {
-		return nil, err
+		return nil, s.locate(err)
 	}
 	cells := s.cells(base.Seed)
 	for _, c := range cells {
@@ -125,7 +161,7 @@ func (s *Spec) Plan() ([]Cell, error) {
 			continue // seeds do not change what validates
 		}
 		if _, err := scenarios.Load(s.Scenario, s.sets(c)); err != nil {
-			return nil, err
+			return nil, s.locate(err)
 		}
 	}
 	return cells, nil

@@ -30,7 +30,7 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 	bw := fs.Float64("state-bandwidth-gbs", 4300, "device bandwidth for Mamba state traffic, GB/s (not fitted: it is collinear with the row counts)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "statesim calibrate: want exactly one STEPS.csv (columns %s), got %d arguments\n", strings.Join(calibrateColumns, ","), len(pos))
@@ -47,10 +47,20 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
+	if !(*bw > 0) || math.IsInf(*bw, 0) {
+		fmt.Fprintf(stderr, "statesim calibrate: --state-bandwidth-gbs: want a finite number > 0, got %g\n", *bw)
+		return exitBadInput
+	}
 	t, err := engine.FitTiming(steps, *bw)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %s: %v\n", pos[0], err)
 		return exitBadInput
+	}
+	for _, c := range []float64{t.StepOverheadUS, t.PrefillTokenNS, t.DecodeRowNS, t.ContextTokenNS, t.StateBandwidthGBs} {
+		if math.IsNaN(c) || math.IsInf(c, 0) {
+			fmt.Fprintf(stderr, "statesim: %s: the fit has a non-finite coefficient (%+v): the steps do not determine the model\n", pos[0], t)
+			return exitBadInput
+		}
 	}
 	var sq, worst float64
 	for _, s := range steps {
@@ -96,7 +106,7 @@ func readSteps(r io.Reader, name string) ([]engine.MeasuredStep, error) {
 				return nil, fmt.Errorf("%s:%d: field %s: missing", name, line, c)
 			}
 			x, err := strconv.ParseFloat(strings.TrimSpace(fields[j]), 64)
-			if err != nil || x < 0 || math.IsInf(x, 0) {
+			if err != nil || !(x >= 0) || math.IsInf(x, 0) { // !(x >= 0) refuses NaN too
 				return nil, fmt.Errorf("%s:%d: field %s: want a number >= 0, got %q", name, line, c, fields[j])
 			}
 			v[i] = x

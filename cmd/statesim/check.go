@@ -58,7 +58,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "override a field of every generated scenario, e.g. engine.max_num_seqs=4 (repeatable)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "statesim check: "+format+"\n", a...)
@@ -157,7 +157,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  %-26s ok (%d scenarios)\n", p.Name, res.Trials)
 		default:
 			failed++
-			reportFailure(stdout, r, res, *outDir, *seed, args)
+			if err := reportFailure(stdout, r, res, *outDir, *seed, args); err != nil {
+				// The counterexample is lost unless it is written: an
+				// unwritable --out is bad input, not a finding.
+				fmt.Fprintf(stderr, "statesim check: --out %s: could not write the counterexample: %v\n", *outDir, err)
+				return exitBadInput
+			}
 		}
 	}
 	if bar != nil {
@@ -170,7 +175,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	return exitClean
 }
 
-func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, args []string) {
+func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, args []string) error {
 	fmt.Fprintf(w, "  %-26s FAIL on scenario %d of seed %d; %d shrinks (%d runs)\n", res.Property, res.Trials, seed, res.Shrinks, res.Runs)
 	fmt.Fprintf(w, "      %s\n", res.Err)
 	fmt.Fprintf(w, "      shrunk: %s", res.Shrunk)
@@ -182,11 +187,11 @@ func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, 
 	foundBy := "statesim check " + strings.Join(quoteArgs(args), " ")
 	wr, err := prop.Write(r, res, outDir, name, strings.TrimSpace(foundBy))
 	if err != nil {
-		fmt.Fprintf(w, "      could not write the counterexample: %v\n", err)
-		return
+		return err
 	}
 	fmt.Fprintf(w, "      wrote %s (requests in %s), expect: %s\n", wr.YAML, filepath.Base(wr.JSONL), strings.Join(wr.Expect, " "))
 	fmt.Fprintf(w, "      replay: statesim run %s\n", wr.YAML)
+	return nil
 }
 
 func quoteArgs(args []string) []string {

@@ -26,7 +26,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "override a scenario field (repeatable)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "statesim explain: want exactly one SCENARIO, got %d\n", len(pos))

@@ -33,10 +33,28 @@ func usage() string {
 		fmt.Fprintf(&b, "  statesim %s\n", commands[n].summary)
 	}
 	b.WriteString("  statesim scenarios\n      list the built-in scenarios\n\n")
-	b.WriteString("SCENARIO is a YAML file or a built-in name (see 'statesim scenarios').\n")
-	b.WriteString("Exit status: 0 clean, 1 invariant violations found, 2 bad input.\n")
+	b.WriteString(scenarioArgHelp)
+	b.WriteString("'statesim COMMAND --help' lists a command's flags.\n\n")
+	b.WriteString(exitStatusHelp)
 	return b.String()
 }
+
+const scenarioArgHelp = `SCENARIO is a built-in name (see 'statesim scenarios') or a YAML file. A bare
+name is the built-in even if the working directory has a file or directory of
+that name; an argument with a '/' or ending in .yaml or .yml is a file (./NAME
+for a file named like a built-in).
+`
+
+// exitStatusHelp is printed by --help of every command and in the README.
+const exitStatusHelp = `Exit status:
+  0    clean: every invariant held (check: every property held)
+  1    violations found (check: a counterexample, written to --out)
+  2    bad input: a scenario, flag, trace or file the command cannot use,
+       with FILE:LINE: field PATH: problem where there is a file; also an
+       output path that cannot be written (--out, --trace, --timeline)
+  3    internal error: a bug in statesim (please report it with the command)
+  130  sweep interrupted (Ctrl-C); run the same command again to resume
+`
 
 // command is one subcommand; each lives in its own file and registers
 // itself in init, so commands can be added without touching this file.
@@ -55,7 +73,13 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	if c, ok := commands[args[0]]; ok {
-		return c.run(args[1:], stdout, stderr)
+		code := c.run(args[1:], stdout, stderr)
+		if code == exitBadInput && helpRequested(args[1:]) {
+			// The flag package stops at -h and says ErrHelp: help is not
+			// an error, whichever command asked.
+			return exitClean
+		}
+		return code
 	}
 	switch args[0] {
 	case "scenarios":
@@ -82,9 +106,40 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
+// helpRequested says whether args hold -h, -help or --help before any "--".
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "-h=true", "--help=true":
+			return true
+		}
+	}
+	return false
+}
+
+// flagExit is the exit status of a flag parsing error: 0 for --help.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitClean
+	}
+	return exitBadInput
+}
+
 // parseInterleaved lets flags follow positional arguments
-// ("run imposter --json"), as users type them.
+// ("run imposter --json"), as users type them. Its usage message (on
+// -h or a bad flag) is the command's summary, flags and exit statuses.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	name, _, _ := strings.Cut(fs.Name(), " ")
+	fs.Usage = func() {
+		w := fs.Output()
+		if c, ok := commands[name]; ok {
+			fmt.Fprintf(w, "usage: statesim %s\n\nflags:\n", c.summary)
+		}
+		fs.PrintDefaults()
+		fmt.Fprint(w, "\n", exitStatusHelp)
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -32,7 +32,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	var run *plot.Run
 	switch {

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 
 	"statesim/engine"
 	"statesim/scenarios"
@@ -14,7 +16,7 @@ import (
 
 func init() {
 	commands["run"] = command{
-		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--rate-scale X] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
+		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--rate-scale X] [--strict] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
 		run:     cmdRun,
 	}
 }
@@ -54,12 +56,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	timelinePath := fs.String("timeline", "", "write a Chrome trace-event timeline to `FILE.json` (open in ui.perfetto.dev or chrome://tracing)")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
-	fs.Func("rate-scale", "replay a trace `X` times faster (X > 1 is more load): --set workload.rate_scale=X", func(v string) error {
-		return sets.Set("workload.rate_scale=" + v)
+	fs.Func("rate-scale", "replay a trace `X` times faster (X > 1 is more load, a finite number > 0): --set workload.rate_scale=X", func(v string) error {
+		return rateScaleFlag(&sets, v)
+	})
+	fs.BoolFunc("strict", "fail on the first trace record vLLM would refuse, instead of rejecting that request and serving the rest: --set workload.strict=true", func(v string) error {
+		return sets.Set("workload.strict=" + v)
 	})
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "statesim run: want exactly one SCENARIO, got %d\n", len(pos))
@@ -116,4 +121,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitViolations
 	}
 	return exitClean
+}
+
+// rateScaleFlag checks --rate-scale before it becomes a --set: 0, a
+// negative or a non-finite scale is an error, not recorded speed.
+func rateScaleFlag(sets *setFlags, v string) error {
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(x > 0) || math.IsInf(x, 1) {
+		return fmt.Errorf("want a finite number > 0 (2 = twice the load), got %q", v)
+	}
+	return sets.Set("workload.rate_scale=" + v)
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"statesim/scenarios"
 	"statesim/scenarios/sweeps"
 	"statesim/sweep"
 )
@@ -73,7 +74,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress output")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "statesim sweep: want exactly one SCENARIO or built-in sweep, got %d\n", len(pos))
@@ -91,6 +92,18 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		}
 		spec.Sets = append(spec.Sets, sets...)
 	} else {
+		if _, _, _, _, rerr := scenarios.Resolve(pos[0]); rerr != nil {
+			// Neither a sweep nor a scenario: most likely a typo of one.
+			known := append(sweeps.Names(), scenarios.Builtins()...)
+			fmt.Fprintf(stderr, "statesim sweep: unknown sweep %q: not a built-in sweep (%s), a sweep .yaml file or a scenario%s\n",
+				pos[0], strings.Join(sweeps.Names(), ", "), scenarios.Suggest(pos[0], known))
+			return exitBadInput
+		}
+		if len(vary) == 0 {
+			fmt.Fprintf(stderr, "statesim sweep: %s is a scenario, not a sweep: give at least one --vary KEY=v1,v2,... (built-in sweeps: %s)%s\n",
+				pos[0], strings.Join(sweeps.Names(), ", "), scenarios.Suggest(pos[0], sweeps.Names()))
+			return exitBadInput
+		}
 		spec = &sweep.Spec{Name: sweepName(pos[0]), Scenario: pos[0], Sets: sets, Axes: vary, Seeds: 1}
 	}
 	if *seeds != 0 {
@@ -187,7 +200,7 @@ func cmdSweepMerge(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "write the merged table, CSV, JSON and chart to `DIR` (default: the first DIR)")
 	dirs, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	if len(dirs) == 0 {
 		fmt.Fprintln(stderr, "statesim sweep merge: want one or more shard output directories")
