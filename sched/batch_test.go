@@ -149,3 +149,28 @@ func TestPriorityVictimWithNoTokensSkipsNext(t *testing.T) {
 	}
 	_, _ = r, x
 }
+
+// _update_states adds the new requests first, then the running ones that
+// had left the batch (a step gave them no tokens), then the resumed ones,
+// whatever the scheduling order; each takes the lowest free row.
+func TestPersistentBatchJoinOrder(t *testing.T) {
+	s := newTestSched(t, Config{MaxNumBatchedTokens: 100, MaxNumSeqs: 8, MaxModelLen: 1000, EnableChunkedPrefill: true}, V014, 64)
+	const stamp = 7
+	a := &Request{ID: 0, runStamp: stamp}   // running, in row 0
+	gone := &Request{ID: 9}                 // finished: leaves row 1
+	b := &Request{ID: 1, runStamp: stamp}   // running, out of the batch
+	d := &Request{ID: 2, NumPreemptions: 1} // resumed from preemption
+	c := &Request{ID: 3}                    // new
+	s.Batch.Add(a)
+	s.Batch.Add(gone)
+	out := &Output{Rows: []Row{{Req: a}, {Req: b}, {Req: d}, {Req: c}}} // scheduling order
+	s.tmp = make([]Row, 0, 8)
+	s.updateBatch(out, stamp)
+	// c takes the freed row 1, then b and d append.
+	if got, want := rowIDs(out), []int{0, 3, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v (new, then running, then resumed)", got, want)
+	}
+	if got, want := batchIDs(&s.Batch), []int{0, 3, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("batch %v, want %v", got, want)
+	}
+}
