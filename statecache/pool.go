@@ -12,31 +12,205 @@ const NoRequest RequestID = -1
 // NullBlock is the reserved block 0: never handed out.
 const NullBlock = 0
 
-// BlockPool is vLLM's block pool: a FIFO free queue over block ids
-// 1..n-1 plus the holder of every block, which makes conservation ("no block
-// leaked or held twice") checkable in O(1) per operation.
+// noBlock ends a free-queue link.
+const noBlock int32 = -1
+
+// FreeBlockQueue is vLLM's FreeKVCacheBlockQueue (vllm/v1/core/
+// kv_cache_utils.py): a doubly linked list of free block ids, in eviction
+// order, kept in index arrays so that no operation allocates. The backward
+// links exist only when the queue is built removable: Remove (a prefix hit
+// on a free cached block takes it out of the middle) is the only operation
+// that needs them, and without prefix caching nothing calls it.
+type FreeBlockQueue struct {
+	next       []int32 // next[b]: the block after b, noBlock at the tail
+	prev       []int32 // prev[b]: the block before b; nil unless removable
+	head, tail int32
+	n          int
+}
+
+// NewFreeBlockQueue returns a queue over ids 0..size-1 holding first, ...,
+// size-1 in that order.
+func NewFreeBlockQueue(size int, first int32, removable bool) *FreeBlockQueue {
+	q := &FreeBlockQueue{next: make([]int32, size), head: noBlock, tail: noBlock}
+	if removable {
+		q.prev = make([]int32, size)
+	}
+	for b := range q.next {
+		q.next[b] = noBlock
+		if q.prev != nil {
+			q.prev[b] = noBlock
+		}
+	}
+	for b := first; int(b) < size; b++ {
+		q.Append(b)
+	}
+	return q
+}
+
+// Len is the number of free blocks.
+func (q *FreeBlockQueue) Len() int { return q.n }
+
+// Head is the block PopLeft would return, or -1 when empty.
+func (q *FreeBlockQueue) Head() int32 { return q.head }
+
+// PopLeft takes the head; the caller checks Len first.
+func (q *FreeBlockQueue) PopLeft() int32 {
+	b := q.head
+	q.head = q.next[b]
+	q.next[b] = noBlock
+	if q.head == noBlock {
+		q.tail = noBlock
+	} else if q.prev != nil {
+		q.prev[q.head] = noBlock
+	}
+	q.n--
+	return b
+}
+
+// Remove takes b, which must be queued, out of the middle (a removable
+// queue only).
+func (q *FreeBlockQueue) Remove(b int32) {
+	p, n := q.prev[b], q.next[b]
+	if p == noBlock {
+		q.head = n
+	} else {
+		q.next[p] = n
+	}
+	if n == noBlock {
+		q.tail = p
+	} else {
+		q.prev[n] = p
+	}
+	q.prev[b], q.next[b] = noBlock, noBlock
+	q.n--
+}
+
+// Append puts b at the tail (evicted last).
+func (q *FreeBlockQueue) Append(b int32) {
+	q.next[b] = noBlock
+	if q.prev != nil {
+		q.prev[b] = q.tail
+	}
+	if q.tail == noBlock {
+		q.head = b
+	} else {
+		q.next[q.tail] = b
+	}
+	q.tail = b
+	q.n++
+}
+
+// AppendN appends bs in order (vLLM's append_n).
+func (q *FreeBlockQueue) AppendN(bs []int32) {
+	for _, b := range bs {
+		q.Append(b)
+	}
+}
+
+// PushFront puts b at the head (taken first).
+func (q *FreeBlockQueue) PushFront(b int32) {
+	q.next[b] = q.head
+	if q.prev != nil {
+		q.prev[b] = noBlock
+		if q.head != noBlock {
+			q.prev[q.head] = b
+		}
+	}
+	if q.head == noBlock {
+		q.tail = b
+	}
+	q.head = b
+	q.n++
+}
+
+// PrependN puts bs at the head keeping their order, bs[0] first (vLLM's
+// prepend_n).
+func (q *FreeBlockQueue) PrependN(bs []int32) {
+	for i := len(bs) - 1; i >= 0; i-- {
+		q.PushFront(bs[i])
+	}
+}
+
+// AppendTo appends the queue, head to tail, to dst.
+func (q *FreeBlockQueue) AppendTo(dst []int32) []int32 {
+	for b := q.head; b != noBlock; b = q.next[b] {
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// FreeOrder is where BlockPool.FreeBlocks puts the blocks it frees. vLLM
+// changed it three times in 2026 (docs/model.md, "Prefix caching").
+type FreeOrder uint8
+
+const (
+	// FreeToTail: every freed block to the tail, in the order given
+	// (vLLM before PR #42656; with prefix caching off, also #48017 until
+	// #51482).
+	FreeToTail FreeOrder = iota
+	// FreshToHead: freed blocks without a hash to the head (reused
+	// first, their order kept), cached blocks to the tail (PR #42656;
+	// with prefix caching off every block is fresh, so this is LIFO
+	// reuse, as #51482 restored).
+	FreshToHead
+)
+
+func (o FreeOrder) String() string {
+	switch o {
+	case FreeToTail:
+		return "to-tail"
+	case FreshToHead:
+		return "fresh-to-head"
+	}
+	return fmt.Sprintf("FreeOrder(%d)", uint8(o))
+}
+
+// BlockPool is vLLM's block pool (vllm/v1/core/block_pool.py): the free
+// queue over block ids 1..n-1 plus the holder of every block, which makes
+// conservation ("no block leaked or held twice") checkable in O(1) per
+// operation. With prefix caching (PoolOptions) blocks also carry reference
+// counts and hashes, and freed cached blocks stay findable until popped
+// for reuse (prefix_pool.go).
 type BlockPool struct {
-	ring   []int32 // free queue as a ring buffer
-	head   int
-	nFree  int
-	holder []RequestID // holder[b], NoRequest when free
+	q *FreeBlockQueue
+	// holder[b]: NoRequest exactly when b is queued (or the null block).
+	// With prefix caching, the request that took b off the queue.
+	holder []RequestID
+	order  FreeOrder
+	pc     *prefixCache // nil: prefix caching off
 	// HighWater is the highest block id ever handed out.
 	HighWater int32
 }
 
-// NewBlockPool returns a pool of numBlocks ids with block 0 reserved. The
-// initial free queue is 1, 2, ..., numBlocks-1.
+// PoolOptions are the pool's switches; the zero value is what NewBlockPool
+// builds.
+type PoolOptions struct {
+	EnablePrefixCaching bool
+	FreeOrder           FreeOrder
+}
+
+// NewBlockPool returns a pool of numBlocks ids with block 0 reserved,
+// without prefix caching, freeing to the tail. The initial free queue is
+// 1, 2, ..., numBlocks-1.
 func NewBlockPool(numBlocks int) *BlockPool {
+	return NewBlockPoolWith(numBlocks, PoolOptions{})
+}
+
+// NewBlockPoolWith returns a pool with the given options.
+func NewBlockPoolWith(numBlocks int, o PoolOptions) *BlockPool {
 	if numBlocks < 2 {
 		numBlocks = 2
 	}
-	p := &BlockPool{ring: make([]int32, numBlocks-1), holder: make([]RequestID, numBlocks)}
-	for i := range p.ring {
-		p.ring[i] = int32(i + 1)
+	p := &BlockPool{
+		q:      NewFreeBlockQueue(numBlocks, 1, o.EnablePrefixCaching),
+		holder: make([]RequestID, numBlocks),
+		order:  o.FreeOrder,
 	}
-	p.nFree = len(p.ring)
 	for i := range p.holder {
 		p.holder[i] = NoRequest
+	}
+	if o.EnablePrefixCaching {
+		p.pc = newPrefixCache(numBlocks)
 	}
 	return p
 }
@@ -44,66 +218,142 @@ func NewBlockPool(numBlocks int) *BlockPool {
 // NumBlocks is the pool size including the null block.
 func (p *BlockPool) NumBlocks() int { return len(p.holder) }
 
-// NumFree is the free-queue length.
-func (p *BlockPool) NumFree() int { return p.nFree }
+// NumFree is the free-queue length (with prefix caching, evictable cached
+// blocks included, as vLLM's get_num_free_blocks).
+func (p *BlockPool) NumFree() int { return p.q.n }
 
 // NumHeld is the number of blocks held by requests.
-func (p *BlockPool) NumHeld() int { return len(p.ring) - p.nFree }
+func (p *BlockPool) NumHeld() int { return len(p.holder) - 1 - p.q.n }
 
-// Holder is the request holding block b, or NoRequest.
+// Holder is the request holding block b, or NoRequest. With prefix caching
+// a block can be held by several requests; Holder is the one that took it
+// off the free queue.
 func (p *BlockPool) Holder(b int32) RequestID { return p.holder[b] }
 
-// Pop takes the block at the head of the free queue for req.
+// FreeOrder is where freed blocks go.
+func (p *BlockPool) FreeOrder() FreeOrder { return p.order }
+
+// Pop takes the block at the head of the free queue for req (with prefix
+// caching, evicting its hash).
 func (p *BlockPool) Pop(req RequestID) (int32, error) {
-	if p.nFree == 0 {
+	if p.q.n == 0 {
 		return 0, fmt.Errorf("block pool: free queue empty")
 	}
-	b := p.ring[p.head]
-	p.head++
-	if p.head == len(p.ring) {
-		p.head = 0
-	}
-	p.nFree--
+	b := p.q.head
 	if h := p.holder[b]; h != NoRequest {
 		return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
 	}
+	p.q.PopLeft()
+	p.take(req, b, -1)
+	return b, nil
+}
+
+// take records b, just off the queue, as req's.
+func (p *BlockPool) take(req RequestID, b int32, group int32) {
 	p.holder[b] = req
 	if b > p.HighWater {
 		p.HighWater = b
 	}
-	return b, nil
+	if p.pc != nil {
+		p.pc.allocated(b, req, group)
+	}
 }
 
-// Push returns block b, held by req, to the tail of the free queue.
+// Push returns block b, held by req, to the free queue (the tail unless
+// the free order says otherwise). With prefix caching it drops one
+// reference and b is queued when none is left.
 func (p *BlockPool) Push(req RequestID, b int32) error {
 	if b <= NullBlock || int(b) >= len(p.holder) {
 		return fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
 	}
-	if h := p.holder[b]; h != req {
-		return fmt.Errorf("block pool: request %d frees block %d held by %d", req, b, h)
+	one := [1]int32{b}
+	return p.FreeBlocks(req, one[:])
+}
+
+// FreeBlocks frees blocks, ordered by eviction priority (the first is
+// evicted first; a request frees its blocks tail first), as vLLM's
+// free_blocks: every reference is dropped, then the blocks no one holds go
+// to the queue by the pool's FreeOrder. Null blocks are skipped. Without
+// prefix caching each block must be held by req; on an error nothing
+// changes.
+func (p *BlockPool) FreeBlocks(req RequestID, blocks []int32) error {
+	if err := p.release(req, blocks); err != nil {
+		return err
 	}
-	if p.nFree == len(p.ring) {
-		return fmt.Errorf("block pool: free queue overflow freeing block %d", b)
+	if p.order == FreshToHead {
+		for i := len(blocks) - 1; i >= 0; i-- {
+			if b := blocks[i]; p.freeable(b) && !p.isCached(b) {
+				p.queue(b, true)
+			}
+		}
 	}
-	tail := p.head + p.nFree
-	if tail >= len(p.ring) {
-		tail -= len(p.ring)
+	for _, b := range blocks {
+		if p.freeable(b) {
+			p.queue(b, false)
+		}
 	}
-	p.ring[tail] = b
-	p.nFree++
-	p.holder[b] = NoRequest
 	return nil
+}
+
+// release drops req's reference to every block, all or nothing.
+func (p *BlockPool) release(req RequestID, blocks []int32) error {
+	const releasing RequestID = -2 // marks a block already released in this call
+	for i, b := range blocks {
+		var err error
+		switch {
+		case b == NullBlock:
+			continue
+		case b < 0 || int(b) >= len(p.holder):
+			err = fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
+		case p.pc != nil:
+			if p.pc.ref[b] == 0 {
+				err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
+			} else {
+				p.pc.ref[b]--
+				continue
+			}
+		case p.holder[b] != req:
+			err = fmt.Errorf("block pool: request %d frees block %d held by %d", req, b, p.holder[b])
+		default:
+			p.holder[b] = releasing
+			continue
+		}
+		// Undo the references already dropped.
+		for _, u := range blocks[:i] {
+			if u == NullBlock {
+				continue
+			}
+			if p.pc != nil {
+				p.pc.ref[u]++
+			} else {
+				p.holder[u] = req
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// freeable: b was released by this FreeBlocks call and no one holds it.
+func (p *BlockPool) freeable(b int32) bool {
+	if b == NullBlock || p.holder[b] == NoRequest {
+		return false // the null block, or queued already in this call
+	}
+	return p.pc == nil || p.pc.ref[b] == 0
+}
+
+func (p *BlockPool) isCached(b int32) bool { return p.pc != nil && p.pc.rec[b].Cached }
+
+func (p *BlockPool) queue(b int32, front bool) {
+	p.holder[b] = NoRequest
+	if front {
+		p.q.PushFront(b)
+	} else {
+		p.q.Append(b)
+	}
 }
 
 // FreeQueue returns the free queue from head to tail (for tests and plots).
 func (p *BlockPool) FreeQueue() []int32 {
-	out := make([]int32, p.nFree)
-	for i := range out {
-		j := p.head + i
-		if j >= len(p.ring) {
-			j -= len(p.ring)
-		}
-		out[i] = p.ring[j]
-	}
-	return out
+	return p.q.AppendTo(make([]int32, 0, p.q.n))
 }

@@ -1,0 +1,253 @@
+package statecache
+
+import "fmt"
+
+// HitRule is one kind of KV cache group's prefix-hit lookup (vLLM's
+// SingleTypeKVCacheManager.find_longest_cache_hit, a class method there
+// too): full attention, a sliding window, and later the Mamba group's
+// modes. Rules keep no per-request state.
+type HitRule interface {
+	// FindLongestCacheHit sets dst[i] to the blocks of groups[i] that
+	// serve the longest prefix of at most maxLength tokens whose length
+	// is a multiple of alignment, and returns that length in blocks.
+	// Positions the group does not need hold NullBlock. dst's slices are
+	// reused (truncated, then appended to).
+	FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength, alignment int, groups []int32, dst [][]int32) int
+	BlockSize() int
+	// DownwardClosed: a hit of n blocks implies hits of every shorter
+	// length, so one lookup serves every smaller candidate.
+	DownwardClosed() bool
+}
+
+// FullAttention is the full-attention rule: every block of the prefix,
+// left to right, until the first miss in any group.
+type FullAttention struct{ Block int }
+
+func (f FullAttention) BlockSize() int       { return f.Block }
+func (f FullAttention) DownwardClosed() bool { return true }
+
+func (f FullAttention) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength, alignment int, groups []int32, dst [][]int32) int {
+	for i := range groups {
+		dst[i] = dst[i][:0]
+	}
+	n := min(maxLength/f.Block, len(hashes))
+	hit := 0
+	for ; hit < n; hit++ {
+		// The hashes chain: past the first miss nothing can hit.
+		if !p.getCachedInto(hashes[hit], groups, dst) {
+			break
+		}
+	}
+	for hit > 0 && hit*f.Block%alignment != 0 {
+		hit--
+	}
+	for i := range groups {
+		dst[i] = dst[i][:hit]
+	}
+	return hit
+}
+
+// cachedAll: hash h is cached in every group of groups.
+func (p *BlockPool) cachedAll(h BlockHash, groups []int32) bool {
+	if p.pc == nil {
+		return false
+	}
+	for _, g := range groups {
+		if _, ok := p.pc.table[BlockKey{h, g}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// getCachedInto appends hash h's block in each group to dst[i], all or
+// nothing.
+func (p *BlockPool) getCachedInto(h BlockHash, groups []int32, dst [][]int32) bool {
+	if !p.cachedAll(h, groups) {
+		return false
+	}
+	for i, g := range groups {
+		dst[i] = append(dst[i], p.pc.table[BlockKey{h, g}].head)
+	}
+	return true
+}
+
+// SlidingWindow is the sliding-window rule: only the last
+// ⌈(window−1)/block⌉ blocks before the hit's end are needed, found
+// scanning right to left; earlier positions are null.
+type SlidingWindow struct{ Block, Window int }
+
+func (s SlidingWindow) BlockSize() int       { return s.Block }
+func (s SlidingWindow) DownwardClosed() bool { return false }
+
+func (s SlidingWindow) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength, alignment int, groups []int32, dst [][]int32) int {
+	need := (s.Window - 1 + s.Block - 1) / s.Block
+	n := min(maxLength/s.Block, len(hashes))
+	for i := range groups {
+		dst[i] = dst[i][:0]
+		for range n {
+			dst[i] = append(dst[i], NullBlock)
+		}
+	}
+	run := 0
+	for i := n - 1; i >= 0; i-- {
+		if !p.cachedAll(hashes[i], groups) {
+			run = 0
+			continue
+		}
+		// A run must end on an aligned boundary to start counting.
+		if run == 0 && s.Block != alignment && (i+1)*s.Block%alignment != 0 {
+			continue
+		}
+		for j, g := range groups {
+			dst[j][i] = p.pc.table[BlockKey{hashes[i], g}].head
+		}
+		run++
+		if run >= need {
+			for j := range groups {
+				dst[j] = dst[j][:i+run]
+			}
+			return i + run
+		}
+	}
+	// No run long enough: the first run blocks still hit (a prefix
+	// shorter than the window needs no earlier block).
+	hit := run
+	for hit > 0 && hit*s.Block%alignment != 0 {
+		hit--
+	}
+	for j := range groups {
+		dst[j] = dst[j][:hit]
+	}
+	return hit
+}
+
+// HitGroup is one rule over the KV cache groups that share its spec.
+type HitGroup struct {
+	Rule   HitRule
+	Groups []int32
+}
+
+// HybridCoordinator finds the longest prefix every KV cache group can
+// serve (vLLM's HybridKVCacheCoordinator.find_longest_cache_hit): each
+// rule in turn accepts the candidate length or shortens it, and any
+// shortening restarts the round, until a round changes nothing. Full
+// attention goes first: its hit bounds the rest, and later rounds only
+// trim it.
+type HybridCoordinator struct {
+	rules     []HitGroup
+	alignment int         // lcm of the rules' block sizes
+	hit       [][]int32   // per group id: the last hit's blocks
+	dst       [][][]int32 // per rule: its groups' slices, lent to the rule
+	looked    []bool
+}
+
+// NewHybridCoordinator takes the rules over groups 0..numGroups-1, each
+// group in exactly one rule.
+func NewHybridCoordinator(numGroups int, rules []HitGroup) (*HybridCoordinator, error) {
+	c := &HybridCoordinator{hit: make([][]int32, numGroups), looked: make([]bool, len(rules)), alignment: 1}
+	seen := make([]bool, numGroups)
+	for _, r := range rules {
+		if r.Rule.DownwardClosed() {
+			c.rules = append(c.rules, r)
+		}
+	}
+	for _, r := range rules {
+		if !r.Rule.DownwardClosed() {
+			c.rules = append(c.rules, r)
+		}
+	}
+	for _, r := range c.rules {
+		bs := r.Rule.BlockSize()
+		if bs <= 0 || len(r.Groups) == 0 {
+			return nil, fmt.Errorf("hit rule %T: block size %d over groups %v", r.Rule, bs, r.Groups)
+		}
+		if bs != c.rules[0].Rule.BlockSize() {
+			// One hash per block of every group: different block sizes
+			// need vLLM's re-chunked hash lists (BlockHashListWithBlockSize).
+			return nil, fmt.Errorf("hit rules with block sizes %d and %d: one block size only", c.rules[0].Rule.BlockSize(), bs)
+		}
+		c.alignment = lcm(c.alignment, bs)
+		for _, g := range r.Groups {
+			if g < 0 || int(g) >= numGroups || seen[g] {
+				return nil, fmt.Errorf("group %d is out of range or in two hit rules", g)
+			}
+			seen[g] = true
+		}
+	}
+	for g, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("group %d has no hit rule", g)
+		}
+	}
+	for _, r := range c.rules {
+		c.dst = append(c.dst, make([][]int32, len(r.Groups)))
+	}
+	return c, nil
+}
+
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// FindLongestCacheHit returns the hit length in tokens, at most
+// maxLength; HitBlocks then gives each group's blocks.
+func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength int) int {
+	for i := range c.looked {
+		c.looked[i] = false
+	}
+	for g := range c.hit {
+		c.hit[g] = c.hit[g][:0]
+	}
+	simple := len(c.rules) == 2 && c.rules[0].Rule.DownwardClosed()
+	hitLen := max(maxLength, 0)
+	for {
+		cur := hitLen
+		for i, r := range c.rules {
+			bs := r.Rule.BlockSize()
+			if r.Rule.DownwardClosed() && c.looked[i] {
+				cur = cur / bs * bs // trimmed at the end
+				continue
+			}
+			dst := c.dst[i]
+			for j, g := range r.Groups {
+				dst[j] = c.hit[g]
+			}
+			n := r.Rule.FindLongestCacheHit(p, hashes, cur, c.alignment, r.Groups, dst)
+			for j, g := range r.Groups {
+				c.hit[g] = dst[j]
+			}
+			c.looked[i] = true
+			cur = n * bs
+		}
+		if cur >= hitLen {
+			break
+		}
+		hitLen = cur
+		if simple {
+			break
+		}
+	}
+	// vLLM trims only the first (full-attention) spec's groups; every
+	// downward-closed rule is trimmed here, which differs only for two
+	// full-attention specs, a layout statesim does not build.
+	for _, r := range c.rules {
+		if !r.Rule.DownwardClosed() {
+			continue
+		}
+		for _, g := range r.Groups {
+			c.hit[g] = c.hit[g][:min(len(c.hit[g]), hitLen/r.Rule.BlockSize())]
+		}
+	}
+	return hitLen
+}
+
+// HitBlocks is group g's part of the last hit; valid until the next call.
+func (c *HybridCoordinator) HitBlocks(g int32) []int32 { return c.hit[g] }
+
+// NumGroups is the number of KV cache groups.
+func (c *HybridCoordinator) NumGroups() int { return len(c.hit) }

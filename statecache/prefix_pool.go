@@ -1,0 +1,288 @@
+package statecache
+
+import "fmt"
+
+// PrefixRecord is what the cache says a block holds: the provenance a
+// reader reached through a prefix hit is checked against. Blocks are
+// shared, so it names the writer (the request that took the block off the
+// free queue and filled it), not the holders.
+type PrefixRecord struct {
+	Group  int32     // KV cache group the block was allocated for; -1 when unknown (Pop)
+	Hash   BlockHash // the token prefix through this block; 0 until cached
+	Tokens int32     // prefix tokens the hash covers, this block's included; 0 until cached
+	Writer RequestID
+	Step   int64 // step it was allocated (Hash 0) or cached
+	Cached bool  // findable by hash now
+}
+
+// Serves reports why the block does not hold the prefix a reader needs
+// (group g, hash h, covering tokens prefix tokens), or nil when it does.
+func (r PrefixRecord) Serves(g int32, h BlockHash, tokens int) error {
+	switch {
+	case r.Group != g:
+		return fmt.Errorf("block of group %d read as group %d", r.Group, g)
+	case r.Hash != h || int(r.Tokens) != tokens:
+		return fmt.Errorf("block holds prefix %#x of %d tokens (written by request %d at step %d), reader needs %#x of %d",
+			uint64(r.Hash), r.Tokens, r.Writer, r.Step, uint64(h), tokens)
+	}
+	return nil
+}
+
+// PrefixCacheStats are vLLM's prefix cache counters (PrefixCacheStats in
+// vllm/v1/metrics/stats.py: queries and hits in tokens, preempted requests
+// counted apart) plus the pool's own.
+type PrefixCacheStats struct {
+	Requests, Queries, Hits                            int64
+	PreemptedRequests, PreemptedQueries, PreemptedHits int64
+	// Evictions: cached blocks whose hash was dropped when the pool
+	// popped them for reuse.
+	Evictions int64
+	// Resets: successful reset_prefix_cache calls.
+	Resets int64
+}
+
+// Record adds one request's lookup: numTokens queried, numHits served
+// from the cache.
+func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
+	if preempted {
+		s.PreemptedRequests++
+		s.PreemptedQueries += int64(numTokens)
+		s.PreemptedHits += int64(numHits)
+		return
+	}
+	s.Requests++
+	s.Queries += int64(numTokens)
+	s.Hits += int64(numHits)
+}
+
+// prefixCache is the pool's prefix-caching state, in arrays over block ids.
+type prefixCache struct {
+	ref []int32
+	rec []PrefixRecord
+	// Blocks with equal keys (vLLM does not deduplicate: block tables are
+	// append-only) form a chain in caching order; a lookup returns the
+	// chain's head, as vLLM's BlockHashToBlockMap returns the first
+	// inserted of a key's blocks.
+	dupNext, dupPrev []int32
+	table            map[BlockKey]dupChain // for lookup only: never iterated
+	numCached        int
+	step             int64
+	stats            PrefixCacheStats
+}
+
+type dupChain struct{ head, tail int32 }
+
+func newPrefixCache(n int) *prefixCache {
+	c := &prefixCache{
+		ref:     make([]int32, n),
+		rec:     make([]PrefixRecord, n),
+		dupNext: make([]int32, n),
+		dupPrev: make([]int32, n),
+		// Sized for every block at once, so caching never grows it.
+		table: make(map[BlockKey]dupChain, n),
+	}
+	for b := range c.rec {
+		c.rec[b] = PrefixRecord{Group: -1, Writer: NoRequest}
+	}
+	return c
+}
+
+// allocated: b left the free queue for a new owner; a cached b is
+// evicted (vLLM's _maybe_evict_cached_block).
+func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
+	if c.rec[b].Cached {
+		c.uncache(b)
+		c.stats.Evictions++
+	}
+	c.ref[b] = 1
+	c.rec[b] = PrefixRecord{Group: group, Writer: req, Step: c.step}
+}
+
+func (c *prefixCache) uncache(b int32) {
+	k := BlockKey{c.rec[b].Hash, c.rec[b].Group}
+	ch := c.table[k]
+	p, n := c.dupPrev[b], c.dupNext[b]
+	if p == noBlock {
+		ch.head = n
+	} else {
+		c.dupNext[p] = n
+	}
+	if n == noBlock {
+		ch.tail = p
+	} else {
+		c.dupPrev[n] = p
+	}
+	if ch.head == noBlock {
+		delete(c.table, k)
+	} else {
+		c.table[k] = ch
+	}
+	c.rec[b].Cached = false
+	c.numCached--
+}
+
+func (c *prefixCache) insert(b int32, k BlockKey) {
+	c.dupNext[b] = noBlock
+	ch, ok := c.table[k]
+	if ok {
+		c.dupPrev[b] = ch.tail
+		c.dupNext[ch.tail] = b
+		ch.tail = b
+	} else {
+		c.dupPrev[b] = noBlock
+		ch = dupChain{b, b}
+	}
+	c.table[k] = ch
+	c.rec[b].Cached = true
+	c.numCached++
+}
+
+func (p *BlockPool) mustCache(op string) {
+	if p.pc == nil {
+		panic("block pool: " + op + " needs prefix caching") // a caller's bug, not bad input
+	}
+}
+
+// PrefixCaching reports whether the pool caches blocks by hash.
+func (p *BlockPool) PrefixCaching() bool { return p.pc != nil }
+
+// NewStepStarts sets the step that records made from now on carry.
+func (p *BlockPool) NewStepStarts(step int64) {
+	if p.pc != nil {
+		p.pc.step = step
+	}
+}
+
+// GetNewBlocks fills dst with len(dst) blocks from the head of the free
+// queue for req's group g, evicting the cached ones (vLLM's
+// get_new_blocks). It fails, changing nothing, when too few are free.
+func (p *BlockPool) GetNewBlocks(req RequestID, g int32, dst []int32) error {
+	if len(dst) > p.q.n {
+		return fmt.Errorf("block pool: request %d needs %d blocks, %d free", req, len(dst), p.q.n)
+	}
+	for i := range dst {
+		b := p.q.PopLeft()
+		p.take(req, b, g)
+		dst[i] = b
+	}
+	return nil
+}
+
+// Touch takes one more reference to each block a prefix hit found for
+// req, taking free ones off the queue (vLLM's touch). Null blocks (a
+// sliding window's skipped positions) are passed over.
+func (p *BlockPool) Touch(req RequestID, blocks []int32) {
+	p.mustCache("touch")
+	for _, b := range blocks {
+		if b == NullBlock {
+			continue
+		}
+		if p.pc.ref[b] == 0 {
+			p.q.Remove(b)
+			p.holder[b] = req
+		}
+		p.pc.ref[b]++
+	}
+}
+
+// RefCount is how many requests hold b (prefix caching only).
+func (p *BlockPool) RefCount(b int32) int {
+	p.mustCache("RefCount")
+	return int(p.pc.ref[b])
+}
+
+// GetCachedBlock looks hash up in every group of groups, writing the
+// blocks found to dst[i]; it reports false when any group misses (vLLM's
+// get_cached_block).
+func (p *BlockPool) GetCachedBlock(h BlockHash, groups []int32, dst []int32) bool {
+	if p.pc == nil {
+		return false
+	}
+	for i, g := range groups {
+		ch, ok := p.pc.table[BlockKey{h, g}]
+		if !ok {
+			return false
+		}
+		dst[i] = ch.head
+	}
+	return true
+}
+
+// CacheFullBlocks makes blocks[numCached:numFull] of req's group g
+// findable: block i gets hashes[i], covering (i+1)·blockSize tokens
+// (vLLM's cache_full_blocks). A block that came from a hit keeps its hash,
+// which must be the one its position needs; null blocks are passed over.
+func (p *BlockPool) CacheFullBlocks(req RequestID, g int32, blocks []int32, hashes []BlockHash, numCached, numFull, blockSize int) error {
+	p.mustCache("cache_full_blocks")
+	if numCached >= numFull {
+		return nil
+	}
+	if numFull > len(blocks) || numFull > len(hashes) {
+		return fmt.Errorf("block pool: request %d caches %d full blocks with %d blocks and %d hashes", req, numFull, len(blocks), len(hashes))
+	}
+	for i := numCached; i < numFull; i++ {
+		b := blocks[i]
+		if b == NullBlock {
+			continue
+		}
+		r := &p.pc.rec[b]
+		if r.Cached {
+			if r.Hash != hashes[i] || r.Group != g {
+				return fmt.Errorf("block pool: request %d's block %d at position %d is cached as %#x in group %d, position needs %#x in group %d (a wrong block from the prefix cache)",
+					req, b, i, uint64(r.Hash), r.Group, uint64(hashes[i]), g)
+			}
+			continue
+		}
+		r.Group, r.Hash, r.Tokens, r.Step = g, hashes[i], int32((i+1)*blockSize), p.pc.step
+		p.pc.insert(b, BlockKey{hashes[i], g})
+	}
+	return nil
+}
+
+// ResetPrefixCache forgets every hash when no request holds a block, and
+// reports whether it did (vLLM's reset_prefix_cache, used by RL flows
+// after a weight update). The free queue keeps its order.
+func (p *BlockPool) ResetPrefixCache() bool {
+	p.mustCache("reset_prefix_cache")
+	if p.NumHeld() != 0 {
+		return false
+	}
+	clear(p.pc.table)
+	for b := range p.pc.rec {
+		r := &p.pc.rec[b]
+		r.Cached, r.Hash, r.Tokens = false, 0, 0
+	}
+	p.pc.numCached = 0
+	p.pc.stats.Resets++
+	return true
+}
+
+// NumCachedBlocks is how many blocks are findable by hash, held or free.
+func (p *BlockPool) NumCachedBlocks() int {
+	if p.pc == nil {
+		return 0
+	}
+	return p.pc.numCached
+}
+
+// Record is what block b holds by the cache's account.
+func (p *BlockPool) Record(b int32) PrefixRecord {
+	p.mustCache("Record")
+	return p.pc.rec[b]
+}
+
+// Stats are the prefix cache counters so far.
+func (p *BlockPool) Stats() PrefixCacheStats {
+	if p.pc == nil {
+		return PrefixCacheStats{}
+	}
+	return p.pc.stats
+}
+
+// RecordQuery adds one request's lookup to the stats (the KV cache
+// manager's get_computed_blocks does, once per scheduled request).
+func (p *BlockPool) RecordQuery(numTokens, numHits int, preempted bool) {
+	if p.pc != nil {
+		p.pc.stats.Record(numTokens, numHits, preempted)
+	}
+}
