@@ -27,7 +27,12 @@ func cmdGPUConfirm(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	outDir := fs.String("out", ".", "directory for gpu-confirmation.md and gpu-confirmation.json")
 	tokens := fs.Int("bugb-tokens", 64, "prompt tokens of the bug-B prefill")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "statesim: gpu-confirm: takes no arguments, got %q\n", pos)
 		return exitBadInput
 	}
 	if *tokens < 1 {
