@@ -69,7 +69,7 @@ func Confirm(opt Options) (*Confirmation, error) {
 		return nil, err
 	}
 	c := &Confirmation{Date: start.UTC().Format("2006-01-02 15:04 UTC"), GPU: dev.Name, GPUMemGiB: float64(dev.Mem) / (1 << 30),
-		Driver: fmt.Sprintf("%d.%d", dev.Driver/1000, dev.Driver%1000/10), PTX: ptxCompiler(),
+		Driver: fmt.Sprintf("%d.%d", dev.Driver/1000, dev.Driver%1000/10), PTX: ptxCompiler(), Build: build(),
 		Command: "make confirm (bin/statesim-cuda gpu-confirm --out docs)", Tolerance: Tolerance}
 	log("GPU: %s, %.0f GiB", c.GPU, c.GPUMemGiB)
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -76,11 +77,14 @@ type BugB struct {
 
 // Confirmation is the whole report.
 type Confirmation struct {
-	Date      string        `json:"date"`
-	GPU       string        `json:"gpu"`
-	GPUMemGiB float64       `json:"gpu_memory_gib"`
-	Driver    string        `json:"cuda_driver"`
-	PTX       string        `json:"ptx_compiler"`
+	Date      string  `json:"date"`
+	GPU       string  `json:"gpu"`
+	GPUMemGiB float64 `json:"gpu_memory_gib"`
+	Driver    string  `json:"cuda_driver"`
+	PTX       string  `json:"ptx_compiler"`
+	// Build is the commit the binary was built from (Go's VCS stamp),
+	// "+modified" when the working tree had uncommitted changes.
+	Build     string        `json:"build,omitempty"`
 	Command   string        `json:"command"`
 	Tolerance float64       `json:"tolerance"`
 	Parity    []Run         `json:"parity"`
@@ -124,6 +128,33 @@ func bugBPass(r *BugB) bool {
 	return ok && !r.IntendedStale && !r.VictimClobbered && r.Predicted == r.Slot && r.DecodeVsFinal < 1e-4
 }
 
+// build is the binary's VCS stamp: the commit, and whether the tree it
+// was built from had uncommitted changes; empty without one (go run, or a
+// tree outside git).
+func build() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	rev = rev[:min(12, len(rev))]
+	if modified == "true" {
+		rev += "+modified"
+	}
+	return rev
+}
+
 func passFail(ok bool) string {
 	if ok {
 		return "PASS"
@@ -153,6 +184,9 @@ func Markdown(c *Confirmation) string {
 	p("# GPU confirmation: the simulator's predictions on real kernels\n")
 	p("Run %s on %s (%.0f GiB, CUDA driver %s) by `%s`; %s overall, in %s.", c.Date, c.GPU, c.GPUMemGiB, c.Driver, c.Command, passFail(c.Pass), c.Elapsed.Round(time.Second))
 	p("Kernels: the embedded PTX of kernels/*.cu (%s), loaded through the driver.", c.PTX)
+	if c.Build != "" {
+		p("Binary built from commit %s.", c.Build)
+	}
 	p("Full numbers: docs/gpu-confirmation.json.\n")
 	p("## Parity (vLLM `fixed`, 64-bit state index, tiny-hybrid model)\n")
 	p("The GPU engine (statesim's CUDA kernels over device caches) against the mock's CPU reference")
