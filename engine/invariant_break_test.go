@@ -55,11 +55,17 @@ type recorded struct {
 }
 
 // run runs sc with policy (nil: the version's own) and returns the report
-// and every step as recorded.
-func run(t *testing.T, sc *scenarios.Scenario, policy sched.Policy) (*report.Report, []recorded) {
+// and every step as recorded. detail step.Reads records what the kernels
+// read; it also settles the symbolic check's shortcuts before every
+// access, so runs without it exercise them.
+func run(t *testing.T, sc *scenarios.Scenario, policy sched.Policy, detail ...step.Detail) (*report.Report, []recorded) {
 	t.Helper()
 	var steps []recorded
-	rep, err := engine.Run(sc, engine.Options{Policy: policy, Detail: step.Reads, KeepAll: true, Observe: func(rec *step.Record) {
+	var d step.Detail
+	for _, x := range detail {
+		d |= x
+	}
+	rep, err := engine.Run(sc, engine.Options{Policy: policy, Detail: d, KeepAll: true, Observe: func(rec *step.Record) {
 		r := recorded{Step: rec.Step, Tokens: rec.NumScheduledTokens, Running: rec.Running,
 			Preempted: slices.Clone(rec.Preempted)}
 		for _, row := range rec.Rows {
@@ -399,7 +405,7 @@ func TestStaleReadBrokenByOneTokenAndTainted(t *testing.T) {
 	sc := scenario(t, p)
 	rep, _ := run(t, sc, prefixHit{hit: 0})
 	clean(t, rep)
-	rep, steps := run(t, sc, prefixHit{hit: 1})
+	rep, steps := run(t, sc, prefixHit{hit: 1}, step.Reads)
 	only(t, rep, check.StaleSlotRead, 1)
 	first := steps[0].Rows[0]
 	if first.NumComputed != 1 || first.Path != sched.PathPrefill || !first.HasInitialState {
@@ -519,5 +525,66 @@ func TestPriorityVictimBudgetIsRefunded(t *testing.T) {
 	}
 	if rep.TotalViolations() != 0 {
 		t.Errorf("violations: %v", rep.Violations)
+	}
+}
+
+// rewind moves one running request's num_computed_tokens back by one
+// token before step `at`, as a scheduler that lost count of an accepted
+// token would: the request recomputes that token from a slot holding its
+// state after one token more.
+type rewind struct{ at int64 }
+
+func (rewind) Name() string { return "rewind" }
+func (p rewind) Schedule(st *sched.State, out *sched.Output) error {
+	if out.Step == p.at && len(st.Running) > 0 && st.Running[0].NumComputedTokens > 1 {
+		st.Running[0].NumComputedTokens--
+	}
+	return sched.V1{}.Schedule(st, out)
+}
+
+// TestStaleReadOfOwnStateOneTokenAhead: the state-validity rule counts
+// tokens, not only the writer: a request reading its own state, written
+// after one token more than it now has computed, is one stale read, and
+// nothing else breaks (its attention rewrites the position it
+// recomputes). With a budget of 8 the row recomputes 2 tokens on the
+// prefill path from has_initial_state; with a budget of 1 it takes 1
+// token on the decode kernel, where the check's shortcut for a request's
+// own slots must count tokens too.
+func TestStaleReadOfOwnStateOneTokenAhead(t *testing.T) {
+	for _, c := range []struct {
+		budget, q int
+		path      sched.Path
+	}{{8, 2, sched.PathPrefill}, {1, 1, sched.PathDecode}} {
+		p := base(prop.Request{Prompt: 4, Output: 6})
+		p.MaxNumBatchedTokens = c.budget
+		sc := scenario(t, p)
+		rep, _ := run(t, sc, rewind{at: 99})
+		clean(t, rep)
+		rep, steps := run(t, sc, rewind{at: 2})
+		only(t, rep, check.StaleSlotRead, 1)
+		if r := steps[2].Rows[0]; r.NumScheduled != c.q || r.Path != c.path || !r.HasInitialState || r.CorruptStep != 2 {
+			t.Errorf("budget %d: step 2's row %+v: want %d tokens on the %s path from the slot's state, corrupt from step 2", c.budget, r, c.q, c.path)
+		}
+	}
+}
+
+// minimalBreaks names each invariant's minimal break in this file (and
+// check/invariant_break_test.go): a new invariant needs one.
+var minimalBreaks = map[check.Invariant]string{
+	check.NoDecodeBeforePrefill: "TestDecodeBeforePrefillBrokenByOneRow",
+	check.StaleSlotRead:         "TestStaleReadBrokenByOneTokenAndTainted, TestStaleReadOfOwnStateOneTokenAhead",
+	check.WrongAddressWrite:     "TestWrongAddressWriteBrokenByOneBlock",
+	check.TokenBudget:           "TestTokenBudgetBrokenByOneToken",
+	check.MaxNumSeqs:            "TestMaxNumSeqsBrokenByOneRequest",
+	check.BlockConservation:     "TestBlockConservationBrokenByOneBlockForOneStep, TestBlockConservationSeesALeakAtTheEnd",
+	check.Liveness:              "TestLivenessBrokenByOneRequest, TestLivenessBrokenByOneStep",
+	check.TimeMonotonic:         "check.TestTimeMonotonicBrokenByOneNanosecond",
+}
+
+func TestEveryInvariantHasAMinimalBreak(t *testing.T) {
+	for _, inv := range check.All() {
+		if minimalBreaks[inv] == "" {
+			t.Errorf("invariant %s has no minimal breaking test: add one (a scenario, a policy or an injected fault that breaks it alone, by one unit)", inv)
+		}
 	}
 }
