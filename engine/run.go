@@ -17,6 +17,7 @@ import (
 	"statesim/sim"
 	"statesim/statecache"
 	"statesim/step"
+	"statesim/trace"
 	"statesim/workload"
 )
 
@@ -203,6 +204,10 @@ func (r *runner) pullArrival() error {
 		var err error
 		a, ok, err = r.src.Next()
 		if err != nil {
+			var pe *trace.ParseError
+			if errors.As(err, &pe) { // already FILE:LINE: field: problem
+				return &scenarios.InputError{File: pe.Name, Line: pe.Line, Path: pe.Field, Msg: pe.Err.Error()}
+			}
 			return &scenarios.InputError{File: r.sc.Workload.Path, Line: a.Line, Msg: err.Error()}
 		}
 		if !ok {

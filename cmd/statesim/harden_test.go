@@ -138,7 +138,8 @@ func TestTraceAdmission(t *testing.T) {
 		t.Errorf("text report:\n%s", text)
 	}
 	code, _, errs = runCLI("run", p, "--strict")
-	if code != exitBadInput || !strings.Contains(errs, "t.csv:3: field ContextTokens: 0 tokens; a prompt needs at least 1") {
+	csv := filepath.Join(filepath.Dir(p), "t.csv")
+	if code != exitBadInput || errs != "statesim: "+csv+":3: field ContextTokens: 0 tokens; a prompt needs at least 1\n" {
 		t.Errorf("--strict: exit %d, %q", code, errs)
 	}
 	clean := writeTraceScenario(t, "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-12 00:00:00+00:00,70,5\n2024-05-12 00:00:01+00:00,9,5\n", "  strict: true\n")
