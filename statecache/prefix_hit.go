@@ -53,7 +53,7 @@ func (p *BlockPool) cachedAll(h BlockHash, groups []int32) bool {
 		return false
 	}
 	for _, g := range groups {
-		if _, ok := p.pc.table[BlockKey{h, g}]; !ok {
+		if p.pc.table.find(BlockKey{h, g}) < 0 {
 			return false
 		}
 	}
@@ -67,7 +67,8 @@ func (p *BlockPool) getCachedInto(h BlockHash, groups []int32, dst [][]int32) bo
 		return false
 	}
 	for i, g := range groups {
-		dst[i] = append(dst[i], p.pc.table[BlockKey{h, g}].head)
+		c, _ := p.pc.table.get(BlockKey{h, g})
+		dst[i] = append(dst[i], c.head)
 	}
 	return true
 }
@@ -100,7 +101,8 @@ func (s SlidingWindow) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 			continue
 		}
 		for j, g := range groups {
-			dst[j][i] = p.pc.table[BlockKey{hashes[i], g}].head
+			c, _ := p.pc.table.get(BlockKey{hashes[i], g})
+			dst[j][i] = c.head
 		}
 		run++
 		if run >= need {

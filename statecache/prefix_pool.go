@@ -7,11 +7,11 @@ import "fmt"
 // shared, so it names the writer (the request that took the block off the
 // free queue and filled it), not the holders.
 type PrefixRecord struct {
-	Group  int32     // KV cache group the block was allocated for; -1 when unknown (Pop)
 	Hash   BlockHash // the token prefix through this block; 0 until cached
-	Tokens int32     // prefix tokens the hash covers, this block's included; 0 until cached
 	Writer RequestID
 	Step   int64 // step it was allocated (Hash 0) or cached
+	Group  int32 // KV cache group the block was allocated for; -1 when unknown (Pop)
+	Tokens int32 // prefix tokens the hash covers, this block's included; 0 until cached
 	Cached bool  // findable by hash now
 }
 
@@ -64,7 +64,7 @@ type prefixCache struct {
 	// chain's head, as vLLM's BlockHashToBlockMap returns the first
 	// inserted of a key's blocks.
 	dupNext, dupPrev []int32
-	table            map[BlockKey]dupChain // for lookup only: never iterated
+	table            blockTable
 	numCached        int
 	step             int64
 	stats            PrefixCacheStats
@@ -78,8 +78,7 @@ func newPrefixCache(n int) *prefixCache {
 		rec:     make([]PrefixRecord, n),
 		dupNext: make([]int32, n),
 		dupPrev: make([]int32, n),
-		// Sized for every block at once, so caching never grows it.
-		table: make(map[BlockKey]dupChain, n),
+		table:   newBlockTable(n),
 	}
 	for b := range c.rec {
 		c.rec[b] = PrefixRecord{Group: -1, Writer: NoRequest}
@@ -100,7 +99,7 @@ func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
 
 func (c *prefixCache) uncache(b int32) {
 	k := BlockKey{c.rec[b].Hash, c.rec[b].Group}
-	ch := c.table[k]
+	ch, _ := c.table.get(k)
 	p, n := c.dupPrev[b], c.dupNext[b]
 	if p == noBlock {
 		ch.head = n
@@ -113,9 +112,9 @@ func (c *prefixCache) uncache(b int32) {
 		c.dupPrev[n] = p
 	}
 	if ch.head == noBlock {
-		delete(c.table, k)
+		c.table.del(k)
 	} else {
-		c.table[k] = ch
+		c.table.put(k, ch)
 	}
 	c.rec[b].Cached = false
 	c.numCached--
@@ -123,7 +122,7 @@ func (c *prefixCache) uncache(b int32) {
 
 func (c *prefixCache) insert(b int32, k BlockKey) {
 	c.dupNext[b] = noBlock
-	ch, ok := c.table[k]
+	ch, ok := c.table.get(k)
 	if ok {
 		c.dupPrev[b] = ch.tail
 		c.dupNext[ch.tail] = b
@@ -132,7 +131,7 @@ func (c *prefixCache) insert(b int32, k BlockKey) {
 		c.dupPrev[b] = noBlock
 		ch = dupChain{b, b}
 	}
-	c.table[k] = ch
+	c.table.put(k, ch)
 	c.rec[b].Cached = true
 	c.numCached++
 }
@@ -199,7 +198,7 @@ func (p *BlockPool) GetCachedBlock(h BlockHash, groups []int32, dst []int32) boo
 		return false
 	}
 	for i, g := range groups {
-		ch, ok := p.pc.table[BlockKey{h, g}]
+		ch, ok := p.pc.table.get(BlockKey{h, g})
 		if !ok {
 			return false
 		}
@@ -247,7 +246,7 @@ func (p *BlockPool) ResetPrefixCache() bool {
 	if p.NumHeld() != 0 {
 		return false
 	}
-	clear(p.pc.table)
+	p.pc.table.clear()
 	for b := range p.pc.rec {
 		r := &p.pc.rec[b]
 		r.Cached, r.Hash, r.Tokens = false, 0, 0

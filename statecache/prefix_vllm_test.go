@@ -49,12 +49,12 @@ func cat(parts ...[]int32) []int32 { return slices.Concat(parts...) }
 // common3 is three full blocks of 16: 0×16, 1×16, 2×16.
 func common3() []int32 { return cat(rep(0, 16), rep(1, 16), rep(2, 16)) }
 
-func fullManager(t *testing.T, numBlocks, blockSize int, order FreeOrder) *PrefixCacheManager {
+func fullManager(t testing.TB, numBlocks, blockSize int, order FreeOrder) *PrefixCacheManager {
 	t.Helper()
 	return hybridManager(t, numBlocks, order, HitGroup{FullAttention{blockSize}, []int32{0}})
 }
 
-func hybridManager(t *testing.T, numBlocks int, order FreeOrder, rules ...HitGroup) *PrefixCacheManager {
+func hybridManager(t testing.TB, numBlocks int, order FreeOrder, rules ...HitGroup) *PrefixCacheManager {
 	t.Helper()
 	n := 0
 	for _, r := range rules {
@@ -496,8 +496,8 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 	} {
 		saved := make([]dupChain, len(c.evict))
 		for i, k := range c.evict {
-			saved[i] = p.pc.table[k]
-			delete(p.pc.table, k)
+			saved[i], _ = p.pc.table.get(k)
+			p.pc.table.del(k)
 		}
 		r := newVreq(m, 9, all)
 		hit, ids := lookup(m, r)
@@ -510,7 +510,7 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 			}
 		}
 		for i, k := range c.evict {
-			p.pc.table[k] = saved[i]
+			p.pc.table.put(k, saved[i])
 		}
 	}
 }
