@@ -80,6 +80,8 @@ NVCC        ?= $(shell command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 CUDA_DIR    := $(CURDIR)/.cuda
 CUDA_ENV    := CGO_CFLAGS=-I$(CUDA_DIR)/usr/include CGO_LDFLAGS=-L$(CUDA_DIR)/usr/lib/x86_64-linux-gnu/stubs
 CONFIRM_OUT ?= docs
+# The commit the binary is built from, named in gpu-confirmation.md.
+CUDA_REV    := $(shell git describe --always --dirty --abbrev=12 2>/dev/null)
 
 .PHONY: cuda ptx confirm kernel-bench
 
@@ -90,7 +92,7 @@ $(CUDA_DIR)/usr/include/cuda.h:
 # the backend (backend/cuda), the experiments (gpuconfirm) and the command.
 cuda: $(CUDA_DIR)/usr/include/cuda.h
 	$(CUDA_ENV) $(GO) vet -tags cuda ./backend/cuda ./gpuconfirm ./cmd/statesim
-	$(CUDA_ENV) $(GO) build -tags cuda -o bin/statesim-cuda ./cmd/statesim
+	$(CUDA_ENV) $(GO) build -tags cuda -ldflags "-X statesim/gpuconfirm.revision=$(CUDA_REV)" -o bin/statesim-cuda ./cmd/statesim
 
 # Regenerate kernels/*.ptx (sm_90) where nvcc is; commit the result.
 ptx:

@@ -128,10 +128,17 @@ func bugBPass(r *BugB) bool {
 	return ok && !r.IntendedStale && !r.VictimClobbered && r.Predicted == r.Slot && r.DecodeVsFinal < 1e-4
 }
 
-// build is the binary's VCS stamp: the commit, and whether the tree it
-// was built from had uncommitted changes; empty without one (go run, or a
-// tree outside git).
+// revision is the commit `make cuda` built the binary from (git describe
+// --dirty, through -ldflags -X); empty for other builds.
+var revision string
+
+// build names the commit the binary was built from: make cuda's revision,
+// else Go's VCS stamp ("+modified" for a tree with uncommitted changes),
+// else nothing (GOFLAGS=-buildvcs=false, a tree outside git).
 func build() string {
+	if revision != "" {
+		return revision
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
