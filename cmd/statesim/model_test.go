@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +67,25 @@ func TestModelCommandBadInput(t *testing.T) {
 		code, _, errs := runCLI(c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, want %q in %s", c.args, code, c.want, errs)
+		}
+	}
+}
+
+// Every test config runs end to end with the symbolic backend (the state
+// kinds beyond Mamba1, parallel layers, MLP-only layers, MLA), clean.
+func TestRunEveryConfig(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/models/*.json")
+	for _, f := range files {
+		abs, _ := filepath.Abs(f)
+		doc := "name: e2e\nmodel:\n  hf_config: " + abs + "\nengine:\n  vllm_version: v0.13\n  num_gpu_blocks_override: 4096\n  max_num_batched_tokens: 2048\n  state_index_bits: 32\n" +
+			"workload:\n  kind: poisson\n  rate: 50\n  count: 60\n  prompt_len: {dist: uniform, min: 1, max: 600}\n  output_len: {dist: constant, value: 8}\n"
+		p := filepath.Join(t.TempDir(), "s.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI("run", p)
+		if code != exitClean || !strings.Contains(out, "60 finished") {
+			t.Errorf("%s: exit %d\n%s%s", f, code, out, errs)
 		}
 	}
 }
