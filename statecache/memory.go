@@ -39,17 +39,23 @@ func (m Memory) NumGPUBlocks(blockBytes int64) (int, error) {
 	return int(n), nil
 }
 
-// HostBytesPerBlock is what the simulator itself allocates per block id
-// of the pool: the free-queue ring (int32) and holder (RequestID) of
-// BlockPool, and the symbolic backend's Provenance record and lease owner.
-// TestHostBytesPerBlock measures it.
-const HostBytesPerBlock = 4 + 8 + 32 + 8
+// HostBytesPerBlock is what the simulator allocates up front per block id
+// of the pool: the free queue (int32) and holder (RequestID) of
+// BlockPool. The symbolic backend's records (Provenance and lease owner,
+// RecordBytesPerBlock) are allocated in pages as blocks are first used,
+// so they follow what a run touches, not the pool size.
+// TestHostBytesPerBlock measures both.
+const (
+	HostBytesPerBlock   = 4 + 8
+	RecordBytesPerBlock = 32 + 8
+)
 
 // Footprint is an estimate of the host memory one run allocates up front,
 // made before anything is allocated so that an impossible configuration
 // is refused with a message instead of dying in the allocator.
 type Footprint struct {
-	// Pool is the block pool and the symbolic backend's per-block records.
+	// Pool is the block pool, allocated whole at start-up (the
+	// symbolic backend's records grow with the blocks used).
 	Pool int64
 	// Caches is the numeric backend's float32 cache tensors (0 for the
 	// symbolic backend): the real cache's size, block bytes × blocks.

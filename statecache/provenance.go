@@ -1,5 +1,7 @@
 package statecache
 
+import "unsafe"
+
 // Content is what a block's bytes currently hold.
 type Content uint8
 
@@ -51,31 +53,71 @@ type Provenances struct {
 	// block's record. It is the reference the shortcuts are tested against.
 	Plain bool
 
-	p        []Provenance
-	owner    []*BlockTable // owner[b]: the lease holding b's record
-	clobbers uint64        // wrapped writes so far: the KV checks' epoch
+	// pages hold the records of blocks 1024 at a time, allocated when a
+	// block of the page is first accessed: memory follows the blocks a
+	// run touches, not the pool size (a pool of 2^28 blocks serving a
+	// few thousand requests touches a few pages).
+	pages    []*recordPage
+	clobbers uint64 // wrapped writes so far: the KV checks' epoch
 }
+
+const recordPageBits = 10
+
+// record is one block's provenance and the lease holding it, if any.
+type record struct {
+	p     Provenance
+	owner *BlockTable
+}
+
+type recordPage [1 << recordPageBits]record
 
 // NewProvenances starts all numBlocks blocks zeroed.
 func NewProvenances(numBlocks int) *Provenances {
-	ps := &Provenances{p: make([]Provenance, numBlocks)}
-	for i := range ps.p {
-		ps.p[i].Writer = NoRequest
+	return &Provenances{pages: make([]*recordPage, (numBlocks+len(recordPage{})-1)/len(recordPage{}))}
+}
+
+// at is block b's record, its page allocated on first use.
+func (ps *Provenances) at(b int32) *record {
+	pg := ps.pages[uint32(b)>>recordPageBits]
+	if pg == nil {
+		pg = ps.newPage(b)
 	}
-	return ps
+	return &pg[uint32(b)&(1<<recordPageBits-1)]
+}
+
+// newPage allocates b's page with every block zeroed, out of at's line so
+// that at stays small enough to inline.
+func (ps *Provenances) newPage(b int32) *recordPage {
+	pg := new(recordPage)
+	for i := range pg {
+		pg[i].p.Writer = NoRequest
+	}
+	ps.pages[uint32(b)>>recordPageBits] = pg
+	return pg
+}
+
+// RecordBytes is what the records of the blocks touched so far occupy.
+func (ps *Provenances) RecordBytes() int64 {
+	var n int64
+	for _, pg := range ps.pages {
+		if pg != nil {
+			n += int64(unsafe.Sizeof(*pg))
+		}
+	}
+	return n
 }
 
 // touch settles block b's lease, if any, before b is read or written.
 func (ps *Provenances) touch(b int32) {
-	if ps.p[b].leased {
-		ps.Settle(ps.owner[b])
+	if r := ps.at(b); r.p.leased {
+		ps.Settle(r.owner)
 	}
 }
 
 // Get returns block b's provenance.
 func (ps *Provenances) Get(b int32) Provenance {
 	ps.touch(b)
-	return ps.p[b]
+	return ps.at(b).p
 }
 
 // Clobbers is the number of wrapped writes so far.
@@ -88,7 +130,7 @@ func (ps *Provenances) Clobbers() uint64 { return ps.clobbers }
 // it began and is carried, not re-reported.
 func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
 	ps.touch(b)
-	p := &ps.p[b]
+	p := &ps.at(b).p
 	if computed == 0 && p.Content == Zero {
 		return true
 	}
@@ -98,14 +140,14 @@ func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
 // WriteState records req's state write of `tokens` absorbed tokens.
 func (ps *Provenances) WriteState(b int32, req RequestID, tokens int, step int64, tainted bool) {
 	ps.touch(b)
-	ps.p[b] = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
+	ps.at(b).p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
 }
 
 // Clobber records a state write meant for slot intended that landed on b.
 func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, step int64) {
 	ps.touch(b)
 	ps.clobbers++
-	ps.p[b] = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
+	ps.at(b).p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
 }
 
 // WriteKV records req writing positions [from, filled) of block b. A write
@@ -114,7 +156,7 @@ func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, ste
 // record is tainted until a read reports it (AdoptKV).
 func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step int64) {
 	ps.touch(b)
-	p := &ps.p[b]
+	p := &ps.at(b).p
 	if p.Content != KV || p.Writer != req {
 		*p = Provenance{Writer: req, Content: KV, Step: step, Intended: b, Tainted: from > 0}
 	}
@@ -127,7 +169,7 @@ func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step in
 // KVValid reports whether block b holds req's keys for `need` positions.
 func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 	ps.touch(b)
-	p := &ps.p[b]
+	p := &ps.at(b).p
 	return p.Content == KV && p.Writer == req && !p.Tainted && int(p.Tokens) >= need
 }
 
@@ -136,7 +178,7 @@ func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 // one corruption is reported once, as a tainted state is.
 func (ps *Provenances) AdoptKV(b int32, req RequestID, filled int, step int64) {
 	ps.touch(b)
-	ps.p[b] = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
+	ps.at(b).p = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
 }
 
 // AccessKV is attention group g's access for one row of req through t:
@@ -184,13 +226,13 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		}
 	}
 	kg.ok = int32(end / blockSize) // full blocks only: the last may grow
-	if b := blocks[last]; end%blockSize != 0 && !ps.Plain && ps.p[b].isKVOf(req) {
+	if b := blocks[last]; end%blockSize != 0 && !ps.Plain && ps.at(b).p.isKVOf(req) {
 		// Lease the partly filled block, whose record req just verified.
 		ps.leaseOf(t)
-		p := &ps.p[b]
+		p := &ps.at(b).p
 		kg.tail = kvTail{leased: true, idx: int32(last), writer: p.Writer, tokens: p.Tokens, step: p.Step}
 		p.leased = true
-		ps.owner[b] = t
+		ps.at(b).owner = t
 	}
 	return -1
 }
@@ -211,16 +253,13 @@ func (ps *Provenances) settleTail(t *BlockTable, kg *kvGroup, g int) {
 		return
 	}
 	b := t.Attn[g][tl.idx]
-	ps.p[b] = Provenance{Writer: tl.writer, Content: KV, Tokens: tl.tokens, Step: tl.step, Intended: b}
-	ps.owner[b] = nil
+	ps.at(b).p = Provenance{Writer: tl.writer, Content: KV, Tokens: tl.tokens, Step: tl.step, Intended: b}
+	ps.at(b).owner = nil
 	tl.leased = false
 }
 
 // leaseOf readies t to hold leases over ps's records.
 func (ps *Provenances) leaseOf(t *BlockTable) *lease {
-	if ps.owner == nil {
-		ps.owner = make([]*BlockTable, len(ps.p))
-	}
 	st := &t.st
 	if st.ps != ps {
 		ps.Settle(t)
@@ -270,8 +309,8 @@ func (ps *Provenances) LeaseState(t *BlockTable, req RequestID, tokens int, step
 	st := ps.leaseOf(t)
 	for _, b := range t.Mamba {
 		if b != NullBlock {
-			ps.p[b].leased = true
-			ps.owner[b] = t
+			ps.at(b).p.leased = true
+			ps.at(b).owner = t
 		}
 	}
 	st.state, st.writer, st.tokens, st.step, st.tainted = true, req, int32(tokens), step, tainted
@@ -299,9 +338,9 @@ func (ps *Provenances) SettleState(t *BlockTable) {
 		return
 	}
 	for _, b := range t.Mamba {
-		if b != NullBlock && st.ps.owner[b] == t {
-			st.ps.p[b] = Provenance{Writer: st.writer, Content: State, Tokens: st.tokens, Step: st.step, Tainted: st.tainted, Intended: b}
-			st.ps.owner[b] = nil
+		if b != NullBlock && st.ps.at(b).owner == t {
+			st.ps.at(b).p = Provenance{Writer: st.writer, Content: State, Tokens: st.tokens, Step: st.step, Tainted: st.tainted, Intended: b}
+			st.ps.at(b).owner = nil
 		}
 	}
 	st.state = false
