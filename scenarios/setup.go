@@ -30,7 +30,7 @@ func (s *Scenario) CheckSetup(numBlocks int) error {
 		limit = DefaultMaxMemoryGiB
 	}
 	if statecache.GiB(fp.Total()) > limit {
-		what := fmt.Sprintf("%.2f GiB for the block pool and provenance of %d blocks", statecache.GiB(fp.Pool), numBlocks)
+		what := fmt.Sprintf("%.2f GiB for the block pool of %d blocks", statecache.GiB(fp.Pool), numBlocks)
 		if fp.Caches > 0 {
 			what += fmt.Sprintf(" + %.2f GiB for the %s backend's cache tensors", statecache.GiB(fp.Caches), s.Backend.Kind)
 		}
