@@ -56,8 +56,7 @@ func (q *FreeBlockQueue) Head() int32 { return q.head }
 // PopLeft takes the head; the caller checks Len first.
 func (q *FreeBlockQueue) PopLeft() int32 {
 	b := q.head
-	q.head = q.next[b]
-	q.next[b] = noBlock
+	q.head = q.next[b] // b's own link is rewritten when it is queued again
 	if q.head == noBlock {
 		q.tail = noBlock
 	} else if q.prev != nil {
@@ -172,7 +171,7 @@ func (o FreeOrder) String() string {
 // counts and hashes, and freed cached blocks stay findable until popped
 // for reuse (prefix_pool.go).
 type BlockPool struct {
-	q *FreeBlockQueue
+	q FreeBlockQueue
 	// holder[b]: NoRequest exactly when b is queued (or the null block).
 	// With prefix caching, the request that took b off the queue.
 	holder []RequestID
@@ -202,7 +201,7 @@ func NewBlockPoolWith(numBlocks int, o PoolOptions) *BlockPool {
 		numBlocks = 2
 	}
 	p := &BlockPool{
-		q:      NewFreeBlockQueue(numBlocks, 1, o.EnablePrefixCaching),
+		q:      *NewFreeBlockQueue(numBlocks, 1, o.EnablePrefixCaching),
 		holder: make([]RequestID, numBlocks),
 		order:  o.FreeOrder,
 	}
@@ -244,7 +243,13 @@ func (p *BlockPool) Pop(req RequestID) (int32, error) {
 		return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
 	}
 	p.q.PopLeft()
-	p.take(req, b, -1)
+	p.holder[b] = req // take, inlined by hand: the hot path
+	if b > p.HighWater {
+		p.HighWater = b
+	}
+	if p.pc != nil {
+		p.pc.allocated(b, req, -1)
+	}
 	return b, nil
 }
 
@@ -265,6 +270,18 @@ func (p *BlockPool) take(req RequestID, b int32, group int32) {
 func (p *BlockPool) Push(req RequestID, b int32) error {
 	if b <= NullBlock || int(b) >= len(p.holder) {
 		return fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
+	}
+	if p.pc == nil { // the path every run without prefix caching takes
+		if h := p.holder[b]; h != req {
+			return fmt.Errorf("block pool: request %d frees block %d held by %d", req, b, h)
+		}
+		p.holder[b] = NoRequest
+		if p.order == FreshToHead {
+			p.q.PushFront(b)
+		} else {
+			p.q.Append(b)
+		}
+		return nil
 	}
 	one := [1]int32{b}
 	return p.FreeBlocks(req, one[:])
