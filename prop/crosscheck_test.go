@@ -28,6 +28,9 @@ func TestCrossCheckHealthy(t *testing.T) {
 	if o.Err != nil || o.Report.Divergence == nil || o.Report.Divergence.RequestsDivergent != 0 {
 		t.Fatalf("the fixed run is not a healthy numeric run: %v, %+v", o.Err, o.Report.Divergence)
 	}
+	if len(o.Report.Tokens) == 0 {
+		t.Fatal("the mock run kept no token trace of the last request: the property's cross-check would be skipped")
+	}
 	for id := range int64(len(p.Requests)) {
 		if err := r.crossCheck(p, o, id, -1); err != nil {
 			t.Errorf("request %d: %v", id, err)
