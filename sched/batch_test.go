@@ -156,11 +156,11 @@ func TestPriorityVictimWithNoTokensSkipsNext(t *testing.T) {
 func TestPersistentBatchJoinOrder(t *testing.T) {
 	s := newTestSched(t, Config{MaxNumBatchedTokens: 100, MaxNumSeqs: 8, MaxModelLen: 1000, EnableChunkedPrefill: true}, V014, 64)
 	const stamp = 7
-	a := &Request{ID: 0, runStamp: stamp}   // running, in row 0
-	gone := &Request{ID: 9}                 // finished: leaves row 1
-	b := &Request{ID: 1, runStamp: stamp}   // running, out of the batch
-	d := &Request{ID: 2, NumPreemptions: 1} // resumed from preemption
-	c := &Request{ID: 3}                    // new
+	a := &Request{ID: 0}                                      // running, in row 0
+	gone := &Request{ID: 9}                                   // finished: leaves row 1
+	b := &Request{ID: 1}                                      // running, out of the batch
+	d := &Request{ID: 2, NumPreemptions: 1, joinStamp: stamp} // resumed from preemption
+	c := &Request{ID: 3, joinStamp: stamp}                    // new: left the waiting queue this step
 	s.Batch.Add(a)
 	s.Batch.Add(gone)
 	out := &Output{Rows: []Row{{Req: a}, {Req: b}, {Req: d}, {Req: c}}} // scheduling order

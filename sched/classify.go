@@ -190,19 +190,25 @@ func (o Reorder) region(q, c, p int) Region {
 // rows on the decode path (a prefix of rows). tmp is scratch of at least
 // len(rows).
 func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
+	nd, _ := classify(v, rows, tmp, forcePrefill)
+	return nd
+}
+
+// classify is Classify that also reports whether the reorder moved rows.
+func classify(v Version, rows, tmp []Row, forcePrefill bool) (nd int, moved bool) {
 	b := &behaviours[v]
 	for i := range rows {
 		r := &rows[i]
 		r.Region = b.Reorder.region(r.NumScheduled, r.NumComputed, r.Req.NumPromptTokens)
 	}
 	if b.Reorder != ReorderNone {
-		reorder(rows, tmp)
+		moved = reorder(rows, tmp)
 	}
 	sp := b.Mamba
 	if forcePrefill {
 		sp.Off = true
 	}
-	nd := sp.numDecodes(rows)
+	nd = sp.numDecodes(rows)
 	for i := range rows {
 		if i < nd {
 			rows[i].Path = PathDecode
@@ -212,7 +218,7 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 			rows[i].HasInitialState = rows[i].NumComputed > 0
 		}
 	}
-	return nd
+	return nd, moved
 }
 
 // numDecodes is split_decodes_and_prefills' num_decodes over rows in batch
@@ -256,7 +262,7 @@ func (sp Split) numDecodes(rows []Row) int {
 // put. vLLM gets there by following swap cycles (swap_states); the result
 // is this permutation, and it persists in the batch. tmp holds the
 // misplaced rows while they move.
-func reorder(rows, tmp []Row) {
+func reorder(rows, tmp []Row) (moved bool) {
 	var end [RegionPrefill + 1]int // end[reg]: one past the last position of reg
 	for i := range rows {
 		end[rows[i].Region]++
@@ -275,7 +281,7 @@ func reorder(rows, tmp []Row) {
 		}
 	}
 	if len(tmp) == 0 {
-		return // the common batch: already in region order
+		return false // the common batch: already in region order
 	}
 	slices.SortStableFunc(tmp, func(a, b Row) int { return int(a.Region) - int(b.Region) })
 	k := 0
@@ -289,4 +295,5 @@ func reorder(rows, tmp []Row) {
 			k++
 		}
 	}
+	return true
 }

@@ -50,10 +50,12 @@ type Request struct {
 	CorruptStep int64
 
 	// batchRow is the request's row in the persistent input batch plus
-	// one (0: not in it); runStamp and schedStamp mark the step in which
-	// it was running at the start, and scheduled.
-	batchRow             int
-	runStamp, schedStamp int64
+	// one (0: not in it); joinStamp and schedStamp mark the step in which
+	// it left the waiting queue, and was scheduled; schedIdx is its place
+	// in that step's scheduling order.
+	batchRow              int
+	joinStamp, schedStamp int64
+	schedIdx              int32
 
 	FirstTokenTime sim.Time // -1 until the first output token
 	LastTokenTime  sim.Time

@@ -43,10 +43,6 @@ type Output struct {
 	NumScheduledTokens int
 	NumDecodes         int // rows[:NumDecodes] take the Mamba decode path
 	Preempted          []*Request
-	// SchedOrder lists the rows in scheduling order (running, then
-	// waiting): the order of the scheduler's num_scheduled_tokens, in
-	// which update_from_output frees finished requests' blocks.
-	SchedOrder []int
 }
 
 // addRow appends r's row of n tokens. Fields are set in place: building
@@ -66,6 +62,7 @@ type State struct {
 	Running []*Request
 	Now     sim.Time
 	waitBuf []*Request // Waiting's backing array, reused as the head pops
+	stamp   int64      // the step being scheduled (Request.joinStamp)
 }
 
 // Policy decides one step. It appends rows (in running-then-new order,
@@ -176,9 +173,12 @@ func (st *State) insertByPriority(r *Request) {
 	st.Waiting[i] = r
 }
 
-// PopWaiting removes the head of the waiting queue.
+// PopWaiting removes the head of the waiting queue. The request is marked
+// as joining in this step (the persistent batch adds it as new or resumed,
+// not as a running request).
 func (st *State) PopWaiting() *Request {
 	r := st.Waiting[0]
+	r.joinStamp = st.stamp
 	st.Waiting[0] = nil
 	st.Waiting = st.Waiting[1:]
 	return r
@@ -368,7 +368,6 @@ type Scheduler struct {
 	step     int64
 	out      Output
 	tmp      []Row
-	sched    []*Request // this step's requests in scheduling order
 	finished []*Request
 }
 
@@ -401,37 +400,26 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	out.Step = s.step
 	s.step++
 	stamp := s.step // unique per step and never 0
-	for _, r := range s.Running {
-		r.runStamp = stamp
-	}
+	s.stamp = stamp
 	if err := s.Policy.Schedule(&s.State, out); err != nil {
 		return nil, fmt.Errorf("policy %s, step %d: %w", s.Policy.Name(), out.Step, err)
 	}
 	for i := range out.Rows {
-		out.Rows[i].Req.NumComputedTokens += out.Rows[i].NumScheduled
+		r := out.Rows[i].Req
+		r.NumComputedTokens += out.Rows[i].NumScheduled
+		r.schedIdx = int32(i)
 	}
 	if cap(s.tmp) < len(out.Rows) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
-	s.sched = s.sched[:0]
-	for i := range out.Rows {
-		s.sched = append(s.sched, out.Rows[i].Req)
-	}
-	persistent := s.Version.Behaviour().Reorder != ReorderNone
+	persistent := behaviours[s.Version].Reorder != ReorderNone
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
-	out.NumDecodes = Classify(s.Version, out.Rows, s.tmp, s.ForcePrefill)
-	out.SchedOrder = out.SchedOrder[:0]
-	if persistent {
+	nd, moved := classify(s.Version, out.Rows, s.tmp, s.ForcePrefill)
+	out.NumDecodes = nd
+	if persistent && moved {
 		s.Batch.Place(out.Rows)
-		for _, r := range s.sched {
-			out.SchedOrder = append(out.SchedOrder, s.Batch.row(r))
-		}
-	} else {
-		for i := range out.Rows {
-			out.SchedOrder = append(out.SchedOrder, i)
-		}
 	}
 	return out, nil
 }
@@ -450,7 +438,8 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 			missing++
 		}
 	}
-	for i := 0; i < b.Len(); i++ {
+	// Every live row is scheduled in the common step: nothing to remove.
+	for i := 0; len(out.Rows)-missing != b.Len()-len(b.holes) && i < b.Len(); i++ {
 		switch r := b.At(i); {
 		case r == nil:
 		case b.row(r) != i:
@@ -467,7 +456,7 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 			}
 			g := 2 // resumed from preemption
 			switch {
-			case r.runStamp == stamp:
+			case r.joinStamp != stamp:
 				g = 1 // running, but out of the batch since a step that gave it no tokens
 			case r.NumPreemptions == 0:
 				g = 0 // new
@@ -492,11 +481,7 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 // by the next call.
 func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 	s.finished = s.finished[:0]
-	for k := range out.Rows {
-		i := k
-		if len(out.SchedOrder) == len(out.Rows) {
-			i = out.SchedOrder[k]
-		}
+	for i := range out.Rows {
 		r := out.Rows[i].Req
 		if r.Status != Running || r.NumComputedTokens < r.NumTokens() {
 			continue
@@ -510,10 +495,21 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 			r.Status = Finished
 			r.FinishTime = now
 			s.Batch.Remove(r) // finished_req_ids leave the batch first thing next step
-			if err := s.KV.Free(r.ID, &r.Blocks); err != nil {
-				return nil, err
-			}
 			s.finished = append(s.finished, r)
+		}
+	}
+	// update_from_output frees finished requests in the order of
+	// num_scheduled_tokens, the scheduling order, not the batch's row
+	// order: the free queue must not depend on the rows' order.
+	fin := s.finished
+	for i := 1; i < len(fin); i++ {
+		for j := i; j > 0 && fin[j].schedIdx < fin[j-1].schedIdx; j-- {
+			fin[j], fin[j-1] = fin[j-1], fin[j]
+		}
+	}
+	for _, r := range fin {
+		if err := s.KV.Free(r.ID, &r.Blocks); err != nil {
+			return nil, err
 		}
 	}
 	if len(s.finished) > 0 {
