@@ -63,6 +63,7 @@ var hfBuilders = map[string]func(h *hf, s *Shape){
 	"minimax_m1":       minimax,
 	"minimax":          minimax,
 	"kimi_linear":      kimiLinear,
+	"zamba2":           zamba2,
 	"llama":            attentionOnly,
 	"mistral":          attentionOnly,
 	"qwen2":            attentionOnly,
@@ -72,8 +73,7 @@ var hfBuilders = map[string]func(h *hf, s *Shape){
 // unsupported explains model_types that have state layers statesim does
 // not lay out yet.
 var unsupported = map[string]string{
-	"zamba2": "Zamba2's hybrid layers share a few attention blocks across many layers; vLLM's cache layout for them is not modelled yet",
-	"zamba":  "Zamba's shared attention blocks are not modelled yet",
+	"zamba": "Zamba (v1)'s shared attention block is not modelled (Zamba2 is)",
 }
 
 // FromHFConfig derives a shape from a Hugging Face config.json (data),
@@ -731,4 +731,72 @@ func attentionOnly(h *hf, s *Shape) {
 		p.mlp(h.int("intermediate_size"), true)
 	}
 	p.done("decoder-only attention model: attention and a gated MLP per layer")
+}
+
+// zamba2: every layer runs a Mamba2 mixer; "hybrid" layers also apply one
+// of num_mem_blocks shared transformer blocks, which vLLM gives one
+// Attention (one KV cache) per hybrid layer. Zamba2Model builds the shared
+// blocks, and so registers those attentions (block by block), before the
+// layers' mixers: the attention group comes first.
+func zamba2(h *hf, s *Shape) {
+	dInner := h.int("mamba_expand") * s.HiddenSize
+	heads := h.int("n_mamba_heads")
+	if h.err == nil && heads == 0 {
+		h.fail("n_mamba_heads", "must be > 0")
+		return
+	}
+	s.Mixer = Mixer{Kind: Mamba2, IntermediateSize: dInner, NumHeads: heads, HeadDim: h.intOr(dInner/heads, "mamba_headdim"),
+		NGroups: h.intOr(1, "mamba_ngroups"), StateSize: h.int("mamba_d_state"), ConvKernel: h.int("mamba_d_conv")}
+	s.MambaDState = s.Mixer.StateSize
+	// The shared attention has no grouped KV heads; its width is 2 × hidden.
+	s.NumKVHeads = s.NumAttentionHeads
+	if s.NumAttentionHeads > 0 {
+		s.HeadDim = h.intOr(2*s.HiddenSize/s.NumAttentionHeads, "attention_head_dim")
+	}
+	types := h.strs("layers_block_type")
+	if !h.layerList("layers_block_type", len(types), s.NumLayers) {
+		return
+	}
+	var hybrid []int
+	for i, t := range types {
+		switch t {
+		case "mamba":
+		case "hybrid":
+			hybrid = append(hybrid, i)
+		default:
+			h.fail("layers_block_type", "layer %d is %q (want mamba or hybrid)", i, t)
+			return
+		}
+	}
+	mem := h.intOr(1, "num_mem_blocks")
+	if mem == 0 {
+		h.fail("num_mem_blocks", "must be > 0")
+		return
+	}
+	s.CacheLayers = []CacheLayer{}
+	for b := 0; b < mem; b++ {
+		for k, layer := range hybrid {
+			if k%mem == b {
+				s.CacheLayers = append(s.CacheLayers, CacheLayer{layer, Attention})
+			}
+		}
+	}
+	for i := range types {
+		s.CacheLayers = append(s.CacheLayers, CacheLayer{i, Mamba})
+	}
+	p := newParams(h, s)
+	for i := 0; i < s.NumLayers; i++ {
+		p.mamba2()
+	}
+	ffn := h.intOr(4*s.HiddenSize, "intermediate_size", "ffn_hidden_size")
+	for b := 0; b < min(mem, len(hybrid)); b++ {
+		q := s.NumAttentionHeads * s.HeadDim
+		p.add(2*s.HiddenSize, 3*q) // q, k, v from the concatenated 2 × hidden input
+		p.add(q, s.HiddenSize)
+		p.mlp(ffn, true)
+	}
+	for range hybrid {
+		p.add(s.HiddenSize, s.HiddenSize) // each hybrid layer's linear
+	}
+	p.done("Zamba2: Mamba2 in every layer; num_mem_blocks shared transformer blocks counted once, per-layer LoRA adapters left out")
 }

@@ -243,7 +243,7 @@ func TestPresetMatchesConfig(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	cases := []struct{ json, want string }{
 		{`{"model_type": "llama4"}`, `x.json:1: field model_type: unsupported "llama4"`},
-		{"{\n  \"model_type\": \"zamba2\"\n}", `x.json:2: field model_type: "zamba2" is not supported`},
+		{"{\n  \"model_type\": \"zamba\"\n}", `x.json:2: field model_type: "zamba" is not supported`},
 		{`{"hidden_size": 8}`, "field model_type: missing"},
 		{"{\n\"model_type\": \"nemotron_h\", \"hidden_size\": 8, \"vocab_size\": 8,\n\"num_hidden_layers\": 3,\n\"hybrid_override_pattern\": \"M*\"}", "x.json:4: field hybrid_override_pattern: lists 2 layers, num_hidden_layers is 3"},
 		{`{"model_type": "jamba", "num_hidden_layers": 2.5}`, "field num_hidden_layers: want a non-negative integer"},
@@ -296,4 +296,31 @@ func FuzzFromHFConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A small Zamba2-shaped config (synthetic, not a published model): the
+// shared blocks' attentions register before the layers' mixers, so the
+// attention group comes first, block by block.
+func TestZamba2AttentionFirst(t *testing.T) {
+	cfg := `{"model_type": "zamba2", "num_hidden_layers": 8, "hidden_size": 64, "vocab_size": 100,
+	  "num_attention_heads": 4, "attention_head_dim": 32, "num_mem_blocks": 2,
+	  "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "mamba", "hybrid", "mamba", "hybrid"],
+	  "mamba_expand": 2, "n_mamba_heads": 4, "mamba_headdim": 32, "mamba_ngroups": 1, "mamba_d_state": 16, "mamba_d_conv": 4,
+	  "torch_dtype": "bfloat16"}`
+	s, err := FromHFConfig([]byte(cfg), "z.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Layout(16)
+	// 4 attention (hybrid layers 1, 3, 5, 7: block 0 holds 1 and 5, block
+	// 1 holds 3 and 7) and 8 Mamba2: groups of 4, attention first.
+	got := fmt.Sprint(l.Groups)
+	if got != "[{attention [1 5 3 7]} {mamba [0 2 4 6]} {mamba [1 3 5 7]}]" {
+		t.Errorf("groups %s", got)
+	}
+	// KV: 2·4·32·2 = 512 B/token; state: conv 3·(128 + 2·16)·2 = 960 +
+	// ssm 4·32·16·2 = 4096 = 5056 B: 16·cdiv(5056, 8192) = 16, no raise.
+	if u := l.Unify; u.AttnPage1 != 512 || u.MambaPage != 5056 || l.BlockSize != 16 || u.Raised {
+		t.Errorf("unify %+v", u)
+	}
 }
