@@ -11,5 +11,10 @@
 // only their holder writes (see Provenances); Provenances.Plain turns that
 // off, and tests require the same answers both ways.
 //
+// With prefix caching (PoolOptions, prefix_*.go) the pool is also vLLM's
+// prefix cache: reference-counted blocks found by chained hashes, kept in
+// the free queue until evicted, and the lookup every KV cache group must
+// agree on.
+//
 // It is a pure state machine: no clock, no randomness, no I/O.
 package statecache

@@ -1,6 +1,9 @@
 package statecache
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // PrefixRecord is what the cache says a block holds: the provenance a
 // reader reached through a prefix hit is checked against. Blocks are
@@ -53,6 +56,16 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 	s.Requests++
 	s.Queries += int64(numTokens)
 	s.Hits += int64(numHits)
+}
+
+// PrefixCachingHostBytes is what prefix caching adds to a pool of
+// numBlocks blocks in host memory: per block the free queue's backward
+// link, the reference count, the record and the duplicate chain, plus the
+// cached-block table's slots (2 to 4 per block). TestPrefixCachingHostBytes
+// measures it.
+func PrefixCachingHostBytes(numBlocks int) int64 {
+	perBlock := int64(unsafe.Sizeof(int32(0))*4 + unsafe.Sizeof(PrefixRecord{}))
+	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*int64(unsafe.Sizeof(tableSlot{}))
 }
 
 // prefixCache is the pool's prefix-caching state, in arrays over block ids.

@@ -1,6 +1,7 @@
 package statecache
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -125,5 +126,27 @@ func TestBlockHashChain(t *testing.T) {
 	// Extending keeps the earlier hashes.
 	if ext := AppendBlockHashes(slices.Clone(a[:1]), span(0, 40), 16); !slices.Equal(ext, a) {
 		t.Errorf("extended %v, want %v", ext, a)
+	}
+}
+
+// TestPrefixCachingHostBytes: the allocation prefix caching adds is what
+// PrefixCachingHostBytes says, so a memory estimate can count it.
+func TestPrefixCachingHostBytes(t *testing.T) {
+	for _, n := range []int{1 << 20, 3 << 19} { // a power of two, and one that rounds the table up
+		measure := func(o PoolOptions) float64 {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			p := NewBlockPoolWith(n, o)
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(p)
+			return float64(after.TotalAlloc - before.TotalAlloc)
+		}
+		extra := measure(PoolOptions{EnablePrefixCaching: true}) - measure(PoolOptions{})
+		want := float64(PrefixCachingHostBytes(n))
+		t.Logf("%d blocks: %.1f bytes per block with prefix caching", n, extra/float64(n))
+		if extra < 0.95*want || extra > 1.05*want {
+			t.Errorf("%d blocks: prefix caching allocates %.0f bytes, PrefixCachingHostBytes says %.0f", n, extra, want)
+		}
 	}
 }

@@ -19,11 +19,18 @@ type tableSlot struct {
 }
 
 func newBlockTable(numBlocks int) blockTable {
+	size := tableSlots(numBlocks)
+	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1)}
+}
+
+// tableSlots is the power of two ≥ 2·numBlocks: probe runs stay short at
+// a load of at most a half.
+func tableSlots(numBlocks int) int {
 	size := 1
 	for size < 2*numBlocks {
 		size <<= 1
 	}
-	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1)}
+	return size
 }
 
 func (t *blockTable) home(k BlockKey) uint64 {
