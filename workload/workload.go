@@ -169,8 +169,15 @@ func (s *Spec) Validate() error {
 		if err == nil {
 			err = upTo("count", s.Count, MaxRequests, "requests in one run")
 		}
-		if err == nil && float64(s.Count)/s.Rate > MaxSpanS {
-			err = ferr("rate", "%g requests/s makes %d arrivals span about %.3g s of simulated time, more than %g s (30 years)", s.Rate, s.Count, float64(s.Count)/s.Rate, float64(MaxSpanS))
+		if err == nil && badScale(s.RateScale) {
+			err = ferr("rate_scale", "must be a finite number > 0, got %g", s.RateScale)
+		}
+		rate := s.Rate
+		if s.RateScale > 0 {
+			rate *= s.RateScale
+		}
+		if err == nil && !(float64(s.Count)/rate <= MaxSpanS) {
+			err = ferr("rate", "%g requests/s (× rate_scale) makes %d arrivals span about %.3g s of simulated time, more than %g s (30 years)", rate, s.Count, float64(s.Count)/rate, float64(MaxSpanS))
 		}
 		if err == nil && badScale(s.RateScale) {
 			err = ferr("rate_scale", "must be a finite number > 0, got %g", s.RateScale)

@@ -109,3 +109,17 @@ func TestValidateNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// A synthetic trace's arrival span counts its rate_scale: a tiny scale
+// would overflow the int64 ns gap.
+func TestSyntheticSpanBounded(t *testing.T) {
+	s := Spec{Kind: "synthetic", Rate: 10, Count: 100, PromptMedian: 10, OutputMedian: 10, RateScale: 1e-300,
+		PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "rate: 1e-299 requests/s (× rate_scale) makes 100 arrivals span") {
+		t.Errorf("tiny rate_scale: %v", err)
+	}
+	s.RateScale = 2
+	if err := s.Validate(); err != nil {
+		t.Errorf("rate_scale 2: %v", err)
+	}
+}
