@@ -158,7 +158,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	if err != nil {
 		hint := ""
 		if errors.Is(err, fs.ErrNotExist) && sc.Workload.Path != "" && !filepath.IsAbs(sc.Workload.Path) {
-			hint = " (a built-in scenario's trace path is relative to the statesim repository root: run from there, or --set workload.path=FILE)"
+			hint = " (a relative trace path, in the file or in --set, resolves against the scenario file's directory)"
 		}
 		return nil, setupErr(sc, "workload: %v%s", err, hint)
 	}
