@@ -1,9 +1,6 @@
 package statecache
 
-import (
-	"fmt"
-	"unsafe"
-)
+import "fmt"
 
 // PrefixRecord is what the cache says a block holds: the provenance a
 // reader reached through a prefix hit is checked against. Blocks are
@@ -64,8 +61,11 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 // cached-block table's slots (2 to 4 per block). TestPrefixCachingHostBytes
 // measures it.
 func PrefixCachingHostBytes(numBlocks int) int64 {
-	perBlock := int64(unsafe.Sizeof(int32(0))*4 + unsafe.Sizeof(PrefixRecord{}))
-	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*int64(unsafe.Sizeof(tableSlot{}))
+	const (
+		perBlock = 4*4 + 40 // prev, ref, dupNext, dupPrev; PrefixRecord
+		perSlot  = 24       // tableSlot: BlockKey (16) and dupChain (8)
+	)
+	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
 }
 
 // prefixCache is the pool's prefix-caching state, in arrays over block ids.
