@@ -142,6 +142,7 @@ type HybridCoordinator struct {
 	hit       [][]int32   // per group id: the last hit's blocks
 	dst       [][][]int32 // per rule: its groups' slices, lent to the rule
 	looked    []bool
+	rounds    int // of the last lookup (tests check the restarts happen)
 }
 
 // NewHybridCoordinator takes the rules over groups 0..numGroups-1, each
@@ -207,7 +208,9 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 	}
 	simple := len(c.rules) == 2 && c.rules[0].Rule.DownwardClosed()
 	hitLen := max(maxLength, 0)
+	c.rounds = 0
 	for {
+		c.rounds++
 		cur := hitLen
 		for i, r := range c.rules {
 			bs := r.Rule.BlockSize()
