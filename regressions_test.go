@@ -66,7 +66,7 @@ type regression struct {
 	control func(p *prop.Params) string
 }
 
-func underFixed(p *prop.Params) string     { p.Version = "fixed"; return "fixed" }
+func underFixed(p *prop.Params) string     { p.Version = "v0.22"; return "fixed" }
 func with64BitIndex(p *prop.Params) string { p.StateIndexBits = 64; return "64bit" }
 
 var regressions = []regression{

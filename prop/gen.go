@@ -41,7 +41,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Presets:        SimplestFirst,
-		Versions:       []string{"fixed"},
+		Versions:       []string{"v0.22"}, // the newest modelled ("fixed" is its alias)
 		Policies:       []string{"fcfs", "priority"},
 		Backends:       []string{"symbolic"},
 		ChunkedPrefill: []bool{true, true, true, false},
