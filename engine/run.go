@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 
@@ -398,7 +399,13 @@ func (r *runner) startStep() error {
 	r.out = out
 	r.stepStart = now
 	r.rep.Steps++
-	return r.schedule(now+stepTime(&r.sc.Timing, r.metrics.step(out, now, bytes)), evStepEnd)
+	d := stepTime(&r.sc.Timing, r.metrics.step(out, now, bytes))
+	if d <= 0 || now > math.MaxInt64-d {
+		// Bad input, not a broken clock: coefficients so large that a
+		// step ends past int64 ns (a float overflow converts negative).
+		return setupErr(r.sc, "timing: step %d would end past the simulated clock's range (292 years): the timing coefficients are too large for this load", out.Step)
+	}
+	return r.schedule(now+d, evStepEnd)
 }
 
 // record starts the step's record from the scheduled batch, before the

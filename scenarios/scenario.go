@@ -171,6 +171,10 @@ func fe(path, format string, a ...any) error {
 	return &FieldError{Path: path, Msg: fmt.Sprintf(format, a...)}
 }
 
+// maxTokens bounds token counts (max_model_len, the step budget), as the
+// trace readers do: int32, far above any model's context.
+const maxTokens = 1<<31 - 1
+
 // Validate checks ranges and cross-field consistency.
 func (s *Scenario) Validate() error {
 	if err := s.validateModelSource(); err != nil {
@@ -189,8 +193,14 @@ func (s *Scenario) Validate() error {
 	if e.MaxNumSeqs < 1 {
 		return fe("engine.max_num_seqs", "must be >= 1, got %d", e.MaxNumSeqs)
 	}
-	if e.MaxModelLen < 2 {
-		return fe("engine.max_model_len", "must be >= 2, got %d", e.MaxModelLen)
+	if e.MaxModelLen < 2 || e.MaxModelLen > maxTokens {
+		return fe("engine.max_model_len", "must be in [2, %d], got %d", maxTokens, e.MaxModelLen)
+	}
+	if e.MaxNumBatchedTokens > maxTokens {
+		return fe("engine.max_num_batched_tokens", "must be <= %d, got %d", maxTokens, e.MaxNumBatchedTokens)
+	}
+	if e.MaxNumSeqs > workload.MaxGroup {
+		return fe("engine.max_num_seqs", "must be <= %d, got %d", workload.MaxGroup, e.MaxNumSeqs)
 	}
 	if e.BlockSize < 1 || e.BlockSize > 4096 {
 		return fe("engine.block_size", "must be in [1, 4096], got %d", e.BlockSize)
@@ -256,6 +266,16 @@ func (s *Scenario) Validate() error {
 	}{{"step_overhead_us", t.StepOverheadUS}, {"prefill_token_ns", t.PrefillTokenNS}, {"decode_row_ns", t.DecodeRowNS}, {"context_token_ns", t.ContextTokenNS}} {
 		if f.v < 0 {
 			return fe("timing."+f.n, "must be >= 0, got %g", f.v)
+		}
+	}
+	for _, f := range []struct {
+		n   string
+		v   float64
+		max float64
+	}{{"step_overhead_us", t.StepOverheadUS, 1e9}, {"prefill_token_ns", t.PrefillTokenNS, 1e9}, {"decode_row_ns", t.DecodeRowNS, 1e9}, {"context_token_ns", t.ContextTokenNS, 1e9}} {
+		// Beyond these a step lasts years and a run leaves the int64 ns clock.
+		if f.v > f.max {
+			return fe("timing."+f.n, "must be <= %g, got %g", f.max, f.v)
 		}
 	}
 	if !(t.StateBandwidthGBs > 0) {

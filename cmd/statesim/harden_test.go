@@ -64,6 +64,15 @@ func TestMemoryRefusedBeforeAllocating(t *testing.T) {
 	}
 }
 
+// A step that would end past the int64 ns clock is bad input (exit 2),
+// not an internal error.
+func TestClockOverflowIsBadInput(t *testing.T) {
+	code, _, errs := runCLI("run", "imposter", "--set", "timing.state_bandwidth_gbs=1e-300")
+	if code != exitBadInput || !strings.Contains(errs, "timing: step 0 would end past the simulated clock's range") {
+		t.Errorf("exit %d, %q", code, errs)
+	}
+}
+
 func TestCalibrateRefusesNaN(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
