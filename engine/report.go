@@ -57,13 +57,14 @@ func (r *runner) finishReport() {
 	rep.Latency.Queue = percentiles(&r.metrics.queue)
 	r.metrics.closeRate(r.loop.Now())
 	rep.Throughput.OutputTokensPerSWindows = ratePercentiles(&r.metrics.rate)
+	// Requests still in flight (a stalled run) are compared too, before
+	// any backend section is read.
+	if f, ok := r.be.(backend.Flusher); ok {
+		f.FlushPending()
+	}
 	if x, ok := r.be.(backend.Extra); ok {
 		k, v := x.ReportExtra()
 		rep.Extra = map[string]any{k: v}
-	}
-	// Requests still in flight (a stalled run) are compared too.
-	if f, ok := r.be.(backend.Flusher); ok {
-		f.FlushPending()
 	}
 	if d, ok := r.be.(backend.Differ); ok {
 		st := d.Stats()
