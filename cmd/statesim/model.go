@@ -195,7 +195,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 	if v.NumParameters > 0 {
 		p("weights: %.3f B parameters = %.2f GiB; %.2f GiB per rank at tensor_parallel_size %d", float64(v.NumParameters)/1e9, v.WeightsGiB, v.WeightsRank, v.TP)
 	} else {
-		p("weights: %.2f GiB (preset estimate); %.2f GiB per rank at tensor_parallel_size %d", v.WeightsGiB, v.WeightsRank, v.TP)
+		p("weights: %.2f GiB (the preset's weights_gib; docs/models.md says which presets are estimates); %.2f GiB per rank at tensor_parallel_size %d", v.WeightsGiB, v.WeightsRank, v.TP)
 	}
 	if len(v.States) > 0 {
 		var parts []string
