@@ -46,10 +46,10 @@ func (l *Layout) count(k LayerKind) int {
 func (l *Layout) BlockBytes() int64 { return l.PageBytes * int64(l.GroupSize) }
 
 // groupSizeSlack is the ratio under which vLLM takes the largest per-kind
-// layer count as the group size instead of the smallest, to pad less. The
-// v0.1x code this models used 1.25; current main uses 1.5
-// (kv_cache_utils.py @ 001cabc1). No configuration in testdata/models falls
-// between the two.
+// layer count as the group size instead of the smallest, to pad less: 1.25
+// in the v0.14.0-era function (as copied into downstream patches of it);
+// current main uses 1.5 (kv_cache_utils.py @ 001cabc1). No configuration in
+// testdata/models falls between the two.
 const groupSizeSlack = 1.25
 
 // Layout computes the cache layout for a requested attention block size.
