@@ -515,11 +515,12 @@ func falconH1(h *hf, s *Shape) {
 	dInner := h.intOr(h.intOr(2, "mamba_expand")*s.HiddenSize, "mamba_d_ssm")
 	s.Mixer = mamba2Mixer(h, dInner, "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv")
 	s.MambaDState = s.Mixer.StateSize
-	// Parallel hybrid: every layer runs a Mamba2 mixer and attention side
-	// by side, registered mixer first.
+	// Parallel hybrid: every layer runs attention and a Mamba2 mixer side
+	// by side; FalconH1ParallelHybrid builds (registers) the attention
+	// branch first, so the attention group comes first.
 	p := newParams(h, s)
 	for i := 0; i < s.NumLayers; i++ {
-		s.CacheLayers = append(s.CacheLayers, CacheLayer{i, Mamba}, CacheLayer{i, Attention})
+		s.CacheLayers = append(s.CacheLayers, CacheLayer{i, Attention}, CacheLayer{i, Mamba})
 		p.mamba2()
 		p.attention()
 		p.mlp(h.int("intermediate_size"), true)

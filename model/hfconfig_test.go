@@ -52,8 +52,9 @@ func TestConfigsDeriveVLLMsLayout(t *testing.T) {
 		{"granite-4.0-h-small.json", Mamba2, 4, 36, 2147840, 4096, 528, true, 0.69, 10, 4, Mamba, 32.2, 0.01},
 		// conv 3·(3072 + 2·256)·2 = 21,504; ssm 48·64·256·2 = 1,572,864;
 		// KV 2·2·128·2 = 1024; 16·cdiv(1594368, 16384) = 1568; every
-		// layer is both, so 24 + 24 layers make two groups of 24.
-		{"falcon-h1-1.5b.json", Mamba2, 24, 24, 1594368, 1024, 1568, true, 0.71, 2, 24, Mamba, 1.5, 0.1},
+		// layer is both, so 24 + 24 layers make two groups of 24, the
+		// attention first (FalconH1ParallelHybrid builds it first).
+		{"falcon-h1-1.5b.json", Mamba2, 24, 24, 1594368, 1024, 1568, true, 0.71, 2, 24, Attention, 1.5, 0.1},
 		// conv 3·(2·16·128 + 32·128)·2 = 49,152; recurrent 32·128·128·2 =
 		// 1,048,576; KV 2·2·256·2 = 2048; 16·cdiv(1097728, 32768) = 544.
 		{"qwen3-next-80b-a3b.json", GatedDeltaNet, 12, 36, 1097728, 2048, 544, true, 1.49, 4, 12, Mamba, 79.674391296, 0.001},

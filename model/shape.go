@@ -26,8 +26,8 @@ func (k LayerKind) String() string {
 
 // CacheLayer is one entry of vLLM's kv_cache_spec: a layer index and the
 // kind of cache it needs, in the order the model registers its attention
-// modules (layer order; in Falcon-H1's parallel blocks the Mamba mixer
-// comes before the attention of the same layer).
+// modules (layer order; in Falcon-H1's parallel blocks the attention of a
+// layer comes before its Mamba mixer).
 type CacheLayer struct {
 	Layer int       `json:"layer"`
 	Kind  LayerKind `json:"kind"`
