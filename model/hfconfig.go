@@ -362,9 +362,9 @@ func jamba(h *hf, s *Shape) {
 	s.MambaExpand = h.int("mamba_expand")
 	s.MambaDState = h.int("mamba_d_state")
 	s.MambaDConv = h.int("mamba_d_conv")
-	dtRank := h.intOr((s.HiddenSize+15)/16, "mamba_dt_rank")
-	if d, ok := h.m["mamba_dt_rank"].(string); ok && d == "auto" {
-		dtRank = (s.HiddenSize + 15) / 16
+	dtRank := (s.HiddenSize + 15) / 16 // "auto"
+	if d, ok := h.m["mamba_dt_rank"].(string); !ok || d != "auto" {
+		dtRank = h.intOr(dtRank, "mamba_dt_rank")
 	}
 	if h.err != nil {
 		return
@@ -502,9 +502,12 @@ func bambaLike(h *hf, s *Shape) {
 		} else {
 			p.mamba2()
 		}
-		if experts > 0 {
+		switch {
+		case experts > 0:
 			p.moe(experts, h.int("intermediate_size"), h.intOr(0, "shared_intermediate_size"))
-		} else {
+		case s.ModelType == "granitemoehybrid": // dense Granite-4.0-H: the shared MLP only
+			p.mlp(h.int("shared_intermediate_size"), true)
+		default:
 			p.mlp(h.int("intermediate_size"), true)
 		}
 	}

@@ -250,6 +250,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"model_type": "jamba", "num_hidden_layers": 2.5}`, "field num_hidden_layers: want a non-negative integer"},
 		{"{\n\"model_type\": \"jamba\",,}", "x.json:2: not a JSON object"},
 		{`[1, 2]`, "not a JSON object"},
+		{`{"model_type": "jamba", "num_hidden_layers": 2, "hidden_size": 8, "vocab_size": 8, "attn_layer_period": 2, "attn_layer_offset": 1, "mamba_expand": 2, "mamba_d_state": 4, "mamba_d_conv": 4, "mamba_dt_rank": "wide"}`, `field mamba_dt_rank: want a non-negative integer below 2^24, got "wide"`},
 		{`{"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 8, "vocab_size": 8, "num_attention_heads": 2, "linear_num_key_heads": 1, "linear_key_head_dim": 1, "linear_num_value_heads": 1, "linear_value_head_dim": 1, "linear_conv_kernel_dim": 4, "layer_types": ["linear_attention", "mlp", "linear_attention", "full_attention"]}`,
 			`field layer_types: layer 1 is "mlp"`},
 	}
@@ -323,5 +324,16 @@ func TestZamba2AttentionFirst(t *testing.T) {
 	// ssm 4·32·16·2 = 4096 = 5056 B: 16·cdiv(5056, 8192) = 16, no raise.
 	if u := l.Unify; u.AttnPage1 != 512 || u.MambaPage != 5056 || l.BlockSize != 16 || u.Raised {
 		t.Errorf("unify %+v", u)
+	}
+}
+
+// Jamba's mamba_dt_rank may be "auto": ceil(hidden / 16).
+func TestJambaDtRankAuto(t *testing.T) {
+	base := loadConfig(t, "jamba-v0.1.json")
+	b, _ := os.ReadFile(filepath.Join("..", "testdata", "models", "jamba-v0.1.json"))
+	auto := strings.Replace(string(b), `"mamba_dt_rank": 256`, `"mamba_dt_rank": "auto"`, 1)
+	s, err := FromHFConfig([]byte(auto), "auto.json")
+	if err != nil || s.NumParameters != base.NumParameters {
+		t.Errorf("auto dt rank: %v, %d parameters, want %d (4096/16 = 256)", err, s.NumParameters, base.NumParameters)
 	}
 }
