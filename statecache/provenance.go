@@ -1,7 +1,5 @@
 package statecache
 
-import "unsafe"
-
 // Content is what a block's bytes currently hold.
 type Content uint8
 
@@ -101,7 +99,7 @@ func (ps *Provenances) RecordBytes() int64 {
 	var n int64
 	for _, pg := range ps.pages {
 		if pg != nil {
-			n += int64(unsafe.Sizeof(*pg))
+			n += int64(len(pg)) * RecordBytesPerBlock
 		}
 	}
 	return n
