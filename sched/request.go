@@ -38,6 +38,15 @@ type Request struct {
 	Status            Status
 	NumPreemptions    int
 
+	// batchRow is the request's row in the persistent input batch plus
+	// one (0: not in it); joinStamp and schedStamp mark the step in which
+	// it left the waiting queue, and was scheduled; schedIdx is its place
+	// in that step's scheduling order. Kept next to the counts every step
+	// reads, on the same cache line.
+	batchRow              int
+	joinStamp, schedStamp int64
+	schedIdx              int32
+
 	Blocks statecache.BlockTable
 
 	// Seed determines the request's prompt token ids for numeric
@@ -48,14 +57,6 @@ type Request struct {
 	// computed from bytes not its own (set by the cache-access check), or
 	// -1. Every later token of the request inherits the corruption.
 	CorruptStep int64
-
-	// batchRow is the request's row in the persistent input batch plus
-	// one (0: not in it); joinStamp and schedStamp mark the step in which
-	// it left the waiting queue, and was scheduled; schedIdx is its place
-	// in that step's scheduling order.
-	batchRow              int
-	joinStamp, schedStamp int64
-	schedIdx              int32
 
 	FirstTokenTime sim.Time // -1 until the first output token
 	LastTokenTime  sim.Time
