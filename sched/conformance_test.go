@@ -55,6 +55,20 @@ var reorderCasesFour = []reorderCase{
 	{"four_way_needs_reorder", [][3]int{{100, 0, 100}, {1, 50, 100}, {1, 100, 100}, {10, 50, 100}}, []int{2, 1, 3, 0}, true},
 }
 
+// reorderCasesV014 are the cases on which #32118's rule must agree with
+// vLLM's tests: every v0.13-era case (no row there is new with one token,
+// so both rules give the same regions) and the four-region cases with no
+// short extend, where new 1-token rows are prefills.
+func reorderCasesV014() []reorderCase {
+	cs := append([]reorderCase(nil), reorderCasesV013...)
+	for _, c := range reorderCasesFour {
+		if c.name == "new_request_single_token_prefill" || c.name == "multiple_new_requests_single_token_prefill" {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
 func rowsOf(spec [][3]int) []Row {
 	rows := make([]Row, len(spec))
 	for i, s := range spec {
@@ -67,7 +81,7 @@ func TestReorderConformance(t *testing.T) {
 	for _, set := range []struct {
 		rule  Reorder
 		cases []reorderCase
-	}{{ReorderQueryLen, reorderCasesV013}, {ReorderFourRegion, reorderCasesFour}} {
+	}{{ReorderQueryLen, reorderCasesV013}, {ReorderNewLast, reorderCasesV014()}, {ReorderFourRegion, reorderCasesFour}} {
 		for _, c := range set.cases {
 			t.Run(fmt.Sprintf("%d/%s", set.rule, c.name), func(t *testing.T) {
 				rows := rowsOf(c.rows)
