@@ -23,6 +23,12 @@ var alwaysWritten = map[string]bool{
 	"workload.kind": true, "backend.kind": true,
 }
 
+// companions are keys that must be written whenever the first is: Parse
+// reads device.name alone as "take this known device's memory", so a name
+// written without its memory_gib would change the memory (or fail, for a
+// name that is not a known device).
+var companions = map[string]string{"device.name": "device.memory_gib"}
+
 // Marshal writes sc as YAML that Parse loads back to an identical
 // scenario (File aside). Parse decodes onto Defaults() and the preset's
 // shape, so only fields that differ from those are written, plus the keys
@@ -93,7 +99,7 @@ func emit(m *yaml.Node, v, base reflect.Value, path string) error {
 			}
 			val = sub
 		} else {
-			same := fv.Interface() == bv.Interface()
+			same := fv.Interface() == bv.Interface() && !companionWritten(m, path, name)
 			if same && (!alwaysWritten[fp] || fv.IsZero() && fp == "model.preset") {
 				continue // an empty preset means "no preset": Parse rejects preset: ""
 			}
@@ -105,6 +111,24 @@ func emit(m *yaml.Node, v, base reflect.Value, path string) error {
 		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}, val)
 	}
 	return nil
+}
+
+// companionWritten reports whether field name (at path) is the companion
+// of a key already in the mapping m (a lead precedes its companion in the
+// struct's field order).
+func companionWritten(m *yaml.Node, path, name string) bool {
+	for key, comp := range companions {
+		if comp != join(path, name) {
+			continue
+		}
+		lead := key[strings.LastIndex(key, ".")+1:]
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == lead {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func scalar(v reflect.Value, path string) (*yaml.Node, error) {

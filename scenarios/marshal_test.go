@@ -176,6 +176,10 @@ func FuzzMarshalRoundTrip(f *testing.F) {
 	}
 	f.Add([]byte("model: {preset: tiny-hybrid}\nsampling: {temperature: .nan}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
 	f.Add([]byte("model: {preset: tiny-hybrid, hidden_size: 64}\nengine: {num_gpu_blocks_override: 9, max_num_batched_tokens: 2}\nworkload: {kind: poisson, rate: 0.5, count: 3, prompt_len: {dist: uniform, min: 1, max: 9}}\n"))
+	// Found by this target: a device name (even "") with the default
+	// memory used to be written without its memory_gib.
+	f.Add([]byte("model: {preset: tiny-hybrid}\ndevice: {name: \"\", memory_gib: 139}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
+	f.Add([]byte("model: {preset: tiny-hybrid}\ndevice: {name: foo, memory_gib: 80}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := Parse(data, "fuzz.yaml", nil)
 		if err != nil {
