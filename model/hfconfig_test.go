@@ -11,7 +11,7 @@ import (
 
 func loadConfig(t testing.TB, name string) Shape {
 	t.Helper()
-	p := filepath.Join("..", "testdata", "models", name)
+	p := filepath.Join("..", "scenarios", "models", name)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func FuzzFromHFConfig(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "models", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "scenarios", "models", "*.json"))
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -330,7 +330,7 @@ func TestZamba2AttentionFirst(t *testing.T) {
 // Jamba's mamba_dt_rank may be "auto": ceil(hidden / 16).
 func TestJambaDtRankAuto(t *testing.T) {
 	base := loadConfig(t, "jamba-v0.1.json")
-	b, _ := os.ReadFile(filepath.Join("..", "testdata", "models", "jamba-v0.1.json"))
+	b, _ := os.ReadFile(filepath.Join("..", "scenarios", "models", "jamba-v0.1.json"))
 	auto := strings.Replace(string(b), `"mamba_dt_rank": 256`, `"mamba_dt_rank": "auto"`, 1)
 	s, err := FromHFConfig([]byte(auto), "auto.json")
 	if err != nil || s.NumParameters != base.NumParameters {

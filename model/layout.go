@@ -49,7 +49,7 @@ func (l *Layout) BlockBytes() int64 { return l.PageBytes * int64(l.GroupSize) }
 // layer count as the group size instead of the smallest, to pad less: 1.25
 // in the v0.14.0-era function (as copied into downstream patches of it);
 // current main uses 1.5 (kv_cache_utils.py @ 001cabc1). No configuration in
-// testdata/models falls between the two.
+// scenarios/models falls between the two.
 const groupSizeSlack = 1.25
 
 // Layout computes the cache layout for a requested attention block size.

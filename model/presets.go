@@ -6,7 +6,7 @@ import (
 )
 
 // Presets are named shapes a scenario can start from. jamba-mini is a name
-// for the public Jamba-v0.1 config (testdata/models/jamba-v0.1.json; a test
+// for the public Jamba-v0.1 config (scenarios/models/jamba-v0.1.json; a test
 // keeps the two equal), served with a float32 SSM state as in the
 // incident. The 3B shape is an estimate that matches the overflow
 // threshold reported for Jamba Reasoning 3B (its config is not public);
@@ -17,7 +17,7 @@ var presets = map[string]Shape{
 		Name: "jamba-mini", NumLayers: 32, AttnLayerPeriod: 8, AttnLayerOffset: 4,
 		HiddenSize: 4096, MambaExpand: 2, MambaDState: 16, MambaDConv: 4,
 		NumAttentionHeads: 32, NumKVHeads: 8, HeadDim: 128, VocabSize: 65536,
-		DType: "bfloat16", SSMStateDType: "float32", WeightsGiB: 96.06, // testdata/models/jamba-v0.1.json's 51.57 B parameters in bf16
+		DType: "bfloat16", SSMStateDType: "float32", WeightsGiB: 96.06, // scenarios/models/jamba-v0.1.json's 51.57 B parameters in bf16
 	},
 	"jamba-reasoning-3b": {
 		Name: "jamba-reasoning-3b", NumLayers: 32, AttnLayerPeriod: 8, AttnLayerOffset: 4,

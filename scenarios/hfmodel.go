@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"os"
@@ -49,9 +50,37 @@ func loadHFConfig(doc *yaml.Node, sc *Scenario, name string, sets map[string]str
 	return nil
 }
 
-// ReadHFConfig reads and derives a config.json: path as given, or, when
-// relative and absent, relative to dir.
+// The public models' configs ship in the binary (scenarios/models), so a
+// built-in scenario or an installed binary can name one without a file.
+//
+//go:embed models/*.json
+var builtinModels embed.FS
+
+// BuiltinModels lists the embedded configs by name (file name without .json).
+func BuiltinModels() []string {
+	ents, _ := builtinModels.ReadDir("models")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	return out
+}
+
+// isConfigPath tells a file path from a built-in config's name, by the
+// rule scenario names follow: a path has a "/" or ends in ".json".
+func isConfigPath(s string) bool { return strings.Contains(s, "/") || strings.HasSuffix(s, ".json") }
+
+// ReadHFConfig reads and derives a config.json: a built-in config's name
+// (see BuiltinModels), or a path as given, or, when relative and absent,
+// relative to dir.
 func ReadHFConfig(path, dir string) (model.Shape, error) {
+	if !isConfigPath(path) {
+		data, err := builtinModels.ReadFile("models/" + path + ".json")
+		if err != nil {
+			return model.Shape{}, fmt.Errorf("unknown built-in model config %q (built-ins: %s; a file path needs a / or a .json suffix)", path, strings.Join(BuiltinModels(), ", "))
+		}
+		return model.FromHFConfig(data, "scenarios/models/"+path+".json")
+	}
 	data, err := readConfigFile(path)
 	if errors.Is(err, os.ErrNotExist) && !filepath.IsAbs(path) && dir != "" && dir != "." {
 		if d, e := readConfigFile(filepath.Join(dir, path)); e == nil {

@@ -12,7 +12,7 @@ func hfScenario(cfg string, extra string) string {
 }
 
 func TestHFConfigScenario(t *testing.T) {
-	cfg, err := filepath.Abs("../testdata/models/qwen3-next-80b-a3b.json")
+	cfg, err := filepath.Abs("models/qwen3-next-80b-a3b.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestHFConfigScenario(t *testing.T) {
 }
 
 func TestHFConfigErrors(t *testing.T) {
-	cfg, _ := filepath.Abs("../testdata/models/lfm2-1.2b.json")
+	cfg, _ := filepath.Abs("models/lfm2-1.2b.json")
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte("{\n  \"model_type\": \"gpt2\"\n}\n"), 0o644)
 	for _, c := range []struct {
@@ -82,5 +82,30 @@ func TestHFConfigErrors(t *testing.T) {
 	sc.Model.HFConfig = cfg
 	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "model.hf_config") {
 		t.Errorf("unread hf_config: %v", err)
+	}
+}
+
+// A built-in config is named without a path and loads from any directory;
+// an unknown name lists the built-ins.
+func TestBuiltinModelConfigs(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if len(BuiltinModels()) < 8 {
+		t.Fatalf("built-in configs: %v", BuiltinModels())
+	}
+	sc, err := Load("nemotron-h-imposter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Model.HFConfig != "nemotron-nano-9b-v2" || sc.Model.Shape.ModelType != "nemotron_h" {
+		t.Fatalf("hf_config %q gave model_type %q", sc.Model.HFConfig, sc.Model.Shape.ModelType)
+	}
+	for _, name := range BuiltinModels() {
+		if _, err := Load("nemotron-h-imposter", []string{"model.hf_config=" + name}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err = Load("nemotron-h-imposter", []string{"model.hf_config=nemotron-nano"})
+	if err == nil || !strings.Contains(err.Error(), `unknown built-in model config "nemotron-nano"`) || !strings.Contains(err.Error(), "qwen3-next-80b-a3b") {
+		t.Fatalf("unknown name: %v", err)
 	}
 }

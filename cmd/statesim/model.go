@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -92,8 +93,9 @@ func cmdModel(args []string, stdout, stderr io.Writer) int {
 	return exitClean
 }
 
-// modelScenario builds the scenario a CONFIG stands for: a .json file is
-// model.hf_config, a preset name model.preset, anything else a scenario.
+// modelScenario builds the scenario a CONFIG stands for: a .json file or
+// a built-in config's name is model.hf_config, a preset name
+// model.preset, anything else a scenario.
 func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 	key := ""
 	if strings.HasSuffix(arg, ".json") {
@@ -103,6 +105,8 @@ func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 		key = "hf_config"
 	} else if _, err := model.Preset(arg); err == nil {
 		key = "preset"
+	} else if slices.Contains(scenarios.BuiltinModels(), arg) {
+		key = "hf_config"
 	}
 	if key == "" {
 		return scenarios.Load(arg, sets)

@@ -18,7 +18,7 @@ func TestModelCommandEveryConfig(t *testing.T) {
 		"lfm2-1.2b.json": "Padding mamba page size by 300.00%", "minimax-text-01.json": "Setting attention block size to 512 tokens",
 		"kimi-linear-48b-a3b.json": "Setting attention block size to 1920 tokens",
 	}
-	files, _ := filepath.Glob("../../testdata/models/*.json")
+	files, _ := filepath.Glob("../../scenarios/models/*.json")
 	if len(files) < 8 {
 		t.Fatalf("%d test configs", len(files))
 	}
@@ -47,7 +47,7 @@ func TestModelCommandTPAndJSON(t *testing.T) {
 		t.Errorf("TP 2: %+v", v)
 	}
 	// GDN kernels index in 64 bits: no wrapping slot.
-	_, out, _ = runCLI("model", "../../testdata/models/qwen3-next-80b-a3b.json")
+	_, out, _ = runCLI("model", "../../scenarios/models/qwen3-next-80b-a3b.json")
 	if !strings.Contains(out, "no slot wraps") {
 		t.Errorf("qwen3-next:\n%s", out)
 	}
@@ -61,8 +61,8 @@ func TestModelCommandBadInput(t *testing.T) {
 		{[]string{"model"}, "want exactly one CONFIG"},
 		{[]string{"model", "no-such.json"}, "no-such.json"},
 		{[]string{"model", "jamba-reasoning-3b", "--set", "engine.tensor_parallel_size=3"}, "field engine.tensor_parallel_size: 3 does not divide num_attention_heads (20)"},
-		{[]string{"model", "../../testdata/models/lfm2-1.2b.json", "--set", "backend.kind=mock"}, "field backend.kind: mock: the mock backend's arithmetic is Mamba1 only"},
-		{[]string{"model", "../../testdata/models/lfm2-1.2b.json", "--set", "engine.kv_cache_dtype=int4"}, "field engine.kv_cache_dtype: unknown \"int4\""},
+		{[]string{"model", "../../scenarios/models/lfm2-1.2b.json", "--set", "backend.kind=mock"}, "field backend.kind: mock: the mock backend's arithmetic is Mamba1 only"},
+		{[]string{"model", "../../scenarios/models/lfm2-1.2b.json", "--set", "engine.kv_cache_dtype=int4"}, "field engine.kv_cache_dtype: unknown \"int4\""},
 	} {
 		code, _, errs := runCLI(c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {
@@ -74,7 +74,7 @@ func TestModelCommandBadInput(t *testing.T) {
 // Every test config runs end to end with the symbolic backend (the state
 // kinds beyond Mamba1, parallel layers, MLP-only layers, MLA), clean.
 func TestRunEveryConfig(t *testing.T) {
-	files, _ := filepath.Glob("../../testdata/models/*.json")
+	files, _ := filepath.Glob("../../scenarios/models/*.json")
 	for _, f := range files {
 		abs, _ := filepath.Abs(f)
 		doc := "name: e2e\nmodel:\n  hf_config: " + abs + "\nengine:\n  vllm_version: v0.13\n  num_gpu_blocks_override: 4096\n  max_num_batched_tokens: 2048\n  state_index_bits: 32\n" +
