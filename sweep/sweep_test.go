@@ -272,3 +272,56 @@ func TestInfeasibleCellIsRecorded(t *testing.T) {
 		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }
+
+// Merge refuses directories of two different sweeps, whichever comes
+// first, and names both.
+func TestMergeRefusesDifferentSweeps(t *testing.T) {
+	a, b := small(), small()
+	a.Axes = a.Axes[:1]
+	b.Axes = b.Axes[:1]
+	b.Sets = append(b.Sets[:len(b.Sets):len(b.Sets)], "engine.max_num_seqs=64")
+	da, db := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	run(t, a, Options{Dir: da, Shard: Shard{I: 0, N: 2}})
+	run(t, b, Options{Dir: db, Shard: Shard{I: 1, N: 2}})
+	for _, dirs := range [][]string{{da, db}, {db, da}} {
+		_, _, _, err := Merge(dirs)
+		if err == nil || !strings.Contains(err.Error(), "different sweep") || !strings.Contains(err.Error(), dirs[1]) || !strings.Contains(err.Error(), dirs[0]) {
+			t.Errorf("merge %v: %v", dirs, err)
+		}
+	}
+}
+
+// A cell file that holds another cell (copied by hand, or a shard's file
+// moved) is never taken for this cell: resume recomputes it, merge names it.
+func TestForeignCellFile(t *testing.T) {
+	s := small()
+	dir := t.TempDir()
+	first := run(t, s, Options{Workers: 2, Dir: dir})
+	foreign, err := os.ReadFile(cellPath(dir, first[3].Cell))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := cellPath(dir, first[7].Cell)
+	if err := os.WriteFile(victim, foreign, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = Merge([]string{dir})
+	if err == nil || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "holds cell 3") {
+		t.Fatalf("merge over a foreign cell file: %v", err)
+	}
+	var ran []int
+	second := run(t, s, Options{Workers: 2, Dir: dir, Progress: func(_, _ int, r *Result, resumed bool) {
+		if !resumed {
+			ran = append(ran, r.Index)
+		}
+	}})
+	if len(ran) != 1 || ran[0] != 7 {
+		t.Fatalf("resume ran %v, want cell 7 alone", ran)
+	}
+	if outputs(t, s, first) != outputs(t, s, second) {
+		t.Fatal("resumed sweep differs from the first run")
+	}
+	if _, _, missing, err := Merge([]string{dir}); err != nil || len(missing) != 0 {
+		t.Fatalf("after resume, merge: %v, missing %v", err, missing)
+	}
+}
