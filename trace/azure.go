@@ -51,6 +51,9 @@ func NewCSV(r io.Reader, name string, opt Options) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.HashField != "" {
+		return nil, fmt.Errorf("trace %s: hash ids (%s) are read from JSONL traces only", name, opt.HashField)
+	}
 	a := &csvReader{name: name, lines: newLines(r), clock: clock{scale: scale}}
 	if err := a.readHeader(opt); err != nil {
 		return nil, err

@@ -19,7 +19,13 @@ type jsonl struct {
 	unitExp int           // TimeUnit as a power of ten of ns
 	obj     map[string]json.RawMessage
 	stringT bool // the first record's timestamp was an RFC3339 string
-	records int
+	// hashField/hashBlock: the content-id key and its tokens per id ("":
+	// none read); ids the last record's, hasIDs whether it had them.
+	hashField string
+	hashBlock int
+	ids       []uint64
+	hasIDs    bool
+	records   int
 	err     error // sticky
 }
 
@@ -58,8 +64,29 @@ func NewJSONL(r io.Reader, name string, opt Options) (Reader, error) {
 			or(opt.PromptField, f.PromptField),
 			or(opt.OutputField, f.Output),
 		}}
+	j.hashField, j.hashBlock = or(opt.HashField, f.HashField), opt.HashBlock
+	if j.hashBlock == 0 {
+		j.hashBlock = f.HashBlock
+	}
+	if j.hashBlock == 0 {
+		j.hashBlock = MooncakeHashBlock
+	}
+	if j.hashBlock < 0 {
+		return nil, fmt.Errorf("trace %s: HashBlock %d must be > 0", name, j.hashBlock)
+	}
 	return j, nil
 }
+
+// HashIDs are the last record's content ids (see HashIDReader).
+func (j *jsonl) HashIDs() []uint64 {
+	if !j.hasIDs {
+		return nil
+	}
+	return j.ids
+}
+
+// HashBlock is the number of prompt tokens one id stands for.
+func (j *jsonl) HashBlock() int { return j.hashBlock }
 
 func or(s, def string) string {
 	if s == "" {
@@ -133,6 +160,9 @@ func (j *jsonl) next() (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
+	if err := j.hashIDs(prompt); err != nil {
+		return Record{}, err
+	}
 	j.records++ // a record, served or rejected
 	at, err := j.clock.arrival(abs, j.lines.n)
 	if err == errBackwards {
@@ -190,6 +220,89 @@ func (j *jsonl) count(col int) (int, error) {
 		return 0, j.fail(key, fmt.Errorf("%s %s", showJSON(raw), why))
 	}
 	return n, nil
+}
+
+// hashIDs reads the record's content ids, if the trace names them: a JSON
+// array of non-negative integers, one per hashBlock prompt tokens, the last
+// covering the rest (input_length − hashBlock·(n−1) tokens). A missing key
+// or null means none: the record shares nothing.
+func (j *jsonl) hashIDs(prompt int) error {
+	j.hasIDs, j.ids = false, j.ids[:0]
+	if j.hashField == "" {
+		return nil
+	}
+	raw, ok := j.get(j.hashField)
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	ids, why := parseIDs(j.ids, raw)
+	if why != "" {
+		return j.fail(j.hashField, fmt.Errorf("%s %s", showJSON(raw), why))
+	}
+	j.ids, j.hasIDs = ids, true
+	if want := (prompt + j.hashBlock - 1) / j.hashBlock; prompt > 0 && len(ids) != want {
+		return j.fail(j.hashField, fmt.Errorf("%d ids for a %d-token prompt; at %d tokens an id it needs %d", len(ids), prompt, j.hashBlock, want))
+	}
+	return nil
+}
+
+// parseIDs appends the integers of a JSON array to ids, without
+// allocating beyond ids' growth; why is non-empty when raw is not an array
+// of integers in 0..2^64−1.
+func parseIDs(ids []uint64, raw []byte) ([]uint64, string) {
+	const notArray = "is not an array of non-negative integers"
+	i := 0
+	space := func() {
+		for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+			i++
+		}
+	}
+	space()
+	if i == len(raw) || raw[i] != '[' {
+		return ids, notArray
+	}
+	i++
+	space()
+	if i < len(raw) && raw[i] == ']' {
+		i++
+		space()
+		if i != len(raw) {
+			return ids, notArray
+		}
+		return ids, ""
+	}
+	for {
+		space()
+		start := i
+		var v uint64
+		for ; i < len(raw) && raw[i] >= '0' && raw[i] <= '9'; i++ {
+			d := uint64(raw[i] - '0')
+			if v > (math.MaxUint64-d)/10 {
+				return ids, fmt.Sprintf("has an id out of range (element %d)", len(ids))
+			}
+			v = v*10 + d
+		}
+		if i == start || (raw[start] == '0' && i-start > 1) {
+			return ids, fmt.Sprintf("%s (element %d)", notArray, len(ids))
+		}
+		ids = append(ids, v)
+		space()
+		if i == len(raw) {
+			return ids, notArray
+		}
+		if raw[i] == ']' {
+			i++
+			space()
+			if i != len(raw) {
+				return ids, notArray
+			}
+			return ids, ""
+		}
+		if raw[i] != ',' {
+			return ids, fmt.Sprintf("%s (element %d)", notArray, len(ids)-1)
+		}
+		i++
+	}
 }
 
 // timestamp reads a JSON number in the trace's unit or an RFC3339 string as

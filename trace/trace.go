@@ -27,6 +27,22 @@ type Reader interface {
 	Next() (Record, error)
 }
 
+// HashIDReader is a Reader whose records may name their prompt's content,
+// as Mooncake's hash_ids do: HashIDs are the ids of the record Next last
+// returned, the i-th standing for prompt tokens [i·HashBlock,
+// (i+1)·HashBlock) (the last may cover fewer), so two records share their
+// first k·HashBlock tokens when their first k ids agree. nil when the
+// record has none; the slice is valid until the next call to Next.
+type HashIDReader interface {
+	Reader
+	HashIDs() []uint64
+	HashBlock() int
+}
+
+// MooncakeHashBlock is the number of prompt tokens one of Mooncake's
+// hash_ids stands for (its traces' README: each id is a 512-token block).
+const MooncakeHashBlock = 512
+
 // Options tune how a trace is read. The zero value reads at recorded speed
 // with the format's default field names and seconds.
 type Options struct {
@@ -42,6 +58,11 @@ type Options struct {
 	// TimeUnit of a numeric timestamp: "s", "ms", "us" or "ns" (default:
 	// the format's, else "s"). Date-time timestamps carry their own.
 	TimeUnit string
+	// HashField is the JSONL key of a record's content ids, one per
+	// HashBlock prompt tokens (Mooncake's hash_ids); empty: the format's
+	// (mooncake: hash_ids, 512), else none are read. JSONL only.
+	HashField string
+	HashBlock int
 }
 
 // Format is a public trace layout: its field names and time unit.
@@ -50,6 +71,10 @@ type Format struct {
 	TimeField, PromptField, Output string
 	TimeUnit                       string
 	JSONL                          bool
+	// HashField names the content ids of the prompt's HashBlock-token
+	// chunks, where the layout has them.
+	HashField string
+	HashBlock int
 }
 
 // Formats are the layouts known by name. Azure's traces (2023 and the
@@ -58,7 +83,8 @@ type Format struct {
 var Formats = []Format{
 	{Name: "azure", TimeField: "TIMESTAMP", PromptField: "ContextTokens", Output: "GeneratedTokens", TimeUnit: "s"},
 	{Name: "burstgpt", TimeField: "Timestamp", PromptField: "Request tokens", Output: "Response tokens", TimeUnit: "s"},
-	{Name: "mooncake", TimeField: "timestamp", PromptField: "input_length", Output: "output_length", TimeUnit: "ms", JSONL: true},
+	{Name: "mooncake", TimeField: "timestamp", PromptField: "input_length", Output: "output_length", TimeUnit: "ms", JSONL: true,
+		HashField: "hash_ids", HashBlock: MooncakeHashBlock},
 	{Name: "jsonl", TimeField: "timestamp", PromptField: "input_tokens", Output: "output_tokens", TimeUnit: "s", JSONL: true},
 }
 
