@@ -26,7 +26,7 @@ type jsonl struct {
 	ids       []uint64
 	hasIDs    bool
 	records   int
-	err     error // sticky
+	err       error // sticky
 }
 
 var unitExps = map[string]int{"s": 9, "ms": 6, "us": 3, "ns": 0}
