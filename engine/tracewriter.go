@@ -8,10 +8,15 @@ import (
 	"statesim/step"
 )
 
+// TraceVersion is the --trace schema version, the "v" of every line
+// (docs/trace.md). 1 was the unversioned layout before rows carried their
+// persistent-batch "row"; bump it whenever a field changes meaning or goes.
+const TraceVersion = 2
+
 // traceWriter writes one JSON object per executed step, by hand: it runs
 // on every step, so it avoids reflection and allocation.
 //
-//	{"step":3,"start_ns":..,"end_ns":..,"num_scheduled_tokens":..,"num_decodes":..,
+//	{"v":2,"step":3,"start_ns":..,"end_ns":..,"num_scheduled_tokens":..,"num_decodes":..,
 //	 "preempted":[..],"rows":[{"row":0,"request_id":..,"scheduled":..,"computed":..,
 //	 "prompt":..,"region":"decode","path":"decode","has_initial_state":true,"slots":[..]}]}
 //
@@ -31,7 +36,9 @@ func newTraceWriter(w io.Writer) *traceWriter {
 
 func (t *traceWriter) step(out *step.Record) {
 	b := t.buf[:0]
-	b = append(b, `{"step":`...)
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, TraceVersion, 10)
+	b = append(b, `,"step":`...)
 	b = strconv.AppendInt(b, out.Step, 10)
 	b = append(b, `,"start_ns":`...)
 	b = strconv.AppendInt(b, int64(out.Start), 10)

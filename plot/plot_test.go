@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"statesim/engine"
 	"strings"
 	"testing"
@@ -157,6 +158,29 @@ func TestReadTraceRejectsGarbage(t *testing.T) {
 		if _, err := ReadTrace(strings.NewReader(in), "x"); err == nil {
 			t.Errorf("ReadTrace(%q): no error", in)
 		}
+	}
+}
+
+// A trace from a newer statesim is refused with the version named; an
+// unversioned (version 1) line and a version 2 line read the same.
+func TestReadTraceVersions(t *testing.T) {
+	v1 := `{"step":1,"start_ns":0,"end_ns":5,"preempted":[],"rows":[{"request_id":0,"scheduled":3,"computed":0,"prompt":3,"path":"prefill","slots":[1]}]}` + "\n"
+	v2 := strings.Replace(v1, `{"step"`, `{"v":2,"step"`, 1)
+	a, err := ReadTrace(strings.NewReader(v1), "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadTrace(strings.NewReader(v2), "v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Name, b.Name = "", ""
+	if a.NumSteps != 1 || !reflect.DeepEqual(a, b) {
+		t.Fatalf("v1 %+v, v2 %+v", a, b)
+	}
+	v9 := strings.Replace(v1, `{"step"`, `{"v":9,"step"`, 1)
+	if _, err := ReadTrace(strings.NewReader(v9), "v9"); err == nil || !strings.Contains(err.Error(), "trace schema version 9 is newer") {
+		t.Fatalf("version 9: %v", err)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 
 // traceStep is one line of `statesim run --trace` (see engine/tracewriter.go).
 type traceStep struct {
+	// V is the schema version (engine.TraceVersion); absent in version 1.
+	V         int     `json:"v"`
 	Step      *int64  `json:"step"`
 	StartNS   int64   `json:"start_ns"`
 	EndNS     int64   `json:"end_ns"`
@@ -26,6 +28,10 @@ type traceStep struct {
 		Slots     []int64 `json:"slots"`
 	} `json:"rows"`
 }
+
+// maxTraceVersion is the newest --trace schema this reader knows; every
+// field it reads means the same in versions 1 and 2.
+const maxTraceVersion = 2
 
 // ReadTrace rebuilds the per-step series a --trace file carries: the
 // token split, budget cuts, rows, preemptions, the slots of scheduled
@@ -48,6 +54,9 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 		var ts traceStep
 		if err := json.Unmarshal(b, &ts); err != nil {
 			return nil, fmt.Errorf("line %d: not a statesim trace step: %v", line, err)
+		}
+		if ts.V > maxTraceVersion {
+			return nil, fmt.Errorf("line %d: trace schema version %d is newer than this statesim reads (%d): use the statesim that wrote it", line, ts.V, maxTraceVersion)
 		}
 		if ts.Step == nil {
 			return nil, fmt.Errorf("line %d: not a statesim trace step: no \"step\" field", line)
