@@ -62,8 +62,12 @@ type Symbolic struct {
 	// Out, when set, is the record of the step being executed: rows in
 	// the batch's order, to which Execute adds what the kernels did
 	// (wrapped writes, imposters, and with Detail Reads each state read).
-	Out     *step.Record
-	Detail  step.Detail
+	Out    *step.Record
+	Detail step.Detail
+	// KV, when it caches by prefix, names the pool's groups for the check
+	// of KV reads through a hit (checkHits).
+	KV      *statecache.KVCacheManager
+	hitRows []int // rows whose hit blocks are checked once all rows wrote
 	layout  model.Layout
 	bs      int
 	stateRW int64 // bytes one Mamba layer moves to read+write a state
@@ -108,6 +112,9 @@ func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 		if err := s.attention(row, now); err != nil {
 			return err
 		}
+		if r.Blocks.HitBlocks() > 0 && !r.Blocks.HitChecked() {
+			s.hitRows = append(s.hitRows, i)
+		}
 		if len(r.Blocks.Mamba) > 0 {
 			if s.Out != nil && s.Detail&step.Reads != 0 && i < len(s.Out.Rows) {
 				s.reads(&s.Out.Rows[i], row)
@@ -115,7 +122,51 @@ func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 			s.mamba(row, now)
 		}
 	}
+	if len(s.hitRows) > 0 {
+		s.checkHits(out, now)
+	}
 	return nil
+}
+
+// checkHits checks the KV reads of rows that reached blocks through a
+// prefix hit, after every row's writes: within a layer all K/V writes
+// precede attention, so a block another row of this step fills (cached at
+// allocation, before the step) serves a hit in the same step, as in vLLM.
+// A hit block must be what its prefix record says (the reader's group,
+// hash and token count: PrefixRecord.Serves) and hold that record's
+// writer's full K/V.
+func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
+	for _, i := range s.hitRows {
+		r := out.Rows[i].Req
+		t := &r.Blocks
+		t.MarkHitChecked()
+		for g := range t.Attn {
+			pg := s.KV.PoolGroup(g)
+			for bi := 0; bi < t.HitBlocks(); bi++ {
+				b := t.Attn[g][bi]
+				rec := s.Pool.Record(b)
+				p := s.Prov.Get(b)
+				var why string
+				switch {
+				case bi >= len(r.BlockHashes):
+					why = fmt.Sprintf("reader has no hash for block position %d", bi)
+				case rec.Serves(pg, r.BlockHashes[bi], (bi+1)*s.bs) != nil:
+					why = rec.Serves(pg, r.BlockHashes[bi], (bi+1)*s.bs).Error()
+				case p.Content != statecache.KV || p.Writer != rec.Writer || p.Tainted || int(p.Tokens) < s.bs:
+					why = fmt.Sprintf("the cache says request %d wrote it (prefix %#x, %d tokens), the bytes hold %s",
+						rec.Writer, uint64(rec.Hash), rec.Tokens, describe(p))
+				default:
+					continue
+				}
+				s.corrupt(r)
+				s.add(check.StaleSlotRead, r, now, b, rec.Writer, func() string {
+					return fmt.Sprintf("attention group %d reads KV block %d at position %d through a prefix hit: %s", g, b, bi, why)
+				})
+				break
+			}
+		}
+	}
+	s.hitRows = s.hitRows[:0]
 }
 
 func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {

@@ -38,6 +38,9 @@ func (r *runner) finishReport() {
 	if rep.Violations == nil {
 		rep.Violations = []check.Violation{}
 	}
+	if r.kv.PrefixCaching() {
+		rep.PrefixCache = prefixReport(r.kv, r.kv.Pool.Stats())
+	}
 	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
 	rep.ImpostersTotal = r.sym.Stats.Imposters
 	rep.MisclassifiedRows = r.sym.Stats.Misclassified
@@ -77,4 +80,28 @@ func (r *runner) finishReport() {
 			rep.DivergentRequests = []backend.Divergence{}
 		}
 	}
+}
+
+// prefixReport is the prefix cache's section: vLLM's counters, overall
+// and per KV cache group. Every group serves the same hit (the
+// coordinator's common length), so each attention group reports the same
+// tokens; a Mamba mode's group would add its own line.
+func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats) *report.RPrefixCache {
+	pc := &report.RPrefixCache{
+		Requests: st.Requests, QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: ratio(st.Hits, st.Queries),
+		PreemptedRequests: st.PreemptedRequests, PreemptedQueryTokens: st.PreemptedQueries, PreemptedHitTokens: st.PreemptedHits,
+		CachedBlocks: int64(kv.Pool.NumCachedBlocks()), EvictedBlocks: st.Evictions,
+	}
+	for g := 0; g < len(kv.NewTable().Attn); g++ {
+		pc.Groups = append(pc.Groups, report.RPrefixGroup{Group: int(kv.PoolGroup(g)), Kind: "attention",
+			QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: pc.HitRate})
+	}
+	return pc
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round3(float64(a)/float64(b)*1e3) / 1e3
 }

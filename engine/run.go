@@ -48,6 +48,9 @@ type Options struct {
 	plainChecks bool
 	// newRequests, when set, counts request objects allocated (tests).
 	newRequests *int
+	// hashBlocks replaces how requests' block hashes are made (tests
+	// that build shared prefixes by hand).
+	hashBlocks func(r *sched.Request, blockSize int)
 }
 
 // Event kinds and their same-instant order: a step's completion first,
@@ -90,6 +93,8 @@ type runner struct {
 	stepStart   sim.Time
 	lastBytes   int64
 	stalled     bool
+	// pcSeen: the prefix cache counters as of the last step's record.
+	pcSeen statecache.PrefixCacheStats
 	// tokensArrived is prompt + output tokens of every admitted request:
 	// the default step limit scales with it (Checks.StepLimit).
 	tokensArrived int64
@@ -128,15 +133,22 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r.rec = check.NewRecorder(keep)
 	r.rec.Hook = r.collect
 	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs}, Rec: r.rec}
-	r.kv = statecache.NewKVCacheManager(&r.layout, r.nBlocks)
+	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, statecache.ManagerOptions{
+		EnablePrefixCaching: sc.Engine.EnablePrefixCaching, FreeOrder: freeOrderOf(sc)})
+	if err != nil {
+		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
+	}
+	r.kv = kv
 	r.s = sched.New(sched.Config{
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
 		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
 		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
+	r.s.HashBlocks = opt.hashBlocks
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
 	r.sym.Prov.Plain = opt.plainChecks
+	r.sym.KV = r.kv
 	r.sym.Out, r.sym.Detail = &r.step, opt.Detail
 	r.be = r.sym
 	if k := sc.Backend.Kind; k != "symbolic" {
@@ -181,6 +193,19 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.rep.Tokens = tracer.TokenTrace(opt.Follow)
 	}
 	return r.rep, nil
+}
+
+// freeOrderOf is where the pool puts freed blocks: with prefix caching,
+// blocks without a hash to the head from PR #42656 (May 2026, taken as
+// first in v0.22.0; inferred, as docs/model.md dates #42430), to the tail
+// before; without it, to the tail in every release modelled (the #42656
+// head order for caching off is not modelled, so that those runs keep
+// their block ids).
+func freeOrderOf(sc *scenarios.Scenario) statecache.FreeOrder {
+	if sc.Engine.EnablePrefixCaching && sc.Version() == sched.V022 {
+		return statecache.FreshToHead
+	}
+	return statecache.FreeToTail
 }
 
 func policyOf(sc *scenarios.Scenario) sched.SchedulingPolicy {
@@ -331,8 +356,8 @@ func (r *runner) newRequest(a workload.Arrival) *sched.Request {
 	if n := len(r.free); n > 0 {
 		q = r.free[n-1]
 		r.free = r.free[:n-1]
-		blocks := q.Blocks
-		*q = sched.Request{Blocks: blocks}
+		blocks, hashes := q.Blocks, q.BlockHashes[:0]
+		*q = sched.Request{Blocks: blocks, BlockHashes: hashes}
 	} else {
 		q = &sched.Request{Blocks: r.kv.NewTable()}
 		if r.opt.newRequests != nil {
@@ -433,6 +458,14 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 	}
 	rec.Waiting, rec.Running = len(r.s.Waiting), len(r.s.Running)
 	rec.NumBlocks, rec.BlocksHeld, rec.BlocksFree = r.kv.Pool.NumBlocks(), r.kv.Pool.NumHeld(), r.kv.Pool.NumFree()
+	if r.kv.PrefixCaching() {
+		st := r.kv.Pool.Stats()
+		rec.PrefixQueries, rec.PrefixHits = st.Queries-r.pcSeen.Queries, st.Hits-r.pcSeen.Hits
+		rec.PreemptedPrefixQueries, rec.PreemptedPrefixHits = st.PreemptedQueries-r.pcSeen.PreemptedQueries, st.PreemptedHits-r.pcSeen.PreemptedHits
+		rec.EvictedBlocks = st.Evictions - r.pcSeen.Evictions
+		rec.CachedBlocks = r.kv.Pool.NumCachedBlocks()
+		r.pcSeen = st
+	}
 	for _, q := range r.s.Running {
 		rec.BlocksHeldByRunning += q.Blocks.NumHeld()
 		rec.StateBlocksHeld += len(q.Blocks.Mamba)

@@ -55,6 +55,8 @@ type Report struct {
 	// Rejected counts the requests refused at admission, by reason, in
 	// the order reasons first occurred (see Reject).
 	Rejected []Rejection `json:"rejected,omitempty"`
+	// PrefixCache is the prefix cache's counters (nil: caching off).
+	PrefixCache *RPrefixCache `json:"prefix_cache,omitempty"`
 	// MisclassifiedRows are new requests put on a decode path; harmless
 	// without Mamba layers, so informational.
 	MisclassifiedRows int64 `json:"misclassified_rows"`
@@ -113,6 +115,34 @@ func (r *Report) TotalRejected() int64 {
 type InvariantCount struct {
 	Name  string `json:"name"`
 	Count int64  `json:"count"`
+}
+
+// RPrefixCache is vLLM's PrefixCacheStats over the run (queries and hits
+// in prompt tokens, looked up once per scheduling of a waiting request;
+// requests back from a preemption apart), plus the pool's cached and
+// evicted blocks.
+type RPrefixCache struct {
+	Requests             int64   `json:"requests"`
+	QueryTokens          int64   `json:"query_tokens"`
+	HitTokens            int64   `json:"hit_tokens"`
+	HitRate              float64 `json:"hit_rate"`
+	PreemptedRequests    int64   `json:"preempted_requests"`
+	PreemptedQueryTokens int64   `json:"preempted_query_tokens"`
+	PreemptedHitTokens   int64   `json:"preempted_hit_tokens"`
+	// CachedBlocks are findable by hash at the end of the run;
+	// EvictedBlocks were cached and reused for other contents.
+	CachedBlocks  int64          `json:"cached_blocks"`
+	EvictedBlocks int64          `json:"evicted_blocks"`
+	Groups        []RPrefixGroup `json:"groups"`
+}
+
+// RPrefixGroup is one KV cache group's hits.
+type RPrefixGroup struct {
+	Group       int     `json:"group"`
+	Kind        string  `json:"kind"`
+	QueryTokens int64   `json:"query_tokens"`
+	HitTokens   int64   `json:"hit_tokens"`
+	HitRate     float64 `json:"hit_rate"`
 }
 
 // RModel summarises the model shape.
@@ -247,6 +277,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if shown := int64(n); ic.Count > shown && shown > 0 {
 			p("    ... and %d more\n", ic.Count-shown)
+		}
+	}
+	if pc := r.PrefixCache; pc != nil {
+		p("prefix cache: %d of %d prompt tokens hit (%.1f%%) over %d lookups; %d blocks cached at the end, %d evicted\n",
+			pc.HitTokens, pc.QueryTokens, 100*pc.HitRate, pc.Requests, pc.CachedBlocks, pc.EvictedBlocks)
+		if pc.PreemptedRequests > 0 {
+			p("  after preemption: %d of %d tokens hit over %d lookups\n", pc.PreemptedHitTokens, pc.PreemptedQueryTokens, pc.PreemptedRequests)
+		}
+		for _, g := range pc.Groups {
+			p("  group %d (%s): %d of %d tokens (%.1f%%)\n", g.Group, g.Kind, g.HitTokens, g.QueryTokens, 100*g.HitRate)
 		}
 	}
 	if r.MisclassifiedRows > 0 {

@@ -491,6 +491,9 @@ func (d *decoder) defaultsFromNames(sc *Scenario) error {
 			sc.Device.MemoryGiB = gib
 		}
 	}
+	if _, ok := d.lines["engine.enable_prefix_caching"]; !ok {
+		sc.Engine.EnablePrefixCaching = sc.PrefixCachingDefault()
+	}
 	if n, ok := d.lines["workload.rate_scale"]; ok && sc.Workload.RateScale == 0 {
 		return locate(d.file, n, "workload.rate_scale", "must be a finite number > 0, got 0 (leave it out to replay at recorded speed)", d.sets)
 	}

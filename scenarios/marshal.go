@@ -50,6 +50,8 @@ func Marshal(sc *Scenario) ([]byte, error) {
 		}
 		base.Model.Shape = shape
 	}
+	// Parse resolves an absent enable_prefix_caching to vLLM's default.
+	base.Engine.EnablePrefixCaching = sc.PrefixCachingDefault()
 	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	if err := emit(doc, reflect.ValueOf(sc).Elem(), reflect.ValueOf(&base).Elem(), ""); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"statesim/model"
 	"statesim/sched"
+	"statesim/statecache"
 	"statesim/workload"
 )
 
@@ -47,6 +48,9 @@ type Engine struct {
 	GPUMemoryUtilization      float64 `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
 	NumGPUBlocksOverride      int     `yaml:"num_gpu_blocks_override" json:"num_gpu_blocks_override"`
 	EnableChunkedPrefill      bool    `yaml:"enable_chunked_prefill" json:"enable_chunked_prefill"`
+	// EnablePrefixCaching: attention blocks hashed, cached and shared by
+	// hit. Left out, it takes vLLM's default (PrefixCachingDefault).
+	EnablePrefixCaching bool `yaml:"enable_prefix_caching" json:"enable_prefix_caching"`
 	LongPrefillTokenThreshold int     `yaml:"long_prefill_token_threshold" json:"long_prefill_token_threshold"`
 	SchedulingPolicy          string  `yaml:"scheduling_policy" json:"scheduling_policy"`
 	// StateIndexBits is the width the prefill kernel forms slot × stride
@@ -223,6 +227,9 @@ func (s *Scenario) Validate() error {
 	if err := s.validateCacheArgs(); err != nil {
 		return err
 	}
+	if err := s.validatePrefixCaching(); err != nil {
+		return err
+	}
 	if e.NumGPUBlocksOverride == 0 {
 		if !(s.Device.MemoryGiB > 0) {
 			return fe("device.memory_gib", "must be > 0, got %g", s.Device.MemoryGiB)
@@ -292,6 +299,38 @@ func (s *Scenario) Validate() error {
 	}
 	if !(s.Checks.MaxMemoryGiB >= 0) {
 		return fe("checks.max_memory_gib", "must be > 0 (0: the default, %d), got %g", DefaultMaxMemoryGiB, s.Checks.MaxMemoryGiB)
+	}
+	return nil
+}
+
+// PrefixCachingDefault is enable_prefix_caching's default for s's model
+// and version, as vLLM resolves it where statesim models it: on for
+// attention-only models under V1 (V1's default since it became the default
+// engine in v0.8.0; EngineArgs leaves it None and V1 turns it on); off for
+// hybrids before PR #50991 (2026-08-04, after every release modelled
+// here, so off for all of them: from that release on it is on, with
+// mamba_cache_mode align); off under V0 (its default). The numeric
+// backends (mock, cuda) keep it off: they do not model shared KV blocks.
+func (s *Scenario) PrefixCachingDefault() bool {
+	if s.Engine.VLLMVersion == "v0" || numericBackend(s.Backend.Kind) {
+		return false
+	}
+	return s.Model.Shape.NumMambaLayers() == 0
+}
+
+// validatePrefixCaching refuses what prefix caching is not modelled for.
+func (s *Scenario) validatePrefixCaching() error {
+	if !s.Engine.EnablePrefixCaching {
+		return nil
+	}
+	const f = "engine.enable_prefix_caching"
+	switch {
+	case s.Model.Shape.NumMambaLayers() > 0:
+		return fe(f, "%s", statecache.ErrHybridPrefixCaching)
+	case s.Engine.VLLMVersion == "v0":
+		return fe(f, "not modelled for the v0 engine")
+	case numericBackend(s.Backend.Kind):
+		return fe(f, "the %s backend does not model shared KV blocks: use backend.kind symbolic", s.Backend.Kind)
 	}
 	return nil
 }

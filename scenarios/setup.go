@@ -25,6 +25,9 @@ func numericBackend(kind string) bool { return kind == "mock" || kind == "cuda" 
 func (s *Scenario) CheckSetup(numBlocks int) error {
 	l := s.Model.Shape.Layout(s.Engine.BlockSize)
 	fp := statecache.EstimateFootprint(numBlocks, l.BlockBytes(), numericBackend(s.Backend.Kind))
+	if s.Engine.EnablePrefixCaching {
+		fp = fp.WithPrefixCaching(numBlocks)
+	}
 	limit := s.Checks.MaxMemoryGiB
 	if limit == 0 {
 		limit = DefaultMaxMemoryGiB

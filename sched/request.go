@@ -48,6 +48,10 @@ type Request struct {
 	schedIdx              int32
 
 	Blocks statecache.BlockTable
+	// BlockHashes are the hashes of the request's full blocks of known
+	// tokens, grown as tokens are known (vLLM's request.block_hashes);
+	// used only with prefix caching.
+	BlockHashes []statecache.BlockHash
 
 	// Seed determines the request's prompt token ids for numeric
 	// backends, and its sampling stream.

@@ -56,8 +56,12 @@ func (out *Output) addRow(r *Request, n int) {
 
 // State is what a policy schedules over: the queues and the cache.
 type State struct {
-	Cfg     Config
-	KV      *statecache.KVCacheManager
+	Cfg Config
+	KV  *statecache.KVCacheManager
+	// HashBlocks grows r.BlockHashes to cover r's known tokens' full
+	// blocks of blockSize (prefix caching only). Nil: every request's
+	// tokens are its own (UniqueBlockHashes).
+	HashBlocks func(r *Request, blockSize int)
 	Waiting []*Request // head first; see PushWaiting
 	Running []*Request
 	Now     sim.Time
@@ -75,9 +79,58 @@ type Policy interface {
 }
 
 // Allocate makes r's blocks cover numTokens tokens; false means the pool
-// is short and the caller should preempt.
+// is short and the caller should preempt. With prefix caching the blocks
+// its known tokens fill are cached too.
 func (st *State) Allocate(r *Request, numTokens int) (bool, error) {
-	return st.KV.Allocate(r.ID, &r.Blocks, numTokens)
+	if !st.KV.PrefixCaching() {
+		return st.KV.Allocate(r.ID, &r.Blocks, numTokens)
+	}
+	st.hashes(r)
+	return st.KV.AllocateSlots(r.ID, &r.Blocks, 0, numTokens, r.NumTokens(), r.BlockHashes)
+}
+
+// hashes brings r.BlockHashes up to r's known tokens.
+func (st *State) hashes(r *Request) {
+	bs := st.KV.BlockSize()
+	if len(r.BlockHashes) >= r.NumTokens()/bs {
+		return
+	}
+	if st.HashBlocks != nil {
+		st.HashBlocks(r, bs)
+		return
+	}
+	UniqueBlockHashes(r, bs)
+}
+
+// UniqueBlockHashes hashes r's tokens as its own: no two requests share a
+// block, though a preempted request can still hit the blocks it freed.
+func UniqueBlockHashes(r *Request, blockSize int) {
+	parent := statecache.NoneHash
+	if n := len(r.BlockHashes); n > 0 {
+		parent = r.BlockHashes[n-1]
+	}
+	for i := len(r.BlockHashes); (i+1)*blockSize <= r.NumTokens(); i++ {
+		parent = statecache.HashBlockContent(parent, uint64(r.ID)<<24^uint64(i))
+		r.BlockHashes = append(r.BlockHashes, parent)
+	}
+}
+
+// admit looks a waiting request up in the prefix cache (vLLM's
+// get_computed_blocks, called for a request with no computed tokens): the
+// hit in tokens, 0 without prefix caching.
+func (st *State) admit(r *Request) int {
+	if !st.KV.PrefixCaching() || r.NumComputedTokens != 0 {
+		return 0
+	}
+	st.hashes(r)
+	return st.KV.GetComputedBlocks(&r.Blocks, r.BlockHashes, r.NumTokens(), r.NumPreemptions > 0)
+}
+
+// cacheRunning caches the blocks r's scheduled tokens fill when no new
+// block was needed (vLLM's allocate_slots caches on every call).
+func (st *State) cacheRunning(r *Request, n int) error {
+	st.hashes(r)
+	return st.KV.CacheBlocks(r.ID, &r.Blocks, min(r.NumComputedTokens+n, r.NumTokens()), r.BlockHashes)
 }
 
 // Preempt applies recompute preemption to a running request: its blocks
@@ -225,7 +278,8 @@ func (V1) Schedule(st *State, out *Output) error {
 			break
 		}
 		r := st.Waiting[0]
-		n := r.NumTokens() - r.NumComputedTokens
+		hit := st.admit(r)
+		n := r.NumTokens() - r.NumComputedTokens - hit
 		if t := cfg.LongPrefillTokenThreshold; t > 0 && n > t {
 			n = t
 		}
@@ -233,13 +287,20 @@ func (V1) Schedule(st *State, out *Output) error {
 			break
 		}
 		n = min(n, budget)
-		ok, err := st.Allocate(r, r.NumComputedTokens+n)
+		var ok bool
+		var err error
+		if hit > 0 {
+			ok, err = st.KV.AllocateSlots(r.ID, &r.Blocks, hit, hit+n, r.NumTokens(), r.BlockHashes)
+		} else {
+			ok, err = st.Allocate(r, r.NumComputedTokens+n)
+		}
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		r.NumComputedTokens += hit // the model runner starts after the hit
 		st.PopWaiting()
 		st.Running = append(st.Running, r)
 		r.Status = Running
@@ -256,7 +317,13 @@ func (V1) Schedule(st *State, out *Output) error {
 // go back to *budget and *i steps back. It reports false when r itself was
 // preempted: r cannot be scheduled in this step.
 func (st *State) allocateOrPreempt(r *Request, n int, out *Output, i, budget *int) (bool, error) {
-	for r.NumComputedTokens+n > r.Blocks.Covered() { // a decode mostly fits
+	if r.NumComputedTokens+n <= r.Blocks.Covered() { // a decode mostly fits
+		if st.KV.PrefixCaching() {
+			return true, st.cacheRunning(r, n)
+		}
+		return true, nil
+	}
+	for r.NumComputedTokens+n > r.Blocks.Covered() {
 		ok, err := st.Allocate(r, r.NumComputedTokens+n)
 		if err != nil {
 			return false, err

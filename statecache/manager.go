@@ -2,6 +2,7 @@ package statecache
 
 import (
 	"fmt"
+	"slices"
 
 	"statesim/model"
 )
@@ -24,7 +25,25 @@ type BlockTable struct {
 	kv0     kvGroup
 	kvN     []kvGroup // groups 1..
 	st      lease
+	// Prefix caching: the leading blocks (in every attention group) that
+	// came from a hit, written by another request, and how many leading
+	// blocks are findable by hash (vLLM's num_cached_block).
+	hitBlocks, cachedBlocks int32
+	// hitChecked: the hit blocks' reads have been checked (HitChecked).
+	hitChecked bool
 }
+
+// HitBlocks is how many leading blocks of each attention group t reached
+// through a prefix hit: their K/V was written by another request.
+func (t *BlockTable) HitBlocks() int { return int(t.hitBlocks) }
+
+// HitChecked reports whether a reader has checked t's hit blocks against
+// what they hold; MarkHitChecked sets it. Held blocks are written by
+// no one once full, so one check per hit suffices.
+func (t *BlockTable) HitChecked() bool { return t.hitChecked }
+
+// MarkHitChecked records that t's hit blocks were checked.
+func (t *BlockTable) MarkHitChecked() { t.hitChecked = true }
 
 // Covered is how many tokens t's blocks have room for in every group, as
 // of its last Allocate (0 when unknown): a schedule of up to that many
@@ -42,12 +61,15 @@ func (t *BlockTable) kvGroup(g int) *kvGroup {
 	return &t.kvN[g-1]
 }
 
-// resetKV forgets every verified KV block (leases stay).
+// resetKV forgets every verified KV block (leases stay). Hit blocks are
+// not the request's own K/V: the KV check starts after them, and they are
+// checked against their prefix records instead (HitChecked).
 func (t *BlockTable) resetKV() {
-	t.kv0.ok = 0
+	t.kv0.ok = t.hitBlocks
 	for i := range t.kvN {
-		t.kvN[i].ok = 0
+		t.kvN[i].ok = t.hitBlocks
 	}
+	t.hitChecked = false
 }
 
 // Slot is the request's state slot in Mamba group g.
@@ -64,17 +86,46 @@ type KVCacheManager struct {
 	// order is the layout's group order as (kind, index within kind):
 	// allocation and free follow it, so slot ids match vLLM's.
 	order []groupRef
+	// With prefix caching: the hit lookup over every group (a Mamba
+	// mode joins as one more HitGroup), and each attention group's id in
+	// the pool's table (its place in the layout).
+	coord     *HybridCoordinator
+	attnGroup []int32
+	// blockwiseFree: free through Pool.FreeBlocks, group by group, so
+	// that the free order (FreshToHead) sees a group's blocks at once.
+	blockwiseFree bool
 }
+
+// ManagerOptions are vLLM's cache switches the manager follows.
+type ManagerOptions struct {
+	EnablePrefixCaching bool
+	FreeOrder           FreeOrder
+}
+
+// ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
+// caching: vLLM needs a Mamba cache mode other than none for it
+// (VLLM-FACTS-CURRENT §2.1), which the manager does not model yet.
+const ErrHybridPrefixCaching = "prefix caching on a hybrid model needs mamba_cache_mode align or all (not modelled yet)"
+
 
 type groupRef struct {
 	mamba bool
 	i     int
 }
 
-// NewKVCacheManager builds a manager for a layout over numBlocks blocks.
+// NewKVCacheManager builds a manager for a layout over numBlocks blocks,
+// without prefix caching, freeing to the tail.
 func NewKVCacheManager(l *model.Layout, numBlocks int) *KVCacheManager {
+	m, _ := NewKVCacheManagerWith(l, numBlocks, ManagerOptions{})
+	return m
+}
+
+// NewKVCacheManagerWith builds a manager with vLLM's cache switches.
+// Prefix caching covers attention groups only; a layout with Mamba groups
+// is refused (ErrHybridPrefixCaching).
+func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*KVCacheManager, error) {
 	m := &KVCacheManager{
-		Pool:      NewBlockPool(numBlocks),
+		Pool:      NewBlockPoolWith(numBlocks, PoolOptions{EnablePrefixCaching: o.EnablePrefixCaching, FreeOrder: o.FreeOrder}),
 		blockSize: l.BlockSize,
 		nAttn:     l.NumAttnGroups(),
 		nMamba:    l.NumMambaGroups(),
@@ -86,10 +137,117 @@ func NewKVCacheManager(l *model.Layout, numBlocks int) *KVCacheManager {
 			nm++
 		} else {
 			m.order = append(m.order, groupRef{false, na})
+			m.attnGroup = append(m.attnGroup, int32(len(m.order)-1))
 			na++
 		}
 	}
-	return m
+	m.blockwiseFree = o.EnablePrefixCaching || o.FreeOrder != FreeToTail
+	if !o.EnablePrefixCaching {
+		return m, nil
+	}
+	if nm > 0 {
+		return nil, fmt.Errorf("%s", ErrHybridPrefixCaching)
+	}
+	if na == 0 {
+		return nil, fmt.Errorf("prefix caching needs an attention group")
+	}
+	coord, err := NewHybridCoordinator(len(m.order), []HitGroup{{Rule: FullAttention{Block: m.blockSize}, Groups: m.attnGroup}})
+	if err != nil {
+		return nil, err
+	}
+	m.coord = coord
+	return m, nil
+}
+
+// PrefixCaching reports whether the manager caches blocks by prefix.
+func (m *KVCacheManager) PrefixCaching() bool { return m.coord != nil }
+
+// PoolGroup is attention group g's id in the pool's cached-block table
+// (its PrefixRecord.Group).
+func (m *KVCacheManager) PoolGroup(g int) int32 { return m.attnGroup[g] }
+
+// GetComputedBlocks is vLLM's get_computed_blocks for a request of
+// numTokens tokens, waiting with an empty table, whose full blocks hash to
+// hashes: the hit in tokens, at most numTokens - 1 (the last token is
+// always computed, so that it can be sampled from), and counted in the
+// stats as vLLM counts it (preempted requests apart). The hit's blocks
+// wait in the coordinator for AllocateSlots.
+func (m *KVCacheManager) GetComputedBlocks(t *BlockTable, hashes []BlockHash, numTokens int, preempted bool) int {
+	if m.coord == nil || len(t.Attn[0]) != 0 {
+		return 0
+	}
+	hit := m.coord.FindLongestCacheHit(m.Pool, hashes, numTokens-1)
+	m.Pool.RecordQuery(numTokens, hit, preempted)
+	return hit
+}
+
+// AllocateSlots is vLLM's allocate_slots with prefix caching: the hit of
+// hitTokens from the last GetComputedBlocks (0 for a running request),
+// then room for numTokens tokens in all; then the blocks that
+// min(numTokens, numKnown) tokens fill are cached, before the step writes
+// them. All or nothing; false when the pool is short, the free hit blocks
+// counting as allocations.
+func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, hitTokens, numTokens, numKnown int, hashes []BlockHash) (bool, error) {
+	if m.coord == nil {
+		return m.Allocate(req, t, numTokens)
+	}
+	hb := hitTokens / m.blockSize
+	if hitTokens != hb*m.blockSize || hitTokens > 0 && len(t.Attn[0]) != 0 {
+		return false, fmt.Errorf("prefix caching: request %d given a %d-token hit with %d blocks held", req, hitTokens, len(t.Attn[0]))
+	}
+	want := (numTokens + m.blockSize - 1) / m.blockSize
+	need := 0
+	for g := range t.Attn {
+		hit := m.coord.HitBlocks(m.attnGroup[g])[:hb]
+		for _, b := range hit {
+			if m.Pool.pc.ref[b] == 0 {
+				need++ // a free cached block leaves the queue just the same
+			}
+		}
+		need += max(want-len(t.Attn[g])-hb, 0)
+	}
+	if need > m.Pool.NumFree() {
+		return false, nil
+	}
+	if hb > 0 {
+		// Every group's hit blocks leave the queue before any pop, or a
+		// pop could evict a hit block not yet touched.
+		for g := range t.Attn {
+			hit := m.coord.HitBlocks(m.attnGroup[g])[:hb]
+			m.Pool.Touch(req, hit)
+			t.Attn[g] = append(t.Attn[g], hit...)
+		}
+		t.hitBlocks, t.cachedBlocks = int32(hb), int32(hb)
+		t.resetKV()
+	}
+	for g := range t.Attn {
+		if d := want - len(t.Attn[g]); d > 0 {
+			old := len(t.Attn[g])
+			t.Attn[g] = slices.Grow(t.Attn[g], d)[:old+d]
+			if err := m.Pool.GetNewBlocks(req, m.attnGroup[g], t.Attn[g][old:]); err != nil {
+				return false, err // counted above: cannot happen
+			}
+		}
+	}
+	t.held = t.countHeld()
+	t.covered = max(t.covered, want*m.blockSize)
+	return true, m.CacheBlocks(req, t, min(numTokens, numKnown), hashes)
+}
+
+// CacheBlocks makes t's blocks that numTokens tokens fill findable by
+// hash (vLLM's cache_blocks), in every attention group.
+func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int, hashes []BlockHash) error {
+	full := numTokens / m.blockSize
+	if m.coord == nil || full <= int(t.cachedBlocks) {
+		return nil
+	}
+	for g := range t.Attn {
+		if err := m.Pool.CacheFullBlocks(req, m.attnGroup[g], t.Attn[g], hashes, int(t.cachedBlocks), full, m.blockSize); err != nil {
+			return err
+		}
+	}
+	t.cachedBlocks = int32(full)
+	return nil
 }
 
 // BlockSize is the attention block size in tokens.
@@ -167,8 +325,12 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	if t.st.ps != nil {
 		t.st.ps.Settle(t)
 	}
+	t.hitBlocks, t.cachedBlocks = 0, 0
 	t.resetKV()
 	t.covered, t.held = 0, 0
+	if m.blockwiseFree {
+		return m.freeBlockwise(req, t)
+	}
 	for _, g := range m.order {
 		if g.mamba {
 			if s := t.Mamba[g.i]; s != NullBlock {
@@ -184,6 +346,32 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 			if err := m.Pool.Push(req, bs[i]); err != nil {
 				return fmt.Errorf("free attention group %d: %w", g.i, err)
 			}
+		}
+		t.Attn[g.i] = bs[:0]
+	}
+	return nil
+}
+
+// freeBlockwise frees each group's blocks, tail first, in one
+// Pool.FreeBlocks call per group (vLLM's SingleTypeKVCacheManager.free):
+// under FreshToHead, pushing block by block would reverse vLLM's order.
+func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
+	for _, g := range m.order {
+		if g.mamba {
+			if s := t.Mamba[g.i]; s != NullBlock {
+				one := [1]int32{s}
+				if err := m.Pool.FreeBlocks(req, one[:]); err != nil {
+					return fmt.Errorf("free mamba group %d: %w", g.i, err)
+				}
+				t.Mamba[g.i] = NullBlock
+			}
+			continue
+		}
+		bs := t.Attn[g.i]
+		slices.Reverse(bs)
+		if err := m.Pool.FreeBlocks(req, bs); err != nil {
+			slices.Reverse(bs)
+			return fmt.Errorf("free attention group %d: %w", g.i, err)
 		}
 		t.Attn[g.i] = bs[:0]
 	}

@@ -60,10 +60,13 @@ type Footprint struct {
 	// Caches is the numeric backend's float32 cache tensors (0 for the
 	// symbolic backend): the real cache's size, block bytes × blocks.
 	Caches int64
+	// Prefix is what prefix caching adds to the pool
+	// (PrefixCachingHostBytes), 0 without it.
+	Prefix int64
 }
 
 // Total is the whole estimate in bytes.
-func (f Footprint) Total() int64 { return f.Pool + f.Caches }
+func (f Footprint) Total() int64 { return f.Pool + f.Caches + f.Prefix }
 
 // EstimateFootprint sizes a run over numBlocks blocks of blockBytes each;
 // numeric is true for backends that hold the cache contents (mock, cuda's
@@ -73,6 +76,13 @@ func EstimateFootprint(numBlocks int, blockBytes int64, numeric bool) Footprint 
 	if numeric {
 		f.Caches = int64(numBlocks) * blockBytes
 	}
+	return f
+}
+
+// WithPrefixCaching adds prefix caching's bookkeeping for numBlocks
+// blocks to the estimate.
+func (f Footprint) WithPrefixCaching(numBlocks int) Footprint {
+	f.Prefix = PrefixCachingHostBytes(numBlocks)
 	return f
 }
 

@@ -55,6 +55,15 @@ type Record struct {
 	HighestSlot int32
 	// Held lists every block of every running request's table (Holdings).
 	Held []Holding
+	// Prefix caching (all 0 without it): this step's lookups, in prompt
+	// tokens as vLLM's prefix_cache_queries and prefix_cache_hits count
+	// them (requests back from preemption apart, as vLLM keeps them);
+	// the blocks findable by hash as scheduled; cached blocks evicted
+	// (reused) in this step.
+	PrefixQueries, PrefixHits                   int64
+	PreemptedPrefixQueries, PreemptedPrefixHits int64
+	CachedBlocks                                int
+	EvictedBlocks                               int64
 
 	// Finished are the requests that completed at the end of this step.
 	Finished []Finished
@@ -155,6 +164,16 @@ func (r *Record) Reset() {
 	r.NumBlocks, r.BlocksHeld, r.BlocksFree = 0, 0, 0
 	r.BlocksHeldByRunning, r.StateBlocksHeld, r.HighestSlot = 0, 0, 0
 	r.Held, r.Finished = r.Held[:0], r.Finished[:0]
+	r.PrefixQueries, r.PrefixHits, r.PreemptedPrefixQueries, r.PreemptedPrefixHits = 0, 0, 0, 0
+	r.CachedBlocks, r.EvictedBlocks = 0, 0
+}
+
+// PrefixHitRate is the step's hits over queries, in tokens (0 when none).
+func (r *Record) PrefixHitRate() float64 {
+	if r.PrefixQueries == 0 {
+		return 0
+	}
+	return float64(r.PrefixHits) / float64(r.PrefixQueries)
 }
 
 // AddRow appends an empty row, reusing the buffers of the row that last
