@@ -19,8 +19,9 @@ var layer = map[string]int{
 	// foundations: time and randomness, names, shapes, trace formats
 	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
 	// the core state machines
-	"statecache": 1, "workload": 1,
-	"sched": 2,
+	"statecache": 1,
+	// workload names shared prompt content in statecache's segments
+	"sched": 2, "workload": 2,
 	// what a step did, as values; the scenario language
 	"step": 3, "scenarios": 3,
 	"check": 4,

@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"statesim/sim"
+	"statesim/statecache"
 	"statesim/trace"
 )
 
 // Spec is the workload section of a scenario.
 type Spec struct {
-	// Kind: batches, poisson, rollouts, trace or synthetic.
+	// Kind: batches, poisson, rollouts, sessions, trace or synthetic.
 	Kind string `yaml:"kind" json:"kind"`
 
 	// batches: NumPrompts submitted BatchSize at a time.
@@ -32,6 +33,16 @@ type Spec struct {
 	RolloutsPerPrompt int     `yaml:"rollouts_per_prompt,omitempty" json:"rollouts_per_prompt,omitempty"`
 	Steps             int     `yaml:"steps,omitempty" json:"steps,omitempty"`
 	TrainTimeS        float64 `yaml:"train_time_s,omitempty" json:"train_time_s,omitempty"`
+
+	// sessions: Sessions multi-turn conversations, all starting at 0, of
+	// TurnsPerSession turns each; a turn arrives ThinkTimeS after the
+	// previous one finished, its prompt the previous prompt + output +
+	// prompt_len new user tokens (output_len its output). Every session's
+	// first turn begins with the same SystemPromptTokens (0: none).
+	Sessions           int     `yaml:"sessions,omitempty" json:"sessions,omitempty"`
+	TurnsPerSession    int     `yaml:"turns_per_session,omitempty" json:"turns_per_session,omitempty"`
+	ThinkTimeS         float64 `yaml:"think_time_s,omitempty" json:"think_time_s,omitempty"`
+	SystemPromptTokens int     `yaml:"system_prompt_tokens,omitempty" json:"system_prompt_tokens,omitempty"`
 
 	// trace: a CSV (Azure format) or JSONL file, RateScale to compress
 	// time, Limit to replay only the first records (0 = all).
@@ -50,6 +61,11 @@ type Spec struct {
 	PromptField string `yaml:"prompt_field,omitempty" json:"prompt_field,omitempty"`
 	OutputField string `yaml:"output_field,omitempty" json:"output_field,omitempty"`
 	TimeUnit    string `yaml:"time_unit,omitempty" json:"time_unit,omitempty"`
+	// HashField is the JSONL key of each record's content ids, one per
+	// HashBlockTokens prompt tokens, whose equal leading ids are a shared
+	// prefix (empty: the format's; mooncake: hash_ids of 512 tokens).
+	HashField       string `yaml:"hash_field,omitempty" json:"hash_field,omitempty"`
+	HashBlockTokens int    `yaml:"hash_block_tokens,omitempty" json:"hash_block_tokens,omitempty"`
 	// Strict fails the run on the first record vLLM would refuse (a
 	// 0-token prompt, a prompt of max_model_len tokens or more, a
 	// timestamp earlier than the previous one) instead of rejecting that
@@ -157,6 +173,25 @@ func (s *Spec) Validate() error {
 		if err == nil && s.TrainTimeS*float64(s.Steps) > MaxSpanS {
 			err = ferr("train_time_s", "%g s × %d steps is more than %g s (30 years) of simulated time", s.TrainTimeS, s.Steps, float64(MaxSpanS))
 		}
+	case "sessions":
+		if err = pos("sessions", s.Sessions); err == nil {
+			err = pos("turns_per_session", s.TurnsPerSession)
+		}
+		if err == nil {
+			err = upTo("sessions", s.Sessions, MaxGroup, "sessions starting at once")
+		}
+		if err == nil && int64(s.Sessions)*int64(s.TurnsPerSession) > MaxRequests {
+			err = ferr("turns_per_session", "sessions × turns_per_session = %d requests, more than %d in one run", int64(s.Sessions)*int64(s.TurnsPerSession), MaxRequests)
+		}
+		if err == nil && (s.ThinkTimeS < 0 || math.IsInf(s.ThinkTimeS, 1) || s.ThinkTimeS != s.ThinkTimeS) {
+			err = ferr("think_time_s", "must be a finite number >= 0, got %g", s.ThinkTimeS)
+		}
+		if err == nil && s.ThinkTimeS*float64(s.TurnsPerSession) > MaxSpanS {
+			err = ferr("think_time_s", "%g s × %d turns is more than %g s (30 years) of simulated time", s.ThinkTimeS, s.TurnsPerSession, float64(MaxSpanS))
+		}
+		if err == nil && (s.SystemPromptTokens < 0 || s.SystemPromptTokens > math.MaxInt32) {
+			err = ferr("system_prompt_tokens", "must be in 0..%d, got %d", math.MaxInt32, s.SystemPromptTokens)
+		}
 	case "synthetic":
 		if !(s.Rate > 0) || math.IsInf(s.Rate, 1) {
 			return ferr("rate", "must be a finite number > 0, got %g", s.Rate)
@@ -205,10 +240,13 @@ func (s *Spec) Validate() error {
 		default:
 			return ferr("time_unit", "unknown %q (want s, ms, us or ns)", s.TimeUnit)
 		}
+		if s.HashBlockTokens < 0 || s.HashBlockTokens > math.MaxInt32 {
+			return ferr("hash_block_tokens", "must be in 1..%d (0: the format's), got %d", math.MaxInt32, s.HashBlockTokens)
+		}
 	case "":
-		return ferr("kind", "missing (want batches, poisson, rollouts, trace or synthetic)")
+		return ferr("kind", "missing (want batches, poisson, rollouts, sessions, trace or synthetic)")
 	default:
-		return ferr("kind", "unknown %q (want batches, poisson, rollouts, trace or synthetic)", s.Kind)
+		return ferr("kind", "unknown %q (want batches, poisson, rollouts, sessions, trace or synthetic)", s.Kind)
 	}
 	if err != nil {
 		return err
@@ -246,14 +284,34 @@ func errAfterField(err error) error {
 	return errors.New(m[len(f)+2:])
 }
 
+// MaxSequence is the longest prompt + output the workload can draw (0 for
+// lengths from a trace): a session's last turn holds every earlier turn.
+func (s *Spec) MaxSequence() int64 {
+	if s.Kind == "sessions" {
+		return s.maxSessionTokens()
+	}
+	return int64(s.PromptLen.MaxValue()) + int64(s.OutputLen.MaxValue())
+}
+
 // Arrival is one request the workload submits.
 type Arrival struct {
 	At        sim.Time
 	PromptLen int
 	OutputLen int
-	Group     int    // batch or training step; -1 for open-loop
+	Group     int    // batch, training step or session; -1 for open-loop
 	Seed      uint64 // prompt identity: rollouts of one prompt share it
 	Line      int    // trace line, 0 otherwise
+	// Prefix names the prompt's leading tokens that other requests may
+	// share (a trace's hash_ids, a rollout's prompt, a session's history),
+	// covering at most PromptLen; nil: the whole prompt is this request's
+	// own. Read-only, and valid for the run (the source never reuses it).
+	Prefix []statecache.Segment
+	// OutputID is the content id of this request's own tokens: the
+	// prompt's tokens past Prefix, then its output (the `unique` of
+	// statecache.SegmentBlockHashes). No other request has it, but a later
+	// one may name these tokens as Segment{OutputID, n}: a session's next
+	// turn does, with n its output length (the turn's prompt is all Prefix).
+	OutputID uint64
 	// Reject is why the engine must refuse this trace record alone (a
 	// trace.Reject* reason), with Why the reader's message; empty for a
 	// request to serve.
@@ -289,6 +347,8 @@ func New(s *Spec, streams sim.Streams, baseDir string) (Source, error) {
 		return &closedLoop{spec: s, rng: rng, seed: streams.Seed(), groups: s.Steps, gap: sim.FromSeconds(s.TrainTimeS),
 			size: func(int) int { return per }, total: per * s.Steps, rollouts: s.RolloutsPerPrompt,
 			prompt: func(g, i int) int { return g*s.Prompts + i/s.RolloutsPerPrompt }}, nil
+	case "sessions":
+		return newSessions(s, rng, streams.Seed()), nil
 	case "poisson":
 		return &poisson{spec: s, rng: rng, seed: streams.Seed()}, nil
 	case "trace":
@@ -324,6 +384,9 @@ type closedLoop struct {
 	at        sim.Time
 	remaining int // unfinished requests of the current group
 	lastLen   int
+	n         int                  // requests submitted
+	prefix    []statecache.Segment // rollouts: the current prompt, shared by its rollouts
+	slab      segSlab
 }
 
 func (c *closedLoop) Total() int { return c.total }
@@ -345,10 +408,16 @@ func (c *closedLoop) Next() (Arrival, bool, error) {
 	p := c.prompt(c.g, c.i)
 	if c.rollouts == 0 || c.i%c.rollouts == 0 {
 		c.lastLen = c.spec.PromptLen.Draw(c.rng)
+		if c.rollouts > 0 {
+			// Every rollout of the prompt shares all of it.
+			c.prefix = c.slab.take(1)
+			c.prefix[0] = statecache.Segment{ID: contentID(promptSalt, c.seed, uint64(p)), Tokens: int32(c.lastLen)}
+		}
 	}
 	a := Arrival{At: c.at, PromptLen: c.lastLen, OutputLen: c.spec.OutputLen.Draw(c.rng), Group: c.g,
-		Seed: sim.Mix(c.seed ^ sim.Mix(uint64(p)+1))}
+		Seed: sim.Mix(c.seed ^ sim.Mix(uint64(p)+1)), Prefix: c.prefix, OutputID: outputID(c.seed, c.n)}
 	c.i++
+	c.n++
 	return a, true, nil
 }
 
@@ -397,7 +466,7 @@ func (p *poisson) Next() (Arrival, bool, error) {
 		p.at += sim.FromSeconds(gap)
 	}
 	a := Arrival{At: p.at, PromptLen: p.spec.PromptLen.Draw(p.rng), OutputLen: p.spec.OutputLen.Draw(p.rng),
-		Group: -1, Seed: sim.Mix(p.seed ^ sim.Mix(uint64(p.n)+1))}
+		Group: -1, Seed: sim.Mix(p.seed ^ sim.Mix(uint64(p.n)+1)), OutputID: outputID(p.seed, p.n)}
 	p.n++
 	return a, true, nil
 }
@@ -407,9 +476,11 @@ type traceSource struct {
 	rng    *rand.Rand
 	seed   uint64
 	r      trace.Reader
+	ids    trace.HashIDReader // r, when its records may carry hash ids
 	closer io.Closer
 	n      int
 	done   bool
+	slab   segSlab
 }
 
 func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*traceSource, error) {
@@ -418,7 +489,8 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 		path = baseDir + "/" + path
 	}
 	opt := trace.Options{RateScale: s.RateScale, Format: s.Format, TimeField: s.TimeField,
-		PromptField: s.PromptField, OutputField: s.OutputField, TimeUnit: s.TimeUnit}
+		PromptField: s.PromptField, OutputField: s.OutputField, TimeUnit: s.TimeUnit,
+		HashField: s.HashField, HashBlock: s.HashBlockTokens}
 	if s.FS != nil {
 		path = s.Path
 	}
@@ -426,7 +498,8 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 	if err != nil {
 		return nil, err
 	}
-	return &traceSource{spec: s, rng: rng, seed: seed, r: r, closer: c}, nil
+	ids, _ := r.(trace.HashIDReader)
+	return &traceSource{spec: s, rng: rng, seed: seed, r: r, ids: ids, closer: c}, nil
 }
 
 // syntheticSalt separates the synthetic trace's seed from the workload
@@ -471,9 +544,12 @@ func (t *traceSource) Next() (Arrival, bool, error) {
 		return Arrival{}, false, err
 	}
 	a := Arrival{At: sim.Time(rec.ArrivalNS), PromptLen: rec.PromptTokens, OutputLen: max(rec.OutputTokens, 1),
-		Group: -1, Seed: sim.Mix(t.seed ^ sim.Mix(uint64(t.n)+1)), Line: rec.Line}
+		Group: -1, Seed: sim.Mix(t.seed ^ sim.Mix(uint64(t.n)+1)), Line: rec.Line, OutputID: outputID(t.seed, t.n)}
 	if t.spec.PromptLen.Kind != "trace" {
 		a.PromptLen = t.spec.PromptLen.Draw(t.rng)
+	}
+	if t.ids != nil {
+		a.Prefix = t.slab.hashIDSegments(t.ids.HashIDs(), t.ids.HashBlock(), rec.PromptTokens, a.PromptLen)
 	}
 	if t.spec.OutputLen.Kind != "trace" {
 		a.OutputLen = t.spec.OutputLen.Draw(t.rng)

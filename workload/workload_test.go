@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestSyntheticIsSeededAndScaled(t *testing.T) {
 		t.Errorf("Total %d, want 500", src.Total())
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if !reflect.DeepEqual(a[i], b[i]) {
 			t.Fatalf("arrival %d differs between runs: %+v vs %+v", i, a[i], b[i])
 		}
 	}
