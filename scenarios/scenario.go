@@ -48,11 +48,11 @@ type Engine struct {
 	GPUMemoryUtilization      float64 `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
 	NumGPUBlocksOverride      int     `yaml:"num_gpu_blocks_override" json:"num_gpu_blocks_override"`
 	EnableChunkedPrefill      bool    `yaml:"enable_chunked_prefill" json:"enable_chunked_prefill"`
+	LongPrefillTokenThreshold int     `yaml:"long_prefill_token_threshold" json:"long_prefill_token_threshold"`
+	SchedulingPolicy          string  `yaml:"scheduling_policy" json:"scheduling_policy"`
 	// EnablePrefixCaching: attention blocks hashed, cached and shared by
 	// hit. Left out, it takes vLLM's default (PrefixCachingDefault).
 	EnablePrefixCaching bool `yaml:"enable_prefix_caching" json:"enable_prefix_caching"`
-	LongPrefillTokenThreshold int     `yaml:"long_prefill_token_threshold" json:"long_prefill_token_threshold"`
-	SchedulingPolicy          string  `yaml:"scheduling_policy" json:"scheduling_policy"`
 	// StateIndexBits is the width the prefill kernel forms slot × stride
 	// in: 32 reproduces bug B, 64 is the fix; 16..31 scale the bug down
 	// so small pools can show it.

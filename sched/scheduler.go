@@ -62,11 +62,11 @@ type State struct {
 	// blocks of blockSize (prefix caching only). Nil: every request's
 	// tokens are its own (UniqueBlockHashes).
 	HashBlocks func(r *Request, blockSize int)
-	Waiting []*Request // head first; see PushWaiting
-	Running []*Request
-	Now     sim.Time
-	waitBuf []*Request // Waiting's backing array, reused as the head pops
-	stamp   int64      // the step being scheduled (Request.joinStamp)
+	Waiting    []*Request // head first; see PushWaiting
+	Running    []*Request
+	Now        sim.Time
+	waitBuf    []*Request // Waiting's backing array, reused as the head pops
+	stamp      int64      // the step being scheduled (Request.joinStamp)
 }
 
 // Policy decides one step. It appends rows (in running-then-new order,

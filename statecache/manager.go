@@ -107,7 +107,6 @@ type ManagerOptions struct {
 // (VLLM-FACTS-CURRENT §2.1), which the manager does not model yet.
 const ErrHybridPrefixCaching = "prefix caching on a hybrid model needs mamba_cache_mode align or all (not modelled yet)"
 
-
 type groupRef struct {
 	mamba bool
 	i     int
