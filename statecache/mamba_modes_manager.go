@@ -1,0 +1,330 @@
+package statecache
+
+import (
+	"fmt"
+	"slices"
+)
+
+// MambaTable is one request's blocks in one Mamba group (vLLM's
+// req_to_blocks in that group's MambaManager) and the manager's
+// bookkeeping for it. Positions the request does not hold are NullBlock.
+// The zero value is an empty table; Free empties it and keeps its array.
+type MambaTable struct {
+	Blocks    []int32
+	numCached int // num_cached_block
+	// lastState is last_state_block_idx + 1 (0: unset): in align mode
+	// the previous step's running block, kept one step as the copy
+	// source, or the block a new request's hit restores from.
+	lastState int
+	allocated bool // in _allocated_block_reqs (align mode)
+	running   bool // in num_cached_block: takes no new hits
+	// tokens: the state the running block holds once the scheduled step
+	// runs covers this many tokens; srcTokens: the copy source's.
+	tokens, srcTokens int
+}
+
+// MambaManager is one Mamba KV cache group's manager for one cache mode
+// (vLLM's MambaManager, vllm/v1/core/single_type_kv_cache_manager.py @
+// 129ab7c6): allocation, the skipped-block frees, hit blocks and caching,
+// per request, over the shared pool. vLLM keeps one manager per group;
+// so does statesim. The scheduler calls, per scheduled request and group,
+// RemoveSkippedBlocks, BlocksToAllocate (all groups summed against the
+// free count), AddHitBlocks (every group before any group allocates),
+// AllocateNewBlocks and CacheBlocks, as KVCacheManager.allocate_slots
+// does; Free when the request finishes or is preempted.
+type MambaManager struct {
+	Pool  *BlockPool
+	Spec  MambaSpec
+	Group int32
+	freed []int32 // RemoveSkippedBlocks' scratch
+}
+
+// NewMambaManager manages group g under spec over pool; "align" and
+// "all" need a pool that caches by prefix.
+func NewMambaManager(pool *BlockPool, spec MambaSpec, g int32) (*MambaManager, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode != MambaNone && !pool.PrefixCaching() {
+		return nil, fmt.Errorf("mamba cache mode %v needs a pool with prefix caching", spec.Mode)
+	}
+	return &MambaManager{Pool: pool, Spec: spec, Group: g}, nil
+}
+
+// RemoveSkippedBlocks frees the blocks a request no longer needs once
+// numComputed tokens are computed (remove_skipped_blocks, with
+// get_num_skipped_tokens = numComputed − 1): walking back from the block
+// before the one holding the last computed token, up to the first null;
+// in align mode also the copy source, one step after it was copied from
+// (last_state_block_idx < cdiv(numComputed, B) − 1). Freed positions
+// become null; a freed block with a hash stays findable in the free queue.
+func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComputed int) error {
+	b := m.Spec.BlockSize
+	if skipped := numComputed - 1; skipped > 0 {
+		m.freed = m.freed[:0]
+		for i := min(skipped/b, len(t.Blocks)) - 1; i >= 0 && t.Blocks[i] != NullBlock; i-- {
+			m.freed = append(m.freed, t.Blocks[i])
+			t.Blocks[i] = NullBlock
+		}
+		if err := m.Pool.FreeBlocks(req, m.freed); err != nil {
+			return fmt.Errorf("mamba group %d: %w", m.Group, err)
+		}
+	}
+	if m.Spec.Mode == MambaAlign && t.lastState > 0 {
+		i := t.lastState - 1
+		if i < mambaCeilDiv(numComputed, b)-1 && i < len(t.Blocks) && t.Blocks[i] != NullBlock {
+			one := [1]int32{t.Blocks[i]}
+			if err := m.Pool.FreeBlocks(req, one[:]); err != nil {
+				return fmt.Errorf("mamba group %d: %w", m.Group, err)
+			}
+			t.Blocks[i] = NullBlock
+		}
+	}
+	return nil
+}
+
+// BlocksToAllocate is get_num_blocks_to_allocate for a request that will
+// hold numTokens tokens (main model only: draft models have no Mamba
+// layers), of which totalComputed are computed including a new request's
+// hit, whose blocks in this group are hit. A hit whose state block was
+// cached in this very step costs more than the pool holds: the state is
+// not written until the step runs, so the request waits a step (PR
+// #29387, cached_blocks_this_step).
+func (m *MambaManager) BlocksToAllocate(t *MambaTable, numTokens, totalComputed int, hit []int32) int {
+	if m.sameStepHit(hit) {
+		return m.Pool.NumBlocks() + 1
+	}
+	b, k := m.Spec.BlockSize, m.Spec.NumSpeculativeBlocks
+	if m.Spec.Mode == MambaAlign {
+		n := mambaCeilDiv(numTokens, b) + k - len(hit) - len(t.Blocks)
+		if n > 0 {
+			n = 1 + k // a first allocation: running block and spec blocks
+			if t.allocated {
+				n = 1 // the spec blocks move forward, one new block at most
+			}
+		}
+		return max(n, 0) + m.evictable(hit)
+	}
+	required := mambaCeilDiv(numTokens+b*k, b)
+	if t.running {
+		return max(required-len(t.Blocks), 0)
+	}
+	skippedBlocks := 0
+	if totalComputed > 1 {
+		skippedBlocks = (totalComputed - 1) / b
+	}
+	n := max(required-max(skippedBlocks, len(hit)+len(t.Blocks)), 0)
+	return n + m.evictable(hit[min(max(skippedBlocks-len(t.Blocks), 0), len(hit)):])
+}
+
+// evictable counts the free (reference 0) real blocks of hit: touching
+// them takes them off the free queue.
+func (m *MambaManager) evictable(hit []int32) int {
+	n := 0
+	for _, b := range hit {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.ref[b] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *MambaManager) sameStepHit(hit []int32) bool {
+	if len(hit) == 0 || m.Pool.pc == nil {
+		return false
+	}
+	b := hit[len(hit)-1]
+	r := &m.Pool.pc.rec[b]
+	return b != NullBlock && r.Cached && r.Step == m.Pool.pc.step
+}
+
+// AddHitBlocks gives a request that is not running yet its hit in this
+// group, covering hitTokens tokens (allocate_new_computed_blocks): the
+// blocks before the one holding the last hit token are skipped (null),
+// that one is touched. Call it for every new request, hit or not, and for
+// every group before any group allocates, or a pop could evict a hit
+// block not yet touched.
+func (m *MambaManager) AddHitBlocks(req RequestID, t *MambaTable, hit []int32, hitTokens int) error {
+	if t.running {
+		if len(hit) != 0 {
+			return fmt.Errorf("mamba group %d: running request %d given a hit", m.Group, req)
+		}
+		return nil
+	}
+	if len(t.Blocks) != 0 {
+		return fmt.Errorf("mamba group %d: request %d has blocks before its hit", m.Group, req)
+	}
+	skipped := 0
+	if hitTokens > 1 {
+		skipped = min((hitTokens-1)/m.Spec.BlockSize, len(hit))
+	}
+	if len(hit) > 0 {
+		m.Pool.Touch(req, hit[skipped:])
+	}
+	for range skipped {
+		t.Blocks = append(t.Blocks, NullBlock)
+	}
+	t.Blocks = append(t.Blocks, hit[skipped:]...)
+	t.numCached = len(t.Blocks)
+	t.running = true
+	t.tokens = hitTokens
+	return nil
+}
+
+// AllocateNewBlocks grows t so that it holds numTokens tokens
+// (allocate_new_blocks). "none" and "all" take cdiv(numTokens + B·K, B)
+// blocks; "align" takes cdiv(numTokens, B) + K positions, all null but
+// the running block and the K speculative blocks: it records the previous
+// running block (or a hit's block) as the copy source, pads with nulls to
+// the new running position, moves the speculative blocks forward and pops
+// the rest (at most one block for a running request). The caller checked
+// BlocksToAllocate against the free count.
+func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens int) error {
+	b, k := m.Spec.BlockSize, m.Spec.NumSpeculativeBlocks
+	t.running = true
+	if m.Spec.Mode != MambaAlign {
+		t.tokens = numTokens
+		return m.grow(req, t, mambaCeilDiv(numTokens+b*k, b))
+	}
+	required := mambaCeilDiv(numTokens, b) + k
+	prev := len(t.Blocks)
+	if required == prev {
+		t.tokens = numTokens
+		return nil
+	}
+	if required < prev {
+		return fmt.Errorf("mamba group %d: request %d needs %d blocks, holds %d", m.Group, req, required, prev)
+	}
+	switch {
+	case t.allocated:
+		t.lastState = prev - k // index prev-1-K, plus one
+	case prev > 0:
+		t.lastState = prev // a hit: its block is the last one
+	}
+	t.srcTokens = t.tokens
+	run := required - k - 1
+	for len(t.Blocks) < run {
+		t.Blocks = append(t.Blocks, NullBlock)
+	}
+	if t.allocated {
+		for i := prev - k; i < prev && i < run; i++ {
+			t.Blocks = append(t.Blocks, t.Blocks[i])
+			t.Blocks[i] = NullBlock
+		}
+	}
+	if err := m.grow(req, t, required); err != nil {
+		return err
+	}
+	t.allocated = true
+	t.tokens = numTokens
+	return nil
+}
+
+// grow pops blocks until t holds n positions.
+func (m *MambaManager) grow(req RequestID, t *MambaTable, n int) error {
+	d := n - len(t.Blocks)
+	if d <= 0 {
+		return nil
+	}
+	old := len(t.Blocks)
+	t.Blocks = slices.Grow(t.Blocks, d)[:n]
+	if err := m.Pool.GetNewBlocks(req, m.Group, t.Blocks[old:]); err != nil {
+		t.Blocks = t.Blocks[:old]
+		return fmt.Errorf("mamba group %d: %w", m.Group, err)
+	}
+	return nil
+}
+
+// CacheBlocks makes t's real blocks that numTokens tokens fill findable
+// (cache_blocks, at allocation: before the step writes them). Nulls are
+// passed over, so in align mode a state is cached only when the step ends
+// exactly on a boundary and the running block is the boundary's. "none"
+// caches nothing.
+func (m *MambaManager) CacheBlocks(req RequestID, t *MambaTable, numTokens int, hashes []BlockHash) error {
+	if m.Spec.Mode == MambaNone {
+		return nil
+	}
+	full := numTokens / m.Spec.BlockSize
+	if t.numCached >= full {
+		return nil
+	}
+	if err := m.Pool.CacheFullBlocks(req, m.Group, t.Blocks, hashes, t.numCached, full, m.Spec.BlockSize); err != nil {
+		return err
+	}
+	t.numCached = full
+	return nil
+}
+
+// Free returns t's blocks, tail first (free), and empties t.
+func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
+	slices.Reverse(t.Blocks)
+	if err := m.Pool.FreeBlocks(req, t.Blocks); err != nil {
+		slices.Reverse(t.Blocks)
+		return fmt.Errorf("mamba group %d: %w", m.Group, err)
+	}
+	*t = MambaTable{Blocks: t.Blocks[:0]}
+	return nil
+}
+
+// MambaState is what a request's table holds in one Mamba group, for
+// provenance checks: the running state's block, and in align mode the
+// block the step copies it from.
+type MambaState struct {
+	// Running is the block the running state is in (after the scheduled
+	// step, one covering RunningTokens tokens); NullBlock before the
+	// first allocation. RunningIndex is its table position.
+	Running       int32
+	RunningIndex  int
+	RunningTokens int
+	// CopySource is, in align mode, the block the worker copies the state
+	// from into Running before the step (the previous step's running
+	// block, or a hit's block), holding CopySourceTokens tokens' state;
+	// NullBlock when the step copies nothing that is still held.
+	CopySource       int32
+	CopySourceIndex  int
+	CopySourceTokens int
+	Held             int // real blocks in the table
+}
+
+// State reads t.
+func (m *MambaManager) State(t *MambaTable) MambaState {
+	s := MambaState{Running: NullBlock, CopySource: NullBlock, RunningIndex: -1, CopySourceIndex: -1}
+	for _, b := range t.Blocks {
+		if b != NullBlock {
+			s.Held++
+		}
+	}
+	// In align mode a hit alone is not a running block yet: the running
+	// block is the fresh one the first allocation pops.
+	i := len(t.Blocks) - 1 - m.Spec.NumSpeculativeBlocks
+	if i >= 0 && (t.allocated || m.Spec.Mode != MambaAlign) {
+		s.Running, s.RunningIndex, s.RunningTokens = t.Blocks[i], i, t.tokens
+	}
+	if i := t.lastState - 1; m.Spec.Mode == MambaAlign && i >= 0 && i < len(t.Blocks) && i != s.RunningIndex && t.Blocks[i] != NullBlock {
+		s.CopySource, s.CopySourceIndex, s.CopySourceTokens = t.Blocks[i], i, t.srcTokens
+	}
+	return s
+}
+
+// MambaSnapshot is a cached state block: which group, which token prefix
+// (by hash) and how many tokens the cache says it holds.
+type MambaSnapshot struct {
+	Block  int32
+	Index  int // position in the request's table
+	Group  int32
+	Hash   BlockHash
+	Tokens int32
+}
+
+// Snapshots appends the boundary snapshots t holds to dst.
+func (m *MambaManager) Snapshots(t *MambaTable, dst []MambaSnapshot) []MambaSnapshot {
+	if m.Pool.pc == nil {
+		return dst
+	}
+	for i, b := range t.Blocks {
+		if r := m.Pool.pc.rec[b]; b != NullBlock && r.Cached {
+			dst = append(dst, MambaSnapshot{b, i, r.Group, r.Hash, r.Tokens})
+		}
+	}
+	return dst
+}
