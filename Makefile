@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzFromHFConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzCSVMapped$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONLNested$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./trace -run '^$$' -fuzz '^FuzzMooncakeHashIDs$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 
 # Every fuzz target for a minute each, by the clock. Under Go 1.26 a run can
 # end in the coordinator's spurious "context deadline exceeded" (no input

@@ -48,7 +48,7 @@ var builtin embed.FS
 // builtinTraces holds the trace files built-in scenarios name (relative to
 // scenarios/), so they replay from an installed binary anywhere.
 //
-//go:embed traces/*.csv
+//go:embed traces/*.csv traces/*.jsonl
 var builtinTraces embed.FS
 
 // Builtins lists the embedded scenarios by name (file name without .yaml).

@@ -241,14 +241,14 @@ func (s *Scenario) Validate() error {
 	if err := s.Workload.Validate(); err != nil {
 		return fieldErr("workload.", err)
 	}
-	if m := s.Workload.PromptLen.MaxValue() + s.Workload.OutputLen.MaxValue(); m > e.MaxModelLen {
+	if m := s.Workload.MaxSequence(); m > int64(e.MaxModelLen) {
 		return fe("engine.max_model_len", "%d is less than the longest prompt + output the workload can draw (%d)", e.MaxModelLen, m)
 	}
 	if (!e.EnableChunkedPrefill || e.VLLMVersion == "v0") && s.Workload.Kind != "trace" && s.Workload.Kind != "synthetic" {
 		// vLLM refuses this set-up at start-up; here a whole prompt (or a
 		// preempted request's prompt + output) that can never fit the
 		// budget would stall the engine.
-		if m := s.Workload.PromptLen.MaxValue() + s.Workload.OutputLen.MaxValue(); m > e.MaxNumBatchedTokens {
+		if m := s.Workload.MaxSequence(); m > int64(e.MaxNumBatchedTokens) {
 			return fe("engine.max_num_batched_tokens", "%d is less than the longest prompt + output the workload can draw (%d); without chunked prefill (or under v0) a whole prompt must fit one step", e.MaxNumBatchedTokens, m)
 		}
 	}

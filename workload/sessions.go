@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"statesim/sim"
@@ -103,6 +104,11 @@ func (q *sessionsSource) Finished(g int, now sim.Time) {
 // maxSessionTokens is the longest sequence a session can reach: its last
 // turn's prompt (system prompt, every turn's user text and every earlier
 // output) plus its output.
+// It saturates at MaxInt64 rather than wrap.
 func (s *Spec) maxSessionTokens() int64 {
-	return int64(s.SystemPromptTokens) + int64(s.TurnsPerSession)*int64(s.PromptLen.MaxValue()+s.OutputLen.MaxValue())
+	turn := int64(s.PromptLen.MaxValue()) + int64(s.OutputLen.MaxValue())
+	if n := int64(s.TurnsPerSession); n > 0 && turn > (math.MaxInt64-int64(s.SystemPromptTokens))/n {
+		return math.MaxInt64
+	}
+	return int64(s.SystemPromptTokens) + int64(s.TurnsPerSession)*turn
 }
