@@ -54,8 +54,12 @@ func (c *Scheduler) Step(r *step.Record) {
 			})
 		}
 	}
-	if r.BlocksHeld != r.BlocksHeldByRunning {
+	// A block shared through a prefix hit is in several tables.
+	if r.BlocksHeld+r.SharedBlockRefs != r.BlocksHeldByRunning {
 		c.add(invariant.BlockConservation, r, -1, func() string {
+			if r.SharedBlockRefs != 0 {
+				return fmt.Sprintf("pool says %d blocks held (and %d table entries shared), running requests hold %d", r.BlocksHeld, r.SharedBlockRefs, r.BlocksHeldByRunning)
+			}
 			return fmt.Sprintf("pool says %d blocks held, running requests hold %d", r.BlocksHeld, r.BlocksHeldByRunning)
 		})
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"statesim/backend"
 	"statesim/check"
 	"statesim/model"
@@ -103,5 +105,5 @@ func ratio(a, b int64) float64 {
 	if b == 0 {
 		return 0
 	}
-	return round3(float64(a)/float64(b)*1e3) / 1e3
+	return math.Round(float64(a)/float64(b)*1e4) / 1e4
 }

@@ -371,6 +371,7 @@ func (r *runner) newRequest(a workload.Arrival) *sched.Request {
 	q.NumPromptTokens = a.PromptLen
 	q.MaxTokens = a.OutputLen
 	q.Seed = a.Seed
+	q.Prefix, q.OutputID = a.Prefix, a.OutputID
 	q.FirstTokenTime = -1
 	q.CorruptStep = -1
 	return q
@@ -464,6 +465,7 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 		rec.PreemptedPrefixQueries, rec.PreemptedPrefixHits = st.PreemptedQueries-r.pcSeen.PreemptedQueries, st.PreemptedHits-r.pcSeen.PreemptedHits
 		rec.EvictedBlocks = st.Evictions - r.pcSeen.Evictions
 		rec.CachedBlocks = r.kv.Pool.NumCachedBlocks()
+		rec.SharedBlockRefs = r.kv.SharedRefs()
 		r.pcSeen = st
 	}
 	for _, q := range r.s.Running {

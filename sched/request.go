@@ -48,6 +48,11 @@ type Request struct {
 	schedIdx              int32
 
 	Blocks statecache.BlockTable
+	// Prefix names the prompt's leading tokens others may share, and
+	// OutputID the content of the rest (prompt tail, then output): what
+	// the block hashes are made of (statecache.SegmentBlockHashes).
+	Prefix   []statecache.Segment
+	OutputID uint64
 	// BlockHashes are the hashes of the request's full blocks of known
 	// tokens, grown as tokens are known (vLLM's request.block_hashes);
 	// used only with prefix caching.

@@ -59,8 +59,8 @@ type State struct {
 	Cfg Config
 	KV  *statecache.KVCacheManager
 	// HashBlocks grows r.BlockHashes to cover r's known tokens' full
-	// blocks of blockSize (prefix caching only). Nil: every request's
-	// tokens are its own (UniqueBlockHashes).
+	// blocks of blockSize (prefix caching only). Nil: from r's Prefix and
+	// OutputID, or, with neither, as r's own tokens (UniqueBlockHashes).
 	HashBlocks func(r *Request, blockSize int)
 	Waiting    []*Request // head first; see PushWaiting
 	Running    []*Request
@@ -95,11 +95,14 @@ func (st *State) hashes(r *Request) {
 	if len(r.BlockHashes) >= r.NumTokens()/bs {
 		return
 	}
-	if st.HashBlocks != nil {
+	switch {
+	case st.HashBlocks != nil:
 		st.HashBlocks(r, bs)
-		return
+	case r.OutputID != 0 || len(r.Prefix) > 0:
+		r.BlockHashes = statecache.SegmentBlockHashes(r.BlockHashes, r.Prefix, r.OutputID, r.NumTokens(), bs)
+	default:
+		UniqueBlockHashes(r, bs)
 	}
-	UniqueBlockHashes(r, bs)
 }
 
 // UniqueBlockHashes hashes r's tokens as its own: no two requests share a

@@ -94,7 +94,16 @@ type KVCacheManager struct {
 	// blockwiseFree: free through Pool.FreeBlocks, group by group, so
 	// that the free order (FreshToHead) sees a group's blocks at once.
 	blockwiseFree bool
+	// sharedRefs: table entries beyond each held block's first (a hit on
+	// a block someone holds), so that the tables' sum of blocks equals
+	// the pool's held blocks plus this.
+	sharedRefs int
 }
+
+// SharedRefs is how many table entries name a block another table also
+// names (the references past each held block's first): with prefix
+// caching, the blocks in every table sum to Pool.NumHeld() + SharedRefs().
+func (m *KVCacheManager) SharedRefs() int { return m.sharedRefs }
 
 // ManagerOptions are vLLM's cache switches the manager follows.
 type ManagerOptions struct {
@@ -213,6 +222,11 @@ func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, hitTokens, 
 		// pop could evict a hit block not yet touched.
 		for g := range t.Attn {
 			hit := m.coord.HitBlocks(m.attnGroup[g])[:hb]
+			for _, b := range hit {
+				if m.Pool.pc.ref[b] > 0 {
+					m.sharedRefs++
+				}
+			}
 			m.Pool.Touch(req, hit)
 			t.Attn[g] = append(t.Attn[g], hit...)
 		}
@@ -367,6 +381,13 @@ func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 			continue
 		}
 		bs := t.Attn[g.i]
+		if m.coord != nil {
+			for _, b := range bs {
+				if m.Pool.pc.ref[b] > 1 {
+					m.sharedRefs--
+				}
+			}
+		}
 		slices.Reverse(bs)
 		if err := m.Pool.FreeBlocks(req, bs); err != nil {
 			slices.Reverse(bs)

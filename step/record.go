@@ -48,6 +48,10 @@ type Record struct {
 	BlocksFree       int
 	// BlocksHeldByRunning sums the running requests' tables.
 	BlocksHeldByRunning int
+	// SharedBlockRefs are the table entries that name a block another
+	// table names too (prefix caching): BlocksHeld + SharedBlockRefs =
+	// BlocksHeldByRunning.
+	SharedBlockRefs int
 	// StateBlocksHeld counts state blocks in running requests' tables.
 	StateBlocksHeld int
 	// HighestSlot is the highest state slot any kernel has addressed so
@@ -163,6 +167,7 @@ func (r *Record) Reset() {
 	r.Waiting, r.Running = 0, 0
 	r.NumBlocks, r.BlocksHeld, r.BlocksFree = 0, 0, 0
 	r.BlocksHeldByRunning, r.StateBlocksHeld, r.HighestSlot = 0, 0, 0
+	r.SharedBlockRefs = 0
 	r.Held, r.Finished = r.Held[:0], r.Finished[:0]
 	r.PrefixQueries, r.PrefixHits, r.PreemptedPrefixQueries, r.PreemptedPrefixHits = 0, 0, 0, 0
 	r.CachedBlocks, r.EvictedBlocks = 0, 0
