@@ -481,3 +481,76 @@ func TestMambaStepAllocsNothingWhenWarm(t *testing.T) {
 		}
 	}
 }
+
+// vLLM's hybrid cases (tests/v1/core/test_prefix_caching.py,
+// test_prefill_hybrid_model_combinations "3g-full+2mamba" and
+// test_prefill_hybrid_model_mamba_align; B = 16): request 0 schedules its
+// 55 tokens (3 full blocks) in one step; after new_step_starts, request 1
+// with the same 48-token prefix hits 48 tokens in every group when the
+// Mamba groups cache every boundary. In align mode that one chunk ends
+// off the grid, so its 3 null positions are passed over (issue #34361)
+// and nothing is cached: no hit. Chunked as the align policy cuts it
+// (48, then 7), the state at 48 is cached and request 1 hits 48.
+func TestMambaVLLMHybridPrefill(t *testing.T) {
+	const bs = 16
+	common := make([]int32, 0, 55)
+	for i := range 3 {
+		for range bs {
+			common = append(common, int32(i))
+		}
+	}
+	req0 := append(slices.Clone(common), 3, 3, 3, 3, 3, 3, 3)
+	req1 := append(slices.Clone(common), 4, 4, 4, 4, 4)
+	h0, h1 := AppendBlockHashes(nil, req0, bs), AppendBlockHashes(nil, req1, bs)
+	for _, c := range []struct {
+		name   string
+		mode   MambaCacheMode
+		chunks []int
+		want   int
+	}{
+		{"all, one chunk", MambaAll, []int{55}, 48},
+		{"align, one chunk", MambaAlign, []int{55}, 0},
+		{"align, aligned chunks", MambaAlign, []int{48, 7}, 48},
+	} {
+		p := NewBlockPoolWith(40, PoolOptions{EnablePrefixCaching: true, FreeOrder: FreshToHead})
+		attn := make([]int32, 4) // the full-attention group 0, as its manager would
+		if err := p.GetNewBlocks(0, 0, attn); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CacheFullBlocks(0, 0, attn, h0, 0, 3, bs); err != nil {
+			t.Fatal(err)
+		}
+		var mgrs [2]*MambaManager
+		var tabs [2]MambaTable
+		step := int64(1)
+		computed := 0
+		for _, n := range c.chunks {
+			p.NewStepStarts(step)
+			for g := range mgrs {
+				if mgrs[g] == nil {
+					mgrs[g], _ = NewMambaManager(p, MambaSpec{Mode: c.mode, BlockSize: bs}, int32(g+1))
+				}
+				m, tb := mgrs[g], &tabs[g]
+				if err := m.RemoveSkippedBlocks(0, tb, computed); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.AllocateNewBlocks(0, tb, computed+n); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.CacheBlocks(0, tb, computed+n, h0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			computed += n
+			step++
+		}
+		p.NewStepStarts(step)
+		coord, err := NewHybridCoordinator(3, []HitGroup{{FullAttention{bs}, []int32{0}}, {MambaHit{c.mode, bs}, []int32{1, 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := coord.FindLongestCacheHit(p, h1, len(req1)-1); got != c.want {
+			t.Errorf("%s: request 1 hits %d tokens, want %d", c.name, got, c.want)
+		}
+	}
+}
