@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"statesim/sim"
 	"statesim/statecache"
+	"statesim/trace"
 )
 
 const mooncakeSample = "../trace/testdata/mooncake_sample.jsonl"
@@ -363,4 +365,73 @@ func TestSegSlabDisjoint(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Over Mooncake's whole trace, the prompt tokens an unbounded cache of
+// 16-token blocks would hit (blocks whose hash an earlier request made,
+// capped at prompt − 1 as vLLM's lookup is) equal what the raw hash_ids
+// say: the longest run of leading ids some earlier record began with,
+// times 512, within the prompt. One derivation goes through the segments'
+// block hashes, the other reads the trace's ids into a trie.
+func TestMooncakeTraceSharingMatchesHashIDs(t *testing.T) {
+	const bs, maxPrompt = 16, 131072
+	path := "../scenarios/traces/mooncake_synthetic_trace.jsonl"
+	s := &Spec{Kind: "trace", Path: path, Format: "mooncake", PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
+	seen := map[statecache.BlockHash]bool{}
+	var fromHashes, total int
+	for _, a := range drainSeed(t, s, 1) {
+		if a.PromptLen >= maxPrompt {
+			continue
+		}
+		total += a.PromptLen
+		hs := hashes(a, bs)
+		hit := 0
+		for hit < len(hs) && seen[hs[hit]] {
+			hit++
+		}
+		fromHashes += min(hit*bs, (a.PromptLen-1)/bs*bs)
+		for _, h := range hs {
+			seen[h] = true
+		}
+	}
+
+	r, c, err := trace.Open(path, trace.Options{Format: "mooncake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type edge struct {
+		node int
+		id   uint64
+	}
+	trie := map[edge]int{}
+	fromIDs := 0
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.PromptTokens >= maxPrompt {
+			continue
+		}
+		node, k := 0, 0
+		for _, id := range r.(trace.HashIDReader).HashIDs() {
+			next, ok := trie[edge{node, id}]
+			if !ok {
+				next = len(trie) + 1
+				trie[edge{node, id}] = next
+			} else {
+				k++ // a new node has no children: only the leading run counts
+			}
+			node = next
+		}
+		fromIDs += min(k*512, rec.PromptTokens-1) / bs * bs
+	}
+	if fromHashes != fromIDs || fromHashes == 0 || fromHashes >= total {
+		t.Fatalf("shared prompt tokens: %d from block hashes, %d from hash_ids, of %d", fromHashes, fromIDs, total)
+	}
+	t.Logf("an unbounded cache would hit %d of %d prompt tokens (%.1f%%)", fromHashes, total, 100*float64(fromHashes)/float64(total))
 }
