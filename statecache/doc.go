@@ -14,7 +14,8 @@
 // With prefix caching (PoolOptions, prefix_*.go) the pool is also vLLM's
 // prefix cache: reference-counted blocks found by chained hashes, kept in
 // the free queue until evicted, and the lookup every KV cache group must
-// agree on.
+// agree on. The Mamba groups' cache modes none/align/all (mamba_modes*.go)
+// are per-group allocation policies and hit rules over the same pool.
 //
 // It is a pure state machine: no clock, no randomness, no I/O.
 package statecache
