@@ -37,3 +37,15 @@ func BenchmarkReplaySynthetic1M(b *testing.B) { benchScenario(b, "synthetic-1m")
 func BenchmarkReplaySynthetic100k(b *testing.B) {
 	benchScenario(b, "synthetic-1m", "workload.count=100000")
 }
+
+// BenchmarkReplayAzureConvAttention is the Azure hour on the
+// attention-only 3B shape without prefix caching, the baseline of
+// BenchmarkReplayAzureConvPrefixCaching (the same with it on; the trace
+// shares no prefixes, so this is the bookkeeping's cost).
+func BenchmarkReplayAzureConvAttention(b *testing.B) {
+	benchScenario(b, "azure-conv", "model.preset=attention-only-3b", "engine.enable_prefix_caching=false")
+}
+
+func BenchmarkReplayAzureConvPrefixCaching(b *testing.B) {
+	benchScenario(b, "azure-conv", "model.preset=attention-only-3b", "engine.enable_prefix_caching=true")
+}

@@ -143,6 +143,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
 		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
 		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
+		StateKind: r.shape.StateKind(),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	r.s.HashBlocks = opt.hashBlocks
@@ -202,7 +203,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 // head order for caching off is not modelled, so that those runs keep
 // their block ids).
 func freeOrderOf(sc *scenarios.Scenario) statecache.FreeOrder {
-	if sc.Engine.EnablePrefixCaching && sc.Version() == sched.V022 {
+	if sc.Engine.EnablePrefixCaching && sc.Version().Since(sched.V022) {
 		return statecache.FreshToHead
 	}
 	return statecache.FreeToTail
@@ -343,6 +344,14 @@ func (r *runner) stallReason() string {
 			return fmt.Sprintf(": request %d's whole prompt (%d tokens) exceeds max_num_batched_tokens %d and chunked prefill is off", w.ID, chunk, e.MaxNumBatchedTokens)
 		}
 		chunk = min(chunk, e.MaxNumBatchedTokens)
+		if r.kv.PrefixCaching() {
+			// A hit lengthens the first allocation (hit + chunk), and its
+			// free cached blocks count as allocations too.
+			bs := r.kv.BlockSize()
+			if need := (w.NumTokens() + bs - 1) / bs * len(w.Blocks.Attn); need > r.kv.Pool.NumFree() {
+				return fmt.Sprintf(": request %d needs up to %d blocks for its prefix hit and first chunk (the hit's free cached blocks count as allocations), the pool has %d free of %d", w.ID, need, r.kv.Pool.NumFree(), r.nBlocks-1)
+			}
+		}
 		if need := r.kv.BlocksNeeded(&w.Blocks, w.NumComputedTokens+chunk); need > r.kv.Pool.NumFree() {
 			return fmt.Sprintf(": request %d needs %d blocks for its first chunk, the pool has %d free of %d", w.ID, need, r.kv.Pool.NumFree(), r.nBlocks-1)
 		}
