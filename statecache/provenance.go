@@ -40,9 +40,15 @@ type Provenance struct {
 // give the same answers as checking every block every step:
 //   - KV: a block a request has verified to hold its own full K/V can only
 //     change behind its back through a wrapped state write (the pool never
-//     hands a held block to anyone else, and the holder only adds
-//     positions), so AccessKV re-reads verified blocks only after a clobber;
-//     the partly filled last block is leased like the state.
+//     hands a held block to anyone for writing: a prefix hit shares only
+//     full blocks, and the sharer starts computing after them), so
+//     AccessKV re-reads verified blocks only after a clobber; the partly
+//     filled last block is leased like the state (never shared: a block is
+//     cached only when the step that fills it is allocated, and a lease is
+//     taken only on a block left partly filled). The blocks a request
+//     reached by a hit are not its own K/V: AccessKV starts after them
+//     (BlockTable.HitBlocks) and the backend checks them once per hit
+//     against their PrefixRecord; reading one settles its writer's lease.
 //   - State: while only its holder writes them, a request's Mamba slots
 //     carry one record, kept in the request's BlockTable (a lease) and
 //     advanced there; any other access, and Free, writes it back first.
