@@ -25,8 +25,16 @@ const (
 	V019
 	// V022: PR #42430 (merged 2026-05-18, first in v0.22.0): 1-token
 	// chunks of requests that already have state (short extends) run as
-	// decodes; only rows with no state are forced to prefill.
+	// decodes; only rows with no state are forced to prefill. The GDN and
+	// Kimi-K3 KDA builders still split with the default flags, so a new
+	// 1-token row in a batch of decodes takes their decode kernel. v0.23
+	// to v0.30 change nothing here and are its aliases.
 	V022
+	// V031: the GDN builder (#51565, merged 2026-09-22) and Kimi-K3's KDA
+	// builder (#51483, merged 2026-09-16) send rows with no state to
+	// prefill, as the Mamba builders do since #42430. First in v0.31.0
+	// (inferred: docs/model.md says how).
+	V031
 	// V0: the old engine's control: separate prefill and decode steps, and
 	// Mamba1 always on the prefill path.
 	V0
@@ -34,7 +42,7 @@ const (
 )
 
 // Fixed is the newest behaviour modelled ("fixed" in scenarios).
-const Fixed = V022
+const Fixed = V031
 
 // Reorder is the region rule of reorder_batch_to_split_decodes_and_prefills
 // (vllm/v1/attention/backends/utils.py).
@@ -65,9 +73,8 @@ const (
 )
 
 // Split is one metadata builder's split_decodes_and_prefills call. It is a
-// value, not code, so that builders with other flags (the GDN builder keeps
-// the default until #51565) and a CUDA-graph shape decision can be added as
-// more rows of a table.
+// value, not code, so that each builder (Builder) is a column of the
+// version table, and a CUDA-graph shape decision can be added as another.
 type Split struct {
 	// Off: every row on the prefill path (V0's Mamba1, force_prefill_path).
 	Off bool
@@ -79,23 +86,58 @@ type Split struct {
 	Threshold int
 }
 
-// Behaviour is what one version does to a scheduled batch.
+// Behaviour is what one version does to a scheduled batch: one reorder
+// (the runner's, shared by every group) and one split per builder.
 type Behaviour struct {
 	Name    string
 	Reorder Reorder
-	Mamba   Split // the Mamba1/Mamba2 builders (mamba_attn.py)
+	Mamba   Split // BuilderMamba (mamba_attn.py)
+	GDN     Split // BuilderGDN (gdn_attn.py)
+	KDA     Split // BuilderKimiK3KDA (kimi_k3/nvidia/kda_metadata.py)
 }
+
+// Split is the split of builder k.
+func (b *Behaviour) Split(k Builder) Split {
+	switch k {
+	case BuilderGDN:
+		return b.GDN
+	case BuilderKimiK3KDA:
+		return b.KDA
+	}
+	return b.Mamba
+}
+
+var (
+	splitDefault    = Split{}                       // treat_short_extends_as_decodes=True
+	splitPrefilling = Split{Force: ForcePrefilling} // #37303's False
+	splitStateless  = Split{Force: ForceStateless}  // #42430; #51565 and #51483 for theirs
+	splitOff        = Split{Off: true}              // V0's Mamba1: always prefill
+)
 
 var behaviours = [numVersions]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, Split{}},
-	V014: {"v0.14", ReorderNewLast, Split{}},
-	V019: {"v0.19", ReorderFourRegion, Split{Force: ForcePrefilling}},
-	V022: {"v0.22", ReorderFourRegion, Split{Force: ForceStateless}},
-	V0:   {"v0", ReorderNone, Split{Off: true}},
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff},
 }
 
-// aliases name releases whose batch behaviour is an earlier release's.
-var aliases = map[string]Version{"fixed": Fixed}
+// aliases name releases whose batch behaviour is an earlier release's, in
+// release order: v0.23 to v0.30 changed neither the reorder nor any
+// builder's split (docs/model.md). "fixed" is the newest.
+var aliases = []struct {
+	name string
+	v    Version
+}{
+	{"v0.23", V022}, {"v0.24", V022}, {"v0.25", V022}, {"v0.26", V022},
+	{"v0.27", V022}, {"v0.28", V022}, {"v0.29", V022}, {"v0.30", V022},
+	{"fixed", Fixed},
+}
+
+// Since reports whether v is release w or a later one (never for the V0
+// control).
+func (v Version) Since(w Version) bool { return v != V0 && v >= w }
 
 // Behaviour is the version's reorder and split.
 func (v Version) Behaviour() Behaviour { return behaviours[v] }
@@ -109,8 +151,10 @@ func ParseVersion(s string) (Version, error) {
 			return Version(i), nil
 		}
 	}
-	if v, ok := aliases[s]; ok {
-		return v, nil
+	for _, a := range aliases {
+		if a.name == s {
+			return a.v, nil
+		}
 	}
 	return 0, fmt.Errorf("unknown vllm_version %q (known: %s)", s, strings.Join(VersionNames(), ", "))
 }
@@ -121,7 +165,10 @@ func VersionNames() []string {
 	for i := range behaviours {
 		n = append(n, behaviours[i].Name)
 	}
-	return append(n, "fixed")
+	for _, a := range aliases {
+		n = append(n, a.name)
+	}
+	return n
 }
 
 // Region is where the batch reorder puts a row.
@@ -138,7 +185,8 @@ func (r Region) String() string {
 	return [...]string{"decode", "short-extend", "extend", "prefill"}[r]
 }
 
-// Path is the kernel path a row takes in every Mamba layer.
+// Path is the kernel path a row takes in every state layer: the path the
+// builder of the model's state layers (Builder) chose.
 type Path uint8
 
 const (
@@ -184,18 +232,23 @@ func (o Reorder) region(q, c, p int) Region {
 }
 
 // Classify reorders rows, which are the persistent input batch in row
-// order, as the version's reorder does, and assigns each row its Mamba
-// kernel path and has_initial_state flag. forcePrefill is the seeds'
-// diagnostic: every row through the prefill path. It returns the number of
-// rows on the decode path (a prefix of rows). tmp is scratch of at least
-// len(rows).
+// order, as the version's reorder does, and assigns each row its kernel
+// path in the Mamba builders' layers and its has_initial_state flag.
+// forcePrefill is the seeds' diagnostic: every row through the prefill
+// path. It returns the number of rows on the decode path (a prefix of
+// rows). tmp is scratch of at least len(rows).
 func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
-	nd, _ := classify(v, rows, tmp, forcePrefill)
+	return ClassifyFor(v, BuilderMamba, rows, tmp, forcePrefill)
+}
+
+// ClassifyFor is Classify for a model whose state layers use builder k.
+func ClassifyFor(v Version, k Builder, rows, tmp []Row, forcePrefill bool) int {
+	nd, _ := classify(v, k, rows, tmp, forcePrefill)
 	return nd
 }
 
-// classify is Classify that also reports whether the reorder moved rows.
-func classify(v Version, rows, tmp []Row, forcePrefill bool) (nd int, moved bool) {
+// classify is ClassifyFor that also reports whether the reorder moved rows.
+func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool) (nd int, moved bool) {
 	b := &behaviours[v]
 	for i := range rows {
 		r := &rows[i]
@@ -204,7 +257,7 @@ func classify(v Version, rows, tmp []Row, forcePrefill bool) (nd int, moved bool
 	if b.Reorder != ReorderNone {
 		moved = reorder(rows, tmp)
 	}
-	sp := b.Mamba
+	sp := b.Split(k)
 	if forcePrefill {
 		sp.Off = true
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"statesim/model"
 	"statesim/sim"
 	"statesim/statecache"
 )
@@ -24,6 +25,9 @@ type Config struct {
 	EnableChunkedPrefill      bool
 	LongPrefillTokenThreshold int // 0 = off
 	Policy                    SchedulingPolicy
+	// StateKind is the model's state layers' kind: it picks the metadata
+	// builder whose split sets each row's path (BuilderOf).
+	StateKind model.StateKind
 }
 
 // Row is one request in a step's batch.
@@ -486,7 +490,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
-	nd, moved := classify(s.Version, out.Rows, s.tmp, s.ForcePrefill)
+	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind), out.Rows, s.tmp, s.ForcePrefill)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
