@@ -34,6 +34,12 @@ func Write(run *Run, dir string) ([]string, error) {
 			render func(*Run, draw.Canvas)
 		}{"latency", latencyChart})
 	}
+	if run.PrefixCaching {
+		charts = append(charts, struct {
+			suffix string
+			render func(*Run, draw.Canvas)
+		}{"prefix", prefixChart})
+	}
 	for _, c := range charts {
 		fs, err := save(dir, base+"-"+c.suffix, figW, figH, func(dc draw.Canvas) { c.render(run, dc) })
 		if err != nil {
@@ -394,4 +400,37 @@ func (intTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ts
+}
+
+// prefixChart shows the prefix cache's hit rate in prompt tokens, per bin
+// and over the run so far (as vLLM's prefix_cache_hits over
+// prefix_cache_queries); bins with no lookup have no point.
+func prefixChart(run *Run, dc draw.Canvas) {
+	p := newPlot(fmt.Sprintf("%s: prefix cache hit rate", run.Name), stepsLabel(run), "hit tokens / query tokens (%)")
+	p.X.Tick.Marker = intTicks{}
+	leg := newLegend()
+	var bin, cum plotter.XYs
+	var q, h int64
+	for i := range run.Bins {
+		b := &run.Bins[i]
+		if b.PrefixQueries == 0 {
+			continue
+		}
+		q, h = q+b.PrefixQueries, h+b.PrefixHits
+		x := float64(b.LastStep)
+		bin = append(bin, plotter.XY{X: x, Y: 100 * float64(b.PrefixHits) / float64(b.PrefixQueries)})
+		cum = append(cum, plotter.XY{X: x, Y: 100 * float64(h) / float64(q)})
+	}
+	if len(bin) > 0 {
+		l := line(bin, blue, vg.Points(1.5), false)
+		p.Add(l)
+		leg.Add("in bin", l)
+		c := line(cum, orange, vg.Points(2), false)
+		p.Add(c)
+		leg.Add("so far", c)
+	}
+	x0, x1 := float64(run.Bins[0].FirstStep), float64(run.Bins[len(run.Bins)-1].LastStep)
+	p.Y.Min, p.Y.Max = 0, 100
+	p.X.Min, p.X.Max = x0, max(x1, x0+1)
+	withLegend(dc, p, leg, 3.3*vg.Inch)
 }

@@ -28,6 +28,9 @@ type Step struct {
 	HighestSlot           int32 // highest state slot touched so far
 	// Violations found in this step, per invariant.
 	Violations [check.NumInvariants]int32
+	// Prefix caching: the step's lookups and hits in tokens (requests
+	// back from preemption apart, as vLLM counts them).
+	PrefixQueries, PrefixHits int64
 }
 
 // Run is a recorded run: its steps (binned, with exact markers), its
@@ -45,6 +48,8 @@ type Run struct {
 	TTFT, ITL, E2E []float64
 	// FromTrace marks a run rebuilt from a --trace file.
 	FromTrace bool
+	// PrefixCaching: the run cached by prefix (the prefix chart).
+	PrefixCaching bool
 }
 
 // Recorder builds a Run from the engine's step records:
@@ -75,6 +80,7 @@ func (r *Recorder) Observe(rec *step.Record) {
 		r.counts[inv] += int64(n)
 	}
 	st.HighestSlot = rec.HighestSlot
+	st.PrefixQueries, st.PrefixHits = rec.PrefixQueries, rec.PrefixHits
 	r.run.add(&st)
 	for _, f := range rec.Finished {
 		r.run.TTFT = append(r.run.TTFT, sim.Time(f.FirstTokenNS-f.ArrivalNS).Seconds())
@@ -116,6 +122,7 @@ func (r *Recorder) Done(rep *report.Report, maxNumBatchedTokens int) *Run {
 	run.NumGPUBlocks = rep.Cache.NumGPUBlocks
 	run.StateIndexBits = rep.StateIndexBits
 	run.FirstWrappingSlot = rep.Cache.FirstWrappingSlot
+	run.PrefixCaching = rep.PrefixCache != nil
 	for i, ic := range rep.Invariants {
 		if i < len(r.counts) {
 			run.addLate(check.Invariant(i), ic.Count-r.counts[i])

@@ -24,6 +24,8 @@ type Bin struct {
 	MaxWaiting, MaxRunning, MaxRows int32
 	Preempted                       int64
 	Steps                           int64
+	// PrefixQueries and PrefixHits sum the bin's steps (tokens).
+	PrefixQueries, PrefixHits int64
 }
 
 func (s *Step) tokens() int32 { return s.Decode + s.Extend + s.Prefill + s.NewCut }
@@ -31,7 +33,8 @@ func (s *Step) tokens() int32 { return s.Decode + s.Extend + s.Prefill + s.NewCu
 func newBin(s *Step) Bin {
 	return Bin{FirstStep: s.Step, LastStep: s.Step, StartNS: s.StartNS, EndNS: s.EndNS, Busiest: *s,
 		MaxBlocksHeld: s.BlocksHeld, MaxSlotsHeld: s.SlotsHeld, MinFreeQueue: s.FreeQueue, HighestSlot: s.HighestSlot,
-		MaxWaiting: s.Waiting, MaxRunning: s.Running, MaxRows: s.Rows, Preempted: int64(s.Preempted), Steps: 1}
+		MaxWaiting: s.Waiting, MaxRunning: s.Running, MaxRows: s.Rows, Preempted: int64(s.Preempted), Steps: 1,
+		PrefixQueries: s.PrefixQueries, PrefixHits: s.PrefixHits}
 }
 
 // merge folds o (the later bin) into b.
@@ -49,6 +52,8 @@ func (b *Bin) merge(o *Bin) {
 	b.MaxRows = max(b.MaxRows, o.MaxRows)
 	b.Preempted += o.Preempted
 	b.Steps += o.Steps
+	b.PrefixQueries += o.PrefixQueries
+	b.PrefixHits += o.PrefixHits
 }
 
 // Marker is an exact step with a count of events there.
