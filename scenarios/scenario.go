@@ -307,10 +307,12 @@ func (s *Scenario) Validate() error {
 // and version, as vLLM resolves it where statesim models it: on for
 // attention-only models under V1 (V1's default since it became the default
 // engine in v0.8.0; EngineArgs leaves it None and V1 turns it on); off for
-// hybrids before PR #50991 (2026-08-04, after every release modelled
-// here, so off for all of them: from that release on it is on, with
-// mamba_cache_mode align); off under V0 (its default). The numeric
-// backends (mock, cuda) keep it off: they do not model shared KV blocks.
+// hybrids before PR #50991 (2026-08-04, ≈v0.27), and on from that release
+// with mamba_cache_mode align, which is not wired in yet: statesim keeps it
+// off for hybrids in every version until it is, so hybrid runs of v0.31
+// (fixed) differ from stock vLLM there; off under V0 (its default). The
+// numeric backends (mock, cuda) keep it off: they do not model shared KV
+// blocks.
 func (s *Scenario) PrefixCachingDefault() bool {
 	if s.Engine.VLLMVersion == "v0" || numericBackend(s.Backend.Kind) {
 		return false
