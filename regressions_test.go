@@ -69,6 +69,17 @@ type regression struct {
 func underFixed(p *prop.Params) string     { p.Version = "v0.22"; return "fixed" }
 func with64BitIndex(p *prop.Params) string { p.StateIndexBits = 64; return "64bit" }
 
+// underV031 is the GDN builders' fix (#51565, first in v0.31).
+func underV031(p *prop.Params) string { p.Version = "v0.31"; return "fixed" }
+
+// gdnBudgetCut is the GDN search over prompts of two tokens or more: the
+// imposter is a new request cut to one token by the budget.
+func gdnBudgetCut() prop.Config {
+	c := prop.GDN("v0.22", "qwen3-next-80b-a3b")
+	c.MinPrompt = 2
+	return c
+}
+
 var regressions = []regression{
 	{name: "bug-a-budget-1", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "stale-slot-read", seed: 1, control: underFixed},
 	{name: "bug-a-incident-shape", cfg: func() prop.Config { return incidentShape("v0.13") }, prop: "stale-slot-read", noPre: true, seed: 1, control: underFixed},
@@ -77,6 +88,9 @@ var regressions = []regression{
 	{name: "v014-stale-read", cfg: func() prop.Config { return incidentShape("v0.14") }, prop: "stale-slot-read", seed: 1},
 	{name: "bug-a-logprobs", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "logprobs-match-reference", seed: 1, control: underFixed},
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
+	{name: "gdn-imposter-qwen3-next", cfg: func() prop.Config { return prop.GDN("v0.22", "qwen3-next-80b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
+	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
+	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
 }
 
 // TestRewriteRegressions reruns the searches above and requires them to

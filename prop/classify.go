@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"statesim/model"
 	"statesim/sched"
 	"statesim/step"
 )
@@ -14,17 +15,26 @@ import (
 // Region the scheduler chose, so a mistake in sched's classifier shows up
 // as a disagreement instead of being copied.
 
-// classRule is one vLLM version's batch reorder and Mamba split, as
+// classRule is one vLLM version's batch reorder and its splits, as
 // functions of a row's query length q, num_computed_tokens c and
 // num_prompt_tokens p.
 type classRule struct {
 	// region is the reorder's region rank: rows must come in
 	// non-decreasing rank. nil: the version does not reorder.
 	region func(q, c, p int) int
-	// decode reports whether a row may continue the Mamba decode
-	// segment: the split takes the leading rows while it holds.
+	// decode reports whether a row may continue the decode segment of
+	// the Mamba builders (mamba_attn.py: Mamba1, Mamba2, ShortConv,
+	// MiniMax): the split takes the leading rows while it holds.
 	decode func(q, c, p int) bool
+	// gdnDecode is the same for the Gated DeltaNet builder
+	// (gdn_attn.py), which Qwen3-Next and Kimi Linear's KDA layers use.
+	gdnDecode func(q, c, p int) bool
 }
+
+// gdnFamily reports whether a model's state layers are split by the
+// GDN builder: GatedDeltaNet, and KDA as Kimi Linear runs it
+// (KimiGatedDeltaNetAttention keeps the GDN backend; vLLM issue #51562).
+func gdnFamily(k model.StateKind) bool { return k == model.GatedDeltaNet || k == model.KDA }
 
 // decodeThreshold is the Mamba builders' reorder_batch_threshold.
 const decodeThreshold = 1
@@ -37,18 +47,30 @@ var classRules = map[string]classRule{
 	// vLLM ≤ 0.13: the reorder puts q ≤ threshold first whatever c is,
 	// and the split takes the leading rows by query length
 	// (split_decodes_and_prefills), so a new 1-token row is a decode.
-	"v0.13": {region: regionByQueryLen, decode: byQueryLen},
+	"v0.13": {region: regionByQueryLen, decode: byQueryLen, gdnDecode: byQueryLen},
 	// v0.14 (#32118): the reorder puts c == 0 last, but the split still
 	// goes by query length alone.
-	"v0.14": {region: regionComputedLast, decode: byQueryLen},
+	"v0.14": {region: regionComputedLast, decode: byQueryLen, gdnDecode: byQueryLen},
 	// v0.19 (#37303): four regions; the Mamba split also stops at a row
-	// still prefilling (c < p).
-	"v0.19": {region: regionFour, decode: doneDecoding},
-	// v0.22 (#42430): a short row with state decodes; "fixed" is its alias.
-	"v0.22": {region: regionFour, decode: hasState},
-	"fixed": {region: regionFour, decode: hasState},
+	// still prefilling (c < p). The GDN builder keeps the default flags:
+	// by query length alone.
+	"v0.19": {region: regionFour, decode: doneDecoding, gdnDecode: byQueryLen},
+	// v0.22 (#42430): a short Mamba row with state decodes.
+	"v0.22": {region: regionFour, decode: hasState, gdnDecode: byQueryLen},
+	// v0.31 (#51565): the GDN builder sends a 1-token row decoding only
+	// when the request has state (seq_len > query_len).
+	"v0.31": {region: regionFour, decode: hasState, gdnDecode: hasState},
 	// V0's control: no reorder, and Mamba1 always took the prefill path.
-	"v0": {decode: never},
+	"v0": {decode: never, gdnDecode: never},
+}
+
+// Releases that changed nothing the observer judges, and the release
+// whose rules they take; "fixed" is the newest.
+func init() {
+	for _, v := range []string{"v0.23", "v0.24", "v0.25", "v0.26", "v0.27", "v0.28", "v0.29", "v0.30"} {
+		classRules[v] = classRules["v0.22"]
+	}
+	classRules["fixed"] = classRules["v0.31"]
 }
 
 // regionByQueryLen: decode (q ≤ 1), extend (c > 0), prefill.
@@ -101,17 +123,23 @@ func hasState(q, c, _ int) bool { return q <= decodeThreshold && c > 0 }
 
 func never(int, int, int) bool { return false }
 
-// classifier re-derives each row's path for one scenario's version.
+// classifier re-derives each row's path for one scenario's version and
+// model.
 type classifier struct {
 	version      string
 	rule         classRule
+	decode       func(q, c, p int) bool // the rule of the model's builder
 	known        bool
 	forcePrefill bool
 }
 
-func newClassifier(version string, forcePrefill bool) classifier {
+func newClassifier(version string, kind model.StateKind, forcePrefill bool) classifier {
 	r, ok := classRules[version]
-	return classifier{version: version, rule: r, known: ok, forcePrefill: forcePrefill}
+	k := classifier{version: version, rule: r, decode: r.decode, known: ok, forcePrefill: forcePrefill}
+	if gdnFamily(kind) {
+		k.decode = r.gdnDecode
+	}
+	return k
 }
 
 // check returns the first disagreement between rec and the version's
@@ -149,7 +177,7 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 			}
 			prev = max(prev, reg)
 		}
-		decoding = decoding && k.rule.decode(q, c, p)
+		decoding = decoding && k.decode(q, c, p)
 		want, init := sched.PathPrefill, c > 0
 		if decoding {
 			want, init = sched.PathDecode, true

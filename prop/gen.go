@@ -9,13 +9,14 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 
-	"statesim/model"
 	"statesim/sched"
 )
 
 // Config bounds the generated scenarios. Ranges are inclusive; every
 // numeric field shrinks towards its lower bound, choices do not shrink.
 type Config struct {
+	// Presets lists the models to draw: presets, or model configs built
+	// into the binary (a model kind each: GDNModels).
 	Presets  []string
 	Versions []string
 	Policies []string
@@ -41,7 +42,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Presets:        SimplestFirst,
-		Versions:       []string{"v0.22"}, // the newest modelled ("fixed" is its alias)
+		Versions:       []string{"v0.31"}, // the newest modelled ("fixed" is its alias)
 		Policies:       []string{"fcfs", "priority"},
 		Backends:       []string{"symbolic"},
 		ChunkedPrefill: []bool{true, true, true, false},
@@ -72,6 +73,24 @@ func BugA(version string) Config {
 	return c
 }
 
+// GDNModels are built-in configs whose state layers vLLM's Gated
+// DeltaNet metadata builder (gdn_attn.py) splits: Qwen3-Next's Gated
+// DeltaNet, and Kimi Linear's KDA, which runs on the GDN backend.
+var GDNModels = []string{"qwen3-next-80b-a3b", "kimi-linear-48b-a3b"}
+
+// GDN is BugA over the GDN builder's models (all of GDNModels when none
+// is named), with prompts from one token: a brand-new 1-token prompt is
+// the GDN imposter's usual trigger (vLLM issue #51562).
+func GDN(version string, models ...string) Config {
+	c := BugA(version)
+	c.Presets = GDNModels
+	if len(models) > 0 {
+		c.Presets = models
+	}
+	c.MinPrompt = 1
+	return c
+}
+
 // BugB draws the tiny hybrid (stride 1024 elements, so a 16..20-bit index
 // wraps from slot 64..1024) with pools of a few hundred blocks, and
 // prompts long enough (up to 2048 tokens, 64 attention blocks of 32) that
@@ -93,7 +112,7 @@ func BugB() Config {
 // Validate checks the bounds, so generation never has to.
 func (c *Config) Validate() error {
 	for _, p := range c.Presets {
-		if _, err := model.Preset(p); err != nil {
+		if _, err := shapeOf(p); err != nil {
 			return err
 		}
 	}

@@ -21,7 +21,7 @@ func TestEveryVersionHasAClassRule(t *testing.T) {
 }
 
 func TestObserverRejectsAnUnknownVersion(t *testing.T) {
-	k := newClassifier("v9.99", false)
+	k := newClassifier("v9.99", "", false)
 	got := k.check(&step.Record{Rows: []step.Row{{NumScheduled: 4, NumPrompt: 4}}}, func(*step.Record, *step.Row, sched.Path) {})
 	if !strings.Contains(got, `"v9.99" has no classification rule`) {
 		t.Fatalf("an unknown version passed the observer: %q", got)
@@ -37,8 +37,14 @@ func row(id int64, q, c, p int, path sched.Path) step.Row {
 // under version and returns what it saw.
 func observed(t *testing.T, version string, rows ...step.Row) *Outcome {
 	t.Helper()
+	return observedOn(t, "tiny-hybrid", version, rows...)
+}
+
+// observedOn is observed for a scenario of the named model.
+func observedOn(t *testing.T, model, version string, rows ...step.Row) *Outcome {
+	t.Helper()
 	p := &Params{Requests: []Request{{Prompt: 8, Output: 2}}, MaxNumBatchedTokens: 8, MaxNumSeqs: 4, StateIndexBits: 64,
-		Seed: 1, Preset: "tiny-hybrid", Version: version, Policy: "fcfs", ChunkedPrefill: true, Backend: "symbolic"}
+		Seed: 1, Preset: model, Version: version, Policy: "fcfs", ChunkedPrefill: true, Backend: "symbolic"}
 	sc, err := p.Scenario("x", "x.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +93,39 @@ func TestObserverCatchesAWrongPath(t *testing.T) {
 	}
 }
 
+// TestObserverCatchesAWrongGDNPath: on models split by the GDN builder
+// the observer judges rows by that builder's rule, not the Mamba one: a
+// new 1-token row beside decodes is a GDN decode until #51565 (v0.31) and
+// a prefill after it, and a record that says otherwise, in either
+// direction, is caught.
+func TestObserverCatchesAWrongGDNPath(t *testing.T) {
+	dec, pre := sched.PathDecode, sched.PathPrefill
+	for _, m := range GDNModels {
+		for _, c := range []struct {
+			name           string
+			version        string
+			rows           []step.Row
+			wrong, noState bool
+		}{
+			{"v0.22, the GDN imposter, as the rules say", "v0.22", []step.Row{row(1, 1, 9, 5, dec), row(2, 1, 0, 1, dec)}, false, true},
+			{"v0.22, the GDN imposter hidden by the record (the Mamba builders' path)", "v0.22", []step.Row{row(1, 1, 9, 5, dec), row(2, 1, 0, 1, pre)}, true, true},
+			{"v0.30, an alias of v0.22: still the imposter", "v0.30", []step.Row{row(1, 1, 9, 5, dec), row(2, 1, 0, 1, pre)}, true, true},
+			{"v0.19, a GDN short extend decodes (the Mamba rule would not)", "v0.19", []step.Row{row(1, 1, 3, 5, dec)}, false, false},
+			{"v0.31, a new 1-token row takes prefill", "v0.31", []step.Row{row(1, 1, 9, 5, dec), row(2, 1, 0, 1, pre)}, false, false},
+			{"v0.31, a new 1-token row on the decode path", "v0.31", []step.Row{row(1, 1, 9, 5, dec), row(2, 1, 0, 1, dec)}, true, true},
+			{"fixed, a 1-token chunk with state decodes", "fixed", []step.Row{row(1, 1, 3, 5, dec)}, false, false},
+		} {
+			o := observedOn(t, m, c.version, c.rows...)
+			if (o.Classification != "") != c.wrong {
+				t.Errorf("%s, %s: classification %q, want a disagreement: %v", m, c.name, o.Classification, c.wrong)
+			}
+			if (o.DecodeBeforePrefill != "") != c.noState {
+				t.Errorf("%s, %s: decode before prefill %q, want one: %v", m, c.name, o.DecodeBeforePrefill, c.noState)
+			}
+		}
+	}
+}
+
 // TestRegionFour: the four-region reorder of #37303 (VLLM-FACTS-CURRENT
 // §6) and the split with treat_short_extends_as_decodes=False, for the
 // version rows that will use them.
@@ -119,14 +158,16 @@ func TestObserverAgreesWithTheScheduler(t *testing.T) {
 	for _, v := range sched.VersionNames() {
 		short := BugA(v)
 		short.MaxBudget, short.MaxLongPrefill = 8, 2
-		for _, c := range []Config{BugA(v), short} {
+		gdn := GDN(v)
+		gdn.MaxBudget, gdn.MaxLongPrefill = 8, 2
+		for _, c := range []Config{BugA(v), short, gdn} {
 			for seed := int64(1); seed <= 60; seed++ {
 				p := Sample(c, seed)
 				sc, err := r.Build(p, "agree")
 				if err != nil {
 					t.Fatal(err)
 				}
-				k := newClassifier(sc.Engine.VLLMVersion, sc.Engine.ForcePrefillPath)
+				k := newClassifier(sc.Engine.VLLMVersion, sc.Model.Shape.StateKind(), sc.Engine.ForcePrefillPath)
 				disagree := ""
 				_, err = engine.Run(sc, engine.Options{Observe: func(rec *step.Record) {
 					if s := k.check(rec, func(*step.Record, *step.Row, sched.Path) {}); s != "" && disagree == "" {

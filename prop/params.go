@@ -3,6 +3,7 @@ package prop
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"statesim/model"
 	"statesim/scenarios"
@@ -42,13 +43,40 @@ type Params struct {
 	Backend                   string
 }
 
-// Shape is the preset's model shape.
+// Shape is the model's shape: Preset names a preset or a model config
+// built into the binary (scenarios.BuiltinModels).
 func (p *Params) Shape() model.Shape {
-	s, err := model.Preset(p.Preset)
+	s, err := shapeOf(p.Preset)
 	if err != nil {
-		panic(err) // presets come from Config, which Validate checked
+		panic(err) // models come from Config, which Validate checked
 	}
 	return s
+}
+
+// configShapes memoizes built-in configs' shapes: Shape runs several
+// times per candidate, and deriving a config parses its JSON.
+var configShapes sync.Map
+
+// shapeOf is a preset's shape, or a built-in config's.
+func shapeOf(name string) (model.Shape, error) {
+	if s, err := model.Preset(name); err == nil {
+		return s, nil
+	}
+	if s, ok := configShapes.Load(name); ok {
+		return s.(model.Shape), nil
+	}
+	s, err := scenarios.ReadHFConfig(name, "")
+	if err != nil {
+		return model.Shape{}, fmt.Errorf("model %q is neither a preset nor a built-in config: %w", name, err)
+	}
+	configShapes.Store(name, s)
+	return s, nil
+}
+
+// isConfig reports whether Preset names a built-in config.
+func (p *Params) isConfig() bool {
+	_, err := model.Preset(p.Preset)
+	return err != nil
 }
 
 // blockSize is the block size every generated scenario asks for; hybrid
@@ -94,6 +122,9 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	sc.Description = p.String()
 	sc.Seed = p.Seed
 	sc.Model.Preset = p.Preset
+	if p.isConfig() {
+		sc.Model.Preset, sc.Model.HFConfig = "", p.Preset
+	}
 	sc.Model.Shape = p.Shape()
 	e := &sc.Engine
 	e.VLLMVersion = p.Version

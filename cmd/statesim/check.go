@@ -23,7 +23,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--version V] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
+		summary: "check [--seed N] [--trials N] [--version V] [--model M[,M]] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario",
 		run: cmdCheck,
 	}
@@ -52,6 +52,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	outDir := fs.String("out", "statesim-check", "directory for shrunk counterexamples")
 	shrinks := fs.Int("max-shrinks", 1000, "successful shrink steps at most per counterexample")
 	backendKind := fs.String("backend", "symbolic", "backend the scenarios run on: symbolic, mock, or cuda (a binary built with `make cuda`, on a GPU)")
+	var models stringList
+	fs.Var(&models, "model", "models to draw (repeatable or comma-separated): presets or built-in configs, e.g. qwen3-next-80b-a3b or kimi-linear-48b-a3b (the GDN builder's models); default the hybrid presets")
 	var props stringList
 	fs.Var(&props, "property", "property to check (repeatable or comma-separated; default all)")
 	var sets setFlags
@@ -90,8 +92,20 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	} else if *version != "fixed" && *version != "v0" {
 		cfg = prop.BugA(*version)
 	}
+	if len(models) > 0 {
+		// Named models draw prompts from one token: a brand-new 1-token
+		// prompt is the GDN builder's imposter (vLLM issue #51562).
+		if lo < 64 {
+			cfg.Presets = models
+		} else {
+			cfg = prop.GDN(*version, models...)
+		}
+	}
 	cfg.Versions = []string{*version}
 	cfg.MinBits, cfg.MaxBits = lo, hi
+	if err := cfg.Validate(); err != nil && len(models) > 0 {
+		return bad("--model: %v", err)
+	}
 	switch *backendKind {
 	case "symbolic":
 	case "mock", "cuda":
@@ -116,6 +130,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 
 	fmt.Fprintf(stdout, "statesim check: seed %d, %d trials per property, vLLM %s, %s-bit state index", *seed, *trials, *version, *bits)
+	if len(models) > 0 {
+		fmt.Fprintf(stdout, ", models %s", strings.Join(models, ", "))
+	}
 	if len(sets) > 0 {
 		fmt.Fprintf(stdout, ", --set %s", strings.Join(sets, " --set "))
 	}
