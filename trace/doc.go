@@ -1,7 +1,8 @@
 // Package trace reads request-arrival traces as a stream of Records: the
 // Azure LLM inference trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens),
-// JSON Lines with configurable field names, and a seeded synthetic
-// generator. The simulator's trace workload and the replay benchmarks
+// JSON Lines with configurable field names (Mooncake's, with the hash_ids
+// that name each 512-token chunk of a prompt: HashIDReader), and a seeded
+// synthetic generator. The simulator's trace workload and the replay benchmarks
 // consume it.
 //
 // Arrival times are offsets from the first record (which arrives at 0),
