@@ -70,3 +70,23 @@ func TestCheckBackendFlag(t *testing.T) {
 		t.Errorf("--backend mock, fixed: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestCheckModelFlag: --model draws the named configs; the GDN builder's
+// imposter is found on Qwen3-Next at a release where it was live and
+// replays, nothing is found at v0.31, and an unknown model is bad input.
+func TestCheckModelFlag(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI("check", "--version", "v0.22", "--model", "qwen3-next-80b-a3b", "--property", "stale-slot-read", "--trials", "100", "--out", dir)
+	if code != exitViolations || !strings.Contains(out, "models qwen3-next-80b-a3b") || !strings.Contains(out, "qwen3-next-80b-a3b, vLLM v0.22") {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitViolations, out, errs)
+	}
+	if code, out, errs = runCLI("run", filepath.Join(dir, "stale-slot-read.yaml")); code != exitViolations || !strings.Contains(out, "IMPOSTER") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = runCLI("check", "--version", "v0.31", "--model", "qwen3-next-80b-a3b,kimi-linear-48b-a3b", "--property", "stale-slot-read", "--trials", "100", "--out", t.TempDir()); code != exitClean {
+		t.Fatalf("v0.31: exit %d, want %d\n%s%s", code, exitClean, out, errs)
+	}
+	if code, _, errs = runCLI("check", "--model", "qwen4", "--out", t.TempDir()); code != exitBadInput || !strings.Contains(errs, `--model: model "qwen4"`) {
+		t.Fatalf("unknown model: exit %d, want %d\n%s", code, exitBadInput, errs)
+	}
+}
