@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,14 +93,19 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	} else if *version != "fixed" && *version != "v0" {
 		cfg = prop.BugA(*version)
 	}
-	if len(models) > 0 {
+	switch {
+	case len(models) > 0 && lo < 64:
+		cfg.Presets = models
+	case len(models) > 0:
 		// Named models draw prompts from one token: a brand-new 1-token
 		// prompt is the GDN builder's imposter (vLLM issue #51562).
-		if lo < 64 {
-			cfg.Presets = models
-		} else {
-			cfg = prop.GDN(*version, models...)
-		}
+		cfg = prop.GDN(*version, models...)
+	case lo == 64:
+		// By default the search also covers the GDN builder's models,
+		// after the presets (choices shrink towards the front), and
+		// prompts from one token, their imposter's usual trigger.
+		cfg.Presets = append(slices.Clone(cfg.Presets), prop.GDNModels...)
+		cfg.MinPrompt = 1
 	}
 	cfg.Versions = []string{*version}
 	cfg.MinBits, cfg.MaxBits = lo, hi
