@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -207,5 +209,51 @@ func TestHybridPrefixCachingRefused(t *testing.T) {
 	_, err := scenarios.Parse([]byte("name: h\nmodel: {preset: tiny-hybrid}\nengine: {enable_prefix_caching: true, num_gpu_blocks_override: 100, max_model_len: 2048}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "h.yaml", nil)
 	if err == nil || !strings.Contains(err.Error(), "prefix caching on a hybrid model needs mamba_cache_mode align or all (not modelled yet)") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A finding of the model (not confirmed on vLLM): under the priority
+// policy, a running request scheduled earlier in the step can be the
+// victim of a later request's failed allocation (equal keys: Python's max
+// takes the first, the running list's head). vLLM un-schedules it, but
+// allocate_slots has already cached the blocks its chunk would fill, and
+// free() keeps their hashes (kv_cache_manager.py @ 003df296): those blocks
+// were never written, yet a later lookup hits them. Here request 0 (150
+// tokens, chunks of 48) is preempted at step 2 after caching blocks 6-8;
+// re-admitted, it hits them and reads zeros. vLLM #41400 (closed) tracked
+// the same class: blocks cached whose GPU writes never ran.
+func TestPriorityPreemptionPoisonsPrefixCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two.jsonl")
+	recs := "{\"timestamp\": 0, \"input_tokens\": 150, \"output_tokens\": 4}\n{\"timestamp\": 0, \"input_tokens\": 64, \"output_tokens\": 2}\n"
+	if err := os.WriteFile(path, []byte(recs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	y := fmt.Sprintf(`name: priority-poison
+model: {preset: tiny-attention}
+engine: {vllm_version: fixed, max_num_batched_tokens: 80, long_prefill_token_threshold: 48, max_num_seqs: 8, max_model_len: 1000, num_gpu_blocks_override: 14, scheduling_policy: priority, enable_prefix_caching: true}
+workload: {kind: trace, path: %s, format: jsonl, time_unit: s, prompt_len: {dist: trace}, output_len: {dist: trace}}
+`, path)
+	run := func(sets ...string) *report.Report {
+		sc, err := scenarios.Parse([]byte(y), "priority-poison.yaml", sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rep := run()
+	if rep.TotalViolations() != 1 || rep.Count(check.StaleSlotRead) != 1 || rep.Preemptions != 1 {
+		t.Fatalf("%d violations, %d preemptions: %+v; want one stale-slot-read after one preemption", rep.TotalViolations(), rep.Preemptions, rep.Violations)
+	}
+	if v := rep.Violations[0]; v.RequestID != 0 || v.PrevOwner != 0 || !strings.Contains(v.Detail, "through a prefix hit") || !strings.Contains(v.Detail, "never written") {
+		t.Errorf("violation %s: want request 0 reading its own never-written block through a hit", v.String())
+	}
+	for _, set := range []string{"engine.scheduling_policy=fcfs", "engine.enable_prefix_caching=false"} {
+		if rep := run(set); rep.TotalViolations() != 0 {
+			t.Errorf("%s: %+v", set, rep.Violations)
+		}
 	}
 }
