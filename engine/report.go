@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 
 	"statesim/backend"
@@ -26,6 +27,10 @@ func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks
 	}
 	if sh.NumMambaLayers() > 0 {
 		r.Model.DInner, r.Model.DState = sh.DInner(), sh.MambaDState
+		r.Model.StateKind = string(sh.StateKind())
+		for _, t := range sh.StateTensors() {
+			r.Model.StateTensors = append(r.Model.StateTensors, fmt.Sprintf("%s %v %s", t.Name, t.Dims, t.DType))
+		}
 		r.Cache.FirstWrappingSlot = ix.FirstWrappingSlot()
 	}
 	return r

@@ -153,6 +153,33 @@ type RModel struct {
 	MambaLayers     int    `json:"mamba_layers"`
 	DInner          int    `json:"d_inner"`
 	DState          int    `json:"d_state"`
+	// StateKind is the state layers' kind (mamba1, mamba2, short_conv,
+	// gated_delta_net, linear_attention, kda); StateTensors their per-layer
+	// state, for kinds d_inner and d_state do not describe.
+	StateKind    string   `json:"state_kind,omitempty"`
+	StateTensors []string `json:"state_tensors,omitempty"`
+}
+
+// mambaKind reports a Mamba1/Mamba2 model, whose report reads as it
+// always has; other kinds are named by their own kernels.
+func (m *RModel) mambaKind() bool {
+	return m.StateKind == "" || m.StateKind == "mamba1" || m.StateKind == "mamba2"
+}
+
+// stateWords names the state layers, their decode kernel and the state
+// they hold.
+func (m *RModel) stateWords() (layers, kernel, state string) {
+	switch m.StateKind {
+	case "gated_delta_net":
+		return "Gated DeltaNet", "GDN decode kernel (fused_recurrent_gated_delta_rule)", "recurrent state"
+	case "kda":
+		return "KDA", "KDA decode kernel (fused_recurrent_kda)", "recurrent state"
+	case "linear_attention":
+		return "linear-attention", "linear-attention decode kernel", "KV state"
+	case "short_conv":
+		return "ShortConv", "ShortConv decode kernel (causal_conv1d_update)", "conv state"
+	}
+	return "Mamba", "Mamba decode kernel", "SSM state"
 }
 
 // RCache summarises the cache layout and its use.
@@ -200,9 +227,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p("\n")
 	m := r.Model
-	p("model %s: %d layers (%d attention, %d Mamba)", m.Name, m.Layers, m.AttentionLayers, m.MambaLayers)
-	if m.MambaLayers > 0 {
+	layers, kernel, state := m.stateWords()
+	p("model %s: %d layers (%d attention, %d %s)", m.Name, m.Layers, m.AttentionLayers, m.MambaLayers, layers)
+	if m.MambaLayers > 0 && m.mambaKind() {
 		p(", d_inner %d, d_state %d", m.DInner, m.DState)
+	} else if m.MambaLayers > 0 {
+		p(", state %s", strings.Join(m.StateTensors, " + "))
 	}
 	p("\n")
 	c := r.Cache
@@ -210,8 +240,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if c.FromOverride {
 		src = "num_gpu_blocks_override"
 	}
-	p("cache: %d blocks (%s), block size %d tokens, page %d B, %d groups (%d attention, %d Mamba) of %d layers\n",
-		c.NumGPUBlocks, src, c.BlockSize, c.PageBytes, c.AttentionGroups+c.MambaGroups, c.AttentionGroups, c.MambaGroups, c.GroupSize)
+	p("cache: %d blocks (%s), block size %d tokens, page %d B, %d groups (%d attention, %d %s) of %d layers\n",
+		c.NumGPUBlocks, src, c.BlockSize, c.PageBytes, c.AttentionGroups+c.MambaGroups, c.AttentionGroups, c.MambaGroups, layers, c.GroupSize)
 	if c.MambaGroups > 0 {
 		p("state slots: stride %d elements, highest slot used %d", c.StateStrideElems, c.HighestSlot)
 		if c.FirstWrappingSlot >= 0 {
@@ -245,12 +275,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			who = "back after a recompute preemption"
 		}
 		p("IMPOSTER: request %d, %s (0 computed tokens), was given %d token at step %d and classified as a decode;\n", im.RequestID, who, im.NumScheduled, im.Step)
-		what := fmt.Sprintf("its SSM state after %d tokens", im.PrevTokens)
+		what := fmt.Sprintf("its %s after %d tokens", state, im.PrevTokens)
 		if im.PrevContent == "kv" {
 			what = fmt.Sprintf("the page held %d tokens of its attention KV", im.PrevTokens)
 		}
-		p("          the Mamba decode kernel read state slot %d, left by request %d (%s, written at step %d).\n",
-			im.Slot, im.PrevOwner, what, im.PrevStep)
+		p("          the %s read state slot %d, left by request %d (%s, written at step %d).\n",
+			kernel, im.Slot, im.PrevOwner, what, im.PrevStep)
 	}
 	if int64(len(r.Imposters)) < r.ImpostersTotal {
 		p("... and %d more imposters (%d in all; --json lists the first %d)\n", r.ImpostersTotal-int64(len(r.Imposters)), r.ImpostersTotal, len(r.Imposters))

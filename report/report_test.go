@@ -50,3 +50,36 @@ func TestImpostersTotalInText(t *testing.T) {
 		t.Errorf("text:\n%s", b.String())
 	}
 }
+
+// A report names the state layers and the decode kernel of their kind; a
+// Mamba model reads as it always has.
+func TestStateKindWording(t *testing.T) {
+	im := []backend.Imposter{{RequestID: 1, Slot: 1, PrevOwner: 0, PrevTokens: 5, NumScheduled: 1}}
+	cases := []struct {
+		kind    string
+		tensors []string
+		want    []string
+		absent  string
+	}{
+		{"mamba1", nil, []string{"36 Mamba), d_inner 8, d_state 16", "3 Mamba) of", "the Mamba decode kernel read", "its SSM state after 5 tokens"}, "state conv"},
+		{"mamba2", nil, []string{"36 Mamba), d_inner 8, d_state 16", "the Mamba decode kernel read"}, "state conv"},
+		{"gated_delta_net", []string{"conv [3 8] bfloat16", "recurrent [2 4 4] bfloat16"},
+			[]string{"36 Gated DeltaNet), state conv [3 8] bfloat16 + recurrent [2 4 4] bfloat16", "3 Gated DeltaNet) of",
+				"the GDN decode kernel (fused_recurrent_gated_delta_rule) read", "its recurrent state after 5 tokens"}, "d_state"},
+		{"kda", []string{"x [1]"}, []string{"36 KDA)", "the KDA decode kernel"}, "Mamba"},
+	}
+	for _, c := range cases {
+		r := Report{Model: RModel{Layers: 48, AttentionLayers: 12, MambaLayers: 36, DInner: 8, DState: 16, StateKind: c.kind, StateTensors: c.tensors},
+			Cache: RCache{MambaGroups: 3, AttentionGroups: 1}, Imposters: im, ImpostersTotal: 1}
+		var b bytes.Buffer
+		r.WriteText(&b)
+		for _, w := range c.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: no %q in\n%s", c.kind, w, b.String())
+			}
+		}
+		if strings.Contains(b.String(), c.absent) {
+			t.Errorf("%s: %q in\n%s", c.kind, c.absent, b.String())
+		}
+	}
+}
