@@ -55,10 +55,10 @@ type Options struct {
 
 // Event kinds and their same-instant order: a step's completion first,
 // then arrivals, then the next step, so a step sees every arrival of its
-// instant.
+// instant. The step end is not queued: the runner keeps it beside the
+// queue (stepEnd), since one is pending on nearly every iteration.
 const (
-	evStepEnd uint8 = iota
-	evArrival
+	evArrival uint8 = 1 + iota
 	evStepStart
 )
 
@@ -89,7 +89,8 @@ type runner struct {
 	stepPending bool
 	nextID      statecache.RequestID
 	free        []*sched.Request
-	out         *sched.Output
+	out         *sched.Output // the step in flight, nil between steps
+	stepEnd     sim.Time      // when it ends (valid while out != nil)
 	stepStart   sim.Time
 	lastBytes   int64
 	stalled     bool
@@ -290,6 +291,22 @@ func (r *runner) loopAll() error {
 		return err
 	}
 	for {
+		// The step in flight ends beside the queue: it goes first at its
+		// instant, as evStepEnd's priority would order it in the queue.
+		if r.out != nil {
+			if ev, ok := r.loop.Peek(); !ok || r.stepEnd <= ev.At {
+				if err := r.loop.AdvanceTo(r.stepEnd); err != nil {
+					return err
+				}
+				if err := r.endStep(); err != nil {
+					return err
+				}
+				if r.stalled {
+					break
+				}
+				continue
+			}
+		}
 		ev, ok := r.loop.Next()
 		if !ok {
 			break
@@ -301,8 +318,6 @@ func (r *runner) loopAll() error {
 		case evStepStart:
 			r.stepPending = false
 			err = r.startStep()
-		case evStepEnd:
-			err = r.endStep()
 		}
 		if err != nil {
 			return err
@@ -440,7 +455,8 @@ func (r *runner) startStep() error {
 		// step ends past int64 ns (a float overflow converts negative).
 		return setupErr(r.sc, "timing: step %d would end past the simulated clock's range (292 years): the timing coefficients are too large for this load", out.Step)
 	}
-	return r.schedule(now+d, evStepEnd)
+	r.stepEnd = now + d
+	return nil
 }
 
 // record starts the step's record from the scheduled batch, before the

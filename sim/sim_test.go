@@ -84,3 +84,17 @@ func TestEventOrderMatchesSort(t *testing.T) {
 		t.Fatalf("%d events left", l.Len())
 	}
 }
+
+// AdvanceTo moves the clock forward only.
+func TestAdvanceTo(t *testing.T) {
+	var l Loop
+	if err := l.AdvanceTo(7); err != nil || l.Now() != 7 {
+		t.Fatalf("advance to 7: %v, now %v", err, l.Now())
+	}
+	if err := l.AdvanceTo(3); err == nil || l.Now() != 7 {
+		t.Fatalf("advance back to 3: %v, now %v", err, l.Now())
+	}
+	if err := l.Schedule(5, 0, 0, 0); err == nil {
+		t.Fatal("an event before the advanced clock must be refused")
+	}
+}
