@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"statesim/scenarios"
@@ -50,18 +51,52 @@ func hashCases() []hashCase {
 
 func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:8]) }
 
-func fileSum(t *testing.T, p string) string {
-	t.Helper()
+// fileSum hashes a file as sum does, streaming it (a --trace file can be
+// a gigabyte).
+func fileSum(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := bufio.NewReader(f).WriteTo(h); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+// hashResult is one case's output hashes, or why it could not run.
+type hashResult struct {
+	got map[string]string
+	err string
+}
+
+// hashRun runs one case: text, then --json (and --trace to tr).
+func hashRun(c hashCase, tr string) hashResult {
+	code, text, errs := runCLI(append([]string{"run"}, c.args...)...)
+	if code != exitClean && code != exitViolations {
+		return hashResult{err: fmt.Sprintf("exit %d: %s", code, errs)}
+	}
+	args := append([]string{"run"}, c.args...)
+	args = append(args, "--json")
+	if c.trace {
+		args = append(args, "--trace", tr)
+	}
+	_, js, errs := runCLI(args...)
+	if errs != "" {
+		return hashResult{err: "--json: " + errs}
+	}
+	got := map[string]string{c.name + ".text": sum([]byte(text)), c.name + ".json": sum([]byte(js))}
+	if c.trace {
+		h, err := fileSum(tr)
+		if err != nil {
+			return hashResult{err: err.Error()}
+		}
+		got[c.name+".trace"] = h
+		os.Remove(tr)
+	}
+	return hashResult{got: got}
 }
 
 func TestOutputHashes(t *testing.T) {
@@ -69,7 +104,7 @@ func TestOutputHashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir("../..") // built-ins name repository files (azure-conv's trace)
+	// Built-ins and their traces are embedded: no working directory needed.
 	want := map[string]string{}
 	if b, err := os.ReadFile(hashes); err == nil {
 		for _, ln := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -80,28 +115,35 @@ func TestOutputHashes(t *testing.T) {
 	} else if !*updateHashes {
 		t.Fatalf("%v (generate it with go test ./cmd/statesim -run TestOutputHashes -update-hashes)", err)
 	}
+	// The cases are independent runs: two at a time (the machines this
+	// runs on have two cores or more), results compared in case order.
+	cases := hashCases()
+	results := make([]hashResult, len(cases))
+	dir := t.TempDir()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = hashRun(cases[i], filepath.Join(dir, fmt.Sprintf("trace-%d.jsonl", i)))
+			}
+		}()
+	}
+	for i := range cases {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 	var lines []string
-	for _, c := range hashCases() {
-		code, text, errs := runCLI(append([]string{"run"}, c.args...)...)
-		if code != exitClean && code != exitViolations {
-			t.Fatalf("%s: exit %d: %s", c.name, code, errs)
-		}
-		args := append([]string{"run"}, c.args...)
-		args = append(args, "--json")
-		tr := filepath.Join(t.TempDir(), "trace.jsonl")
-		if c.trace {
-			args = append(args, "--trace", tr)
-		}
-		_, js, errs := runCLI(args...)
-		if errs != "" {
-			t.Fatalf("%s --json: %s", c.name, errs)
-		}
-		got := map[string]string{c.name + ".text": sum([]byte(text)), c.name + ".json": sum([]byte(js))}
-		if c.trace {
-			got[c.name+".trace"] = fileSum(t, tr)
+	for i, c := range cases {
+		res := results[i]
+		if res.err != "" {
+			t.Fatalf("%s: %s", c.name, res.err)
 		}
 		for _, k := range []string{".text", ".json", ".trace"} {
-			g, ok := got[c.name+k]
+			g, ok := res.got[c.name+k]
 			if !ok {
 				continue
 			}
