@@ -30,6 +30,7 @@ func runNumeric(t *testing.T, name string, sets ...string) *statesim.Report {
 // log-probs diverge, and the engine is confident where the reference
 // says the token is unlikely.
 func TestImposterMockDivergesWhereStaleReadsAre(t *testing.T) {
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
 	rep := runNumeric(t, "imposter-mock")
 	if len(rep.Imposters) == 0 {
 		t.Fatal("no imposter in imposter-mock")
@@ -72,6 +73,7 @@ func TestImposterMockDivergesWhereStaleReadsAre(t *testing.T) {
 // or wrapped write, and every imposter (a stale read that fed a decode)
 // diverges. Bug B scaled down behaves the same way.
 func TestNumericPropertyOverSeeds(t *testing.T) {
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
 	seeds := 12
 	if testing.Short() {
 		seeds = 4

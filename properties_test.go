@@ -133,6 +133,7 @@ func incidentShape(version string) prop.Config {
 // V0 as the control, no generated scenario over any preset breaks any
 // property.
 func TestPropertiesHoldWhenFixed(t *testing.T) {
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
 	seed := searchSeed(t)
 	r := newRunner(t)
 	for _, v := range []string{"fixed", "v0"} {
@@ -300,6 +301,7 @@ func TestSearchFindsBugB(t *testing.T) {
 // TestLogprobsMatchReference runs the numeric property where the mock
 // backend is built in: it holds when fixed and breaks under v0.13.
 func TestLogprobsMatchReference(t *testing.T) {
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
 	seed := searchSeed(t)
 	r := newRunner(t)
 	p := property(t, "logprobs-match-reference")
@@ -438,6 +440,7 @@ func (neverAdmit) Schedule(st *sched.State, out *sched.Output) error {
 // when it holds. Each one must be broken by the search under a version,
 // index width or policy built to break it.
 func TestEveryPropertyCanFail(t *testing.T) {
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
 	seed := searchSeed(t)
 	cases := map[string]struct {
 		cfg    prop.Config

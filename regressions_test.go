@@ -99,6 +99,7 @@ var regressions = []regression{
 // go test -run TestRewriteRegressions -statesim.rewrite-regressions .
 // it overwrites the kept files instead.
 func TestRewriteRegressions(t *testing.T) {
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
 	dir := regressionsDir
 	if !*rewrite {
 		dir = t.TempDir()
