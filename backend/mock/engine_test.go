@@ -59,6 +59,7 @@ func runTiny(t *testing.T, version string) *report.Report {
 }
 
 func TestMockThroughEngine(t *testing.T) {
+	t.Parallel() // independent runs; the package's longest tests go side by side
 	rep := runTiny(t, "v0.13")
 	d := rep.Divergence
 	t.Logf("v0.13: %d requests, %d corrupted; mock: compared %d, divergent %d", rep.Requests, rep.CorruptedRequests, d.RequestsCompared, d.RequestsDivergent)

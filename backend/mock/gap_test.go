@@ -23,6 +23,7 @@ import (
 // positions 64..65 passes.) This test measures that gap; it skips (with
 // the evidence) while the gap exists and passes once provenance tracks it.
 func TestClobberedKVBlockRewrittenByOwner(t *testing.T) {
+	t.Parallel() // independent runs; the package's longest tests go side by side
 	var kvClobbers, missed int
 	var first string
 	for seed := uint64(135); seed <= 147; seed++ {

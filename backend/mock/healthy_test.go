@@ -12,6 +12,7 @@ import (
 // mixed batches, recycling and recompute preemption under small pools,
 // greedy and sampled) produce log-probs equal to the reference's exactly.
 func TestHealthyRandomWorkloadsExact(t *testing.T) {
+	t.Parallel() // independent runs; the package's longest tests go side by side
 	seeds := 40
 	if testing.Short() {
 		seeds = 10

@@ -15,6 +15,7 @@ import (
 //   - every divergent request has a recorded corruption (CorruptStep ≥ 0);
 //   - every request whose decode kernel read bytes not its own diverges.
 func TestPropertyDivergenceMatchesProvenance(t *testing.T) {
+	t.Parallel() // independent runs; the package's longest tests go side by side
 	seeds := 120
 	if testing.Short() {
 		seeds = 30

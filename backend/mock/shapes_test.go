@@ -23,6 +23,7 @@ func otherShapes(t *testing.T) map[string]model.Shape {
 }
 
 func TestOtherShapes(t *testing.T) {
+	t.Parallel() // independent runs; the package's longest tests go side by side
 	for _, name := range []string{"mamba-only", "multi-tensor"} {
 		shape := otherShapes(t)[name]
 		l := shape.Layout(16)
