@@ -6,8 +6,11 @@ import (
 	"strings"
 )
 
-// Version selects the batch reorder and Mamba split of a vLLM release.
-type Version uint8
+// Version selects the batch reorder and splits of a vLLM release, plus
+// any engine.patches on top of it: the low bits are the release, the bits
+// above baseBits the set of patched PRs (patches.go's prs, by index). An
+// unpatched release is its own value, so V013..V0 compare as before.
+type Version uint16
 
 const (
 	// V013: vLLM ≤ 0.13. is_decode = num_scheduled ≤ 1: a new request given
@@ -94,6 +97,9 @@ type Behaviour struct {
 	Mamba   Split // BuilderMamba (mamba_attn.py)
 	GDN     Split // BuilderGDN (gdn_attn.py)
 	KDA     Split // BuilderKimiK3KDA (kimi_k3/nvidia/kda_metadata.py)
+	// GraphGuard: the runner's uniform-decode check also requires that no
+	// row is still prefilling (open PR #53059; cudagraph.go).
+	GraphGuard bool
 }
 
 // Split is the split of builder k.
@@ -114,13 +120,17 @@ var (
 	splitOff        = Split{Off: true}              // V0's Mamba1: always prefill
 )
 
-var behaviours = [numVersions]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff},
+// behaviours holds every release under every patch set, indexed by
+// Version, so that a lookup stays one array index (patches.go fills the
+// patched entries at init). The releases' rows are written out here and
+// checked against their PR sets in TestReleasesArePRSets.
+var behaviours = [numPatched]Behaviour{
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false},
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in
@@ -135,9 +145,9 @@ var aliases = []struct {
 	{"fixed", Fixed},
 }
 
-// Since reports whether v is release w or a later one (never for the V0
-// control).
-func (v Version) Since(w Version) bool { return v != V0 && v >= w }
+// Since reports whether v's release is w or a later one (never for the V0
+// control); patches do not change the release.
+func (v Version) Since(w Version) bool { return v.Release() != V0 && v.Release() >= w }
 
 // Behaviour is the version's reorder and split.
 func (v Version) Behaviour() Behaviour { return behaviours[v] }
@@ -146,9 +156,9 @@ func (v Version) String() string { return behaviours[v].Name }
 
 // ParseVersion reads a vllm_version value.
 func ParseVersion(s string) (Version, error) {
-	for i := range behaviours {
+	for i := Version(0); i < numVersions; i++ {
 		if behaviours[i].Name == s {
-			return Version(i), nil
+			return i, nil
 		}
 	}
 	for _, a := range aliases {
@@ -162,7 +172,7 @@ func ParseVersion(s string) (Version, error) {
 // VersionNames lists the known versions, then the aliases.
 func VersionNames() []string {
 	var n []string
-	for i := range behaviours {
+	for i := Version(0); i < numVersions; i++ {
 		n = append(n, behaviours[i].Name)
 	}
 	for _, a := range aliases {

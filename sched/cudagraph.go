@@ -1,0 +1,136 @@
+package sched
+
+import "fmt"
+
+// CUDAGraphMode is the compilation config's cudagraph_mode
+// (vllm/config/compilation.py CUDAGraphMode). Only whether FULL decode
+// graphs exist matters here: PIECEWISE graphs leave attention and the
+// state layers eager, so their metadata is the builder's own.
+type CUDAGraphMode uint8
+
+const (
+	GraphModeNone             CUDAGraphMode = iota // enforce_eager
+	GraphModePiecewise                             // PIECEWISE
+	GraphModeFullDecodeOnly                        // FULL_DECODE_ONLY
+	GraphModeFullAndPiecewise                      // FULL_AND_PIECEWISE, vLLM's V1 default
+)
+
+var graphModeNames = [...]string{"none", "piecewise", "full_decode_only", "full_and_piecewise"}
+
+func (m CUDAGraphMode) String() string { return graphModeNames[m] }
+
+// ParseCUDAGraphMode reads an engine.cudagraph_mode value.
+func ParseCUDAGraphMode(s string) (CUDAGraphMode, error) {
+	for i, n := range graphModeNames {
+		if n == s {
+			return CUDAGraphMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown cudagraph_mode %q (known: none, piecewise, full_decode_only, full_and_piecewise)", s)
+}
+
+// fullDecode: the mode captures FULL graphs for uniform decode batches.
+// The Mamba and GDN builders declare AttentionCGSupport.UNIFORM_BATCH, so
+// FULL degrades to these too; it is not modelled separately.
+func (m CUDAGraphMode) fullDecode() bool {
+	return m == GraphModeFullDecodeOnly || m == GraphModeFullAndPiecewise
+}
+
+// Graph is the runtime mode the CudagraphDispatcher picks for a step.
+type Graph uint8
+
+const (
+	GraphEager     Graph = iota // no graph: every kernel launched with this step's metadata
+	GraphPiecewise              // state layers eager inside a piecewise graph: same metadata
+	GraphFull                   // the captured decode graph replays: persistent buffers
+)
+
+func (g Graph) String() string { return [...]string{"eager", "piecewise", "full"}[g] }
+
+// uniformDecodeQueryLen is 1 + K; speculative decoding is not modelled
+// (K = 0).
+const uniformDecodeQueryLen = 1
+
+// Dispatch is the runner's second classifier: the graph a batch replays,
+// from its shape alone (gpu_model_runner.py _is_uniform_decode:
+// max_num_scheduled_tokens == uniform_decode_query_len and num_tokens ==
+// max_num_scheduled_tokens * num_reqs), unless the version carries #53059's
+// guard, under which a batch with a row still prefilling (num_computed <
+// num_prompt) is not uniform. maxBS is the largest captured batch size
+// (decode_cudagraph_max_bs; 0: unbounded); a larger batch runs
+// piecewise. It reads no builder's decision: that is the point.
+func (b *Behaviour) Dispatch(mode CUDAGraphMode, rows []Row, maxBS int) Graph {
+	if mode == GraphModeNone || len(rows) == 0 {
+		return GraphEager
+	}
+	if !mode.fullDecode() || (maxBS > 0 && len(rows) > maxBS) {
+		return GraphPiecewise
+	}
+	maxQ, n := 0, 0
+	for i := range rows {
+		maxQ = max(maxQ, rows[i].NumScheduled)
+		n += rows[i].NumScheduled
+	}
+	uniform := maxQ == uniformDecodeQueryLen && n == maxQ*len(rows)
+	if uniform && b.GraphGuard {
+		for i := range rows {
+			if rows[i].NumComputed < rows[i].Req.NumPromptTokens {
+				uniform = false
+				break
+			}
+		}
+	}
+	if uniform {
+		return GraphFull
+	}
+	if mode == GraphModeFullDecodeOnly {
+		return GraphEager
+	}
+	return GraphPiecewise
+}
+
+// NullBlock is the state slot a persistent index buffer holds where no
+// row's index was written: the null block (NULL_BLOCK_ID, 0), as the GDN
+// builder fills the padded tail; the capture runs leave it there too.
+const NullBlock int32 = 0
+
+// StateIndexBuffer is one state group's persistent state-index buffer of
+// one metadata builder (GDNAttentionMetadataBuilder's
+// non_spec_state_indices_tensor, BaseMambaAttentionMetadataBuilder's
+// state_indices_tensor): the device tensor the captured decode graph reads
+// its rows' state slots from. The builder copies the step's indices into
+// it only on a step it builds for graph replay: FULL graphs captured,
+// num_prefills == 0, no spec decodes, num_decodes <= decode_cudagraph_max_bs
+// (gdn_attn.py build; mamba_attn.py's equivalent since #23035). On any
+// other step it keeps the last such step's contents, which a FULL replay
+// then reads. It is a pure state machine over those steps.
+type StateIndexBuffer struct {
+	slots []int32 // slots[i]: what replayed row i addresses
+}
+
+// Build is the builder's build() for one step: rows are the batch in
+// runner order, nd the builder's num_decodes, group the state group whose
+// slot each row's StateBlocks holds. It refreshes the buffer when the
+// builder would (see the type). vLLM pads [nd, padded size) with the null
+// block and leaves the entries past it as they were; with no capture-size
+// list modelled the padded size is nd, so entries past nd keep older steps'
+// slots (a later, larger stale replay reads them).
+func (s *StateIndexBuffer) Build(mode CUDAGraphMode, rows []Row, nd, maxBS int, slot func(i int) int32) {
+	if !mode.fullDecode() || nd != len(rows) || (maxBS > 0 && nd > maxBS) {
+		return
+	}
+	for len(s.slots) < nd {
+		s.slots = append(s.slots, NullBlock)
+	}
+	for i := 0; i < nd; i++ {
+		s.slots[i] = slot(i)
+	}
+}
+
+// Addressed is the slot a replayed graph's kernel addresses for row i.
+func (s *StateIndexBuffer) Addressed(i int) int32 {
+	if i < len(s.slots) {
+		return s.slots[i]
+	}
+	return NullBlock
+}

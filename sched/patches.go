@@ -1,0 +1,191 @@
+package sched
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// A PR is one vLLM pull request statesim models as a switch on the batch
+// behaviour, so that engine.patches can add or remove it on top of a
+// release. Each release is the set of PRs it contains (TestReleasesArePRSets
+// checks that the set rebuilds the release's row of behaviours).
+type pr struct {
+	num int
+	// in is the first release containing it; numVersions for a PR that
+	// no release contains (open when last read).
+	in Version
+	// needs are the PRs whose rule this one edits: without them its code
+	// does not exist.
+	needs []int
+	what  string
+}
+
+var prs = []pr{
+	{32118, V014, nil, "reorder: num_computed == 0 is prefill"},
+	{37303, V019, []int{32118}, "four-region reorder; Mamba split forces is_prefilling"},
+	{42430, V022, []int{37303}, "Mamba split forces only stateless rows (short extends decode)"},
+	{51565, V031, []int{42430}, "GDN split forces stateless rows"},
+	{51483, V031, []int{42430}, "Kimi-K3 KDA split forces stateless rows"},
+	{53059, numVersions, nil, "uniform-decode CUDA-graph dispatch requires no prefilling row (open)"},
+}
+
+const (
+	baseBits   = 3 // releases V013..V0 fit in 3 bits
+	baseMask   = 1<<baseBits - 1
+	numPatched = 1 << (baseBits + 6) // every release under every subset of prs
+)
+
+func init() {
+	if len(prs) != 6 || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes 6 PRs and releases in 3 bits")
+	}
+	for set := 1; set < 1<<len(prs); set++ {
+		for rel := Version(0); rel < numVersions; rel++ {
+			if rel == V0 {
+				continue
+			}
+			b := behaviourOf(prSet(rel) ^ set)
+			b.Name = describeSet(rel, set)
+			behaviours[rel|Version(set)<<baseBits] = b
+		}
+	}
+}
+
+// prSet is the set of prs (bit i = prs[i]) release rel contains.
+func prSet(rel Version) int {
+	set := 0
+	for i, p := range prs {
+		if rel >= p.in {
+			set |= 1 << i
+		}
+	}
+	return set
+}
+
+// behaviourOf builds the batch behaviour of a PR set (no name).
+func behaviourOf(set int) Behaviour {
+	has := func(num int) bool {
+		for i, p := range prs {
+			if p.num == num {
+				return set&(1<<i) != 0
+			}
+		}
+		return false
+	}
+	b := Behaviour{Reorder: ReorderQueryLen, Mamba: splitDefault, GDN: splitDefault, KDA: splitDefault}
+	switch {
+	case has(37303):
+		b.Reorder = ReorderFourRegion
+	case has(32118):
+		b.Reorder = ReorderNewLast
+	}
+	switch {
+	case has(42430):
+		b.Mamba = splitStateless
+	case has(37303):
+		b.Mamba = splitPrefilling
+	}
+	if has(51565) {
+		b.GDN = splitStateless
+	}
+	if has(51483) {
+		b.KDA = splitStateless
+	}
+	b.GraphGuard = has(53059)
+	return b
+}
+
+// Release is the vLLM release under v's patches.
+func (v Version) Release() Version { return v & baseMask }
+
+// Patched applies patches ("+N" adds PR N, "-N" removes it) to release v.
+// A patch on the V0 control, an unknown PR, a no-op (adding a PR the
+// release has, removing one it lacks), or a set in which a PR lacks one it
+// builds on is an error naming the patch.
+func Patched(v Version, patches []string) (Version, error) {
+	if len(patches) == 0 {
+		return v, nil
+	}
+	if v == V0 {
+		return 0, fmt.Errorf("patches apply to V1 releases, not the v0 control")
+	}
+	base := prSet(v.Release())
+	delta := 0
+	for _, p := range patches {
+		i, add, err := parsePatch(p)
+		if err != nil {
+			return 0, err
+		}
+		if delta&(1<<i) != 0 {
+			return 0, fmt.Errorf("%s: PR #%d patched twice", p, prs[i].num)
+		}
+		if has := base&(1<<i) != 0; has == add {
+			verb := "already contains"
+			if !add {
+				verb = "does not contain"
+			}
+			return 0, fmt.Errorf("%s: %s %s PR #%d", p, v.Release(), verb, prs[i].num)
+		}
+		delta |= 1 << i
+	}
+	set := base ^ delta
+	for i, p := range prs {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		for _, n := range p.needs {
+			j := prIndex(n)
+			if set&(1<<j) == 0 {
+				return 0, fmt.Errorf("PR #%d (%s) builds on PR #%d, which %s without it lacks", p.num, p.what, n, describeSet(v.Release(), delta))
+			}
+		}
+	}
+	return v.Release() | Version(delta)<<baseBits, nil
+}
+
+func describeSet(rel Version, delta int) string {
+	var b strings.Builder
+	b.WriteString(rel.String())
+	for i, p := range prs {
+		if delta&(1<<i) == 0 {
+			continue
+		}
+		if prSet(rel)&(1<<i) != 0 {
+			b.WriteString("-")
+		} else {
+			b.WriteString("+")
+		}
+		b.WriteString(strconv.Itoa(p.num))
+	}
+	return b.String()
+}
+
+func prIndex(num int) int {
+	for i, p := range prs {
+		if p.num == num {
+			return i
+		}
+	}
+	return -1
+}
+
+func parsePatch(p string) (i int, add bool, err error) {
+	if len(p) < 2 || (p[0] != '+' && p[0] != '-') {
+		return 0, false, fmt.Errorf("%q: want +N or -N (a PR number)", p)
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(p[1:], "#"))
+	if err != nil || prIndex(n) < 0 {
+		return 0, false, fmt.Errorf("%q: not a PR statesim models (known: %s)", p, strings.Join(PatchNames(), ", "))
+	}
+	return prIndex(n), p[0] == '+', nil
+}
+
+// PatchNames lists the PRs engine.patches accepts.
+func PatchNames() []string {
+	n := make([]string, len(prs))
+	for i, p := range prs {
+		n[i] = strconv.Itoa(p.num)
+	}
+	return n
+}
