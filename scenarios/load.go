@@ -382,6 +382,23 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		return nil
 	}
+	if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String {
+		// engine.patches: a list of strings (a lone string is a list of one).
+		items := []*yaml.Node{n}
+		if n.Kind == yaml.SequenceNode {
+			items = n.Content
+		}
+		out := reflect.MakeSlice(v.Type(), 0, len(items))
+		for i, it := range items {
+			e := reflect.New(v.Type().Elem()).Elem()
+			if err := d.decode(it, e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+			out = reflect.Append(out, e)
+		}
+		v.Set(out)
+		return nil
+	}
 	if n.Kind != yaml.ScalarNode {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %s", typeName(v), kindName(n)), d.sets)
 	}

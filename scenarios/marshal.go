@@ -100,6 +100,14 @@ func emit(m *yaml.Node, v, base reflect.Value, path string) error {
 				continue
 			}
 			val = sub
+		} else if fv.Kind() == reflect.Slice { // engine.patches
+			if fv.Len() == 0 {
+				continue
+			}
+			val = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+			for j := 0; j < fv.Len(); j++ {
+				val.Content = append(val.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: fv.Index(j).String()})
+			}
 		} else {
 			same := fv.Interface() == bv.Interface() && !companionWritten(m, path, name)
 			if same && (!alwaysWritten[fp] || fv.IsZero() && fp == "model.preset") {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 
 	"statesim/model"
 	"statesim/sched"
@@ -68,6 +69,9 @@ type Engine struct {
 	MambaSSMCacheDType       string `yaml:"mamba_ssm_cache_dtype" json:"mamba_ssm_cache_dtype"`
 	KVCacheDType             string `yaml:"kv_cache_dtype" json:"kv_cache_dtype"`
 	KernelBlockAlignmentSize int    `yaml:"kernel_block_alignment_size" json:"kernel_block_alignment_size"`
+	// Patches add (+N) or remove (-N) single vLLM PRs on top of
+	// vllm_version (sched.Patched), e.g. [+53059] or [-51565].
+	Patches []string `yaml:"patches" json:"patches,omitempty"`
 }
 
 // Device is the accelerator the memory model sizes the pool for.
@@ -188,8 +192,12 @@ func (s *Scenario) Validate() error {
 		return fieldErr("model.", err)
 	}
 	e := &s.Engine
-	if _, err := sched.ParseVersion(e.VLLMVersion); err != nil {
+	v, err := sched.ParseVersion(e.VLLMVersion)
+	if err != nil {
 		return fe("engine.vllm_version", "%v", err)
+	}
+	if err := checkPatches(v, e.Patches); err != nil {
+		return fe("engine.patches", "%v", err)
 	}
 	if e.MaxNumBatchedTokens < 1 {
 		return fe("engine.max_num_batched_tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens)
@@ -354,5 +362,22 @@ func fieldErr(prefix string, err error) error {
 // Version is the parsed vllm_version (valid after Validate).
 func (s *Scenario) Version() sched.Version {
 	v, _ := sched.ParseVersion(s.Engine.VLLMVersion)
+	if w, err := sched.Patched(v, s.Engine.Patches); err == nil {
+		return w
+	}
 	return v
+}
+
+// checkPatches is sched.Patched, refusing the PRs whose rule the engine
+// does not run yet: #53059 changes only the CUDA-graph dispatch, which is
+// not wired into the engine (sched.Behaviour.Dispatch), so accepting it
+// would change nothing.
+func checkPatches(v sched.Version, patches []string) error {
+	for _, p := range patches {
+		if strings.TrimLeft(p, "+-#") == "53059" {
+			return fmt.Errorf("%s: the CUDA-graph dispatch #53059 edits is not wired into the engine yet", p)
+		}
+	}
+	_, err := sched.Patched(v, patches)
+	return err
 }

@@ -137,7 +137,7 @@ func Patched(v Version, patches []string) (Version, error) {
 		for _, n := range p.needs {
 			j := prIndex(n)
 			if set&(1<<j) == 0 {
-				return 0, fmt.Errorf("PR #%d (%s) builds on PR #%d, which %s without it lacks", p.num, p.what, n, describeSet(v.Release(), delta))
+				return 0, fmt.Errorf("PR #%d (%s) builds on PR #%d, which %s lacks", p.num, p.what, n, describeSet(v.Release(), delta))
 			}
 		}
 	}
