@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 
+	"statesim/sched"
 	"statesim/step"
 )
 
@@ -23,8 +24,12 @@ const TraceVersion = 2
 // rows are in the model runner's order: "row" is the row of the persistent
 // input batch (after condense and the reorder), so rows[:num_decodes] take
 // the Mamba decode path. region is decode, short-extend (four-region
-// reorder only), extend or prefill. A step that scheduled nothing runs no
-// model and writes no line; its step number is skipped.
+// reorder only), extend or prefill. A row dispatched to a CUDA graph adds
+// "graph" (piecewise or full; left out when eager), and one whose replayed
+// kernel addresses other slots than its own adds "kernel_slots" (the same
+// length as "slots"): both are additions, so TraceVersion stays. A step
+// that scheduled nothing runs no model and writes no line; its step
+// number is skipped.
 type traceWriter struct {
 	w   *bufio.Writer
 	buf []byte
@@ -84,7 +89,23 @@ func (t *traceWriter) step(out *step.Record) {
 			}
 			b = strconv.AppendInt(b, int64(s), 10)
 		}
-		b = append(b, "]}"...)
+		b = append(b, ']')
+		if row.Graph != sched.GraphEager { // left out when eager, so older traces stay byte-identical
+			b = append(b, `,"graph":"`...)
+			b = append(b, row.Graph.String()...)
+			b = append(b, '"')
+		}
+		if len(row.KernelSlots) > 0 {
+			b = append(b, `,"kernel_slots":[`...)
+			for j, s := range row.KernelSlots {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(s), 10)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
 	}
 	b = append(b, "]}\n"...)
 	t.buf = b

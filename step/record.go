@@ -105,6 +105,15 @@ type Row struct {
 	CorruptStep int64
 	// Reads are the state blocks the kernels read (Detail Reads).
 	Reads []Read
+	// Graph is the CUDA graph the runner dispatched the step to
+	// (sched.Behaviour.Dispatch), the same for every row: a FULL replay
+	// runs the row through the decode kernel whatever Path says.
+	Graph sched.Graph
+	// KernelSlots are the state slots, one per Mamba group, that the
+	// replayed graph's kernel addresses for the row when they differ from
+	// StateBlocks (the persistent state-index buffer left stale); nil
+	// when the kernel addresses the row's own.
+	KernelSlots []int32
 }
 
 // Samples reports whether the row computes every token its request
@@ -188,8 +197,8 @@ func (r *Record) AddRow() *Row {
 	if n < cap(r.Rows) {
 		r.Rows = r.Rows[:n+1]
 		row := &r.Rows[n]
-		sb, rd := row.StateBlocks[:0], row.Reads[:0]
-		*row = Row{StateBlocks: sb, Reads: rd}
+		sb, rd, ks := row.StateBlocks[:0], row.Reads[:0], row.KernelSlots[:0]
+		*row = Row{StateBlocks: sb, Reads: rd, KernelSlots: ks}
 		return row
 	}
 	r.Rows = append(r.Rows, Row{})
