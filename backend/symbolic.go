@@ -219,7 +219,7 @@ func (s *Symbolic) corrupt(r *sched.Request) {
 func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 	r := row.Req
 	c, q := row.NumComputed, row.NumScheduled
-	decode := row.Path == sched.PathDecode
+	decode := row.Path == sched.PathDecode || row.Graph == sched.GraphFull // a FULL replay runs the decode kernel
 	if decode {
 		s.Stats.MambaDecodeRows++
 	} else {
@@ -228,7 +228,7 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 	s.Stats.StateBytesMoved += s.stateRW * int64(s.nMamba)
 	// The common case, a decode of a request whose slots hold its own
 	// state and nobody else's writes: one record for all groups.
-	if decode && c > 0 {
+	if decode && c > 0 && row.KernelSlots == nil {
 		if _, ok := s.Prov.AdvanceState(&r.Blocks, r.ID, c, c+q, s.step); ok {
 			return
 		}
@@ -240,7 +240,7 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 	r := row.Req
 	c, q := row.NumComputed, row.NumScheduled
-	decode := row.Path == sched.PathDecode
+	decode := row.Path == sched.PathDecode || row.Graph == sched.GraphFull
 	s.Prov.SettleState(&r.Blocks)
 	if decode && c == 0 {
 		slot := r.Blocks.Mamba[0]
@@ -254,11 +254,16 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 	var staleProv, clobberedProv statecache.Provenance
 	var wrongFirst, wrongLast int32
 	var nTainted int
-	for _, slot := range r.Blocks.Mamba {
+	for gi, slot := range r.Blocks.Mamba {
 		if slot > s.Stats.HighestSlot {
 			s.Stats.HighestSlot = slot
 		}
 		target, last, wrapped := slot, slot, false
+		if decode && row.KernelSlots != nil {
+			// A stale graph replay: the kernel reads the persistent
+			// buffer's slot, not the row's own.
+			target, last = row.KernelSlots[gi], row.KernelSlots[gi]
+		}
 		if !decode {
 			// The prefill kernel addresses the state through the index
 			// arithmetic under test; decode kernels use 64-bit indices.
@@ -267,7 +272,7 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 		tainted := false
 		if decode || row.HasInitialState {
 			p := s.Prov.Get(target)
-			valid := !wrapped && s.Prov.StateValid(slot, r.ID, c)
+			valid := !wrapped && (row.KernelSlots == nil || target == slot) && s.Prov.StateValid(slot, r.ID, c)
 			if !valid {
 				tainted = true
 				if staleN == 0 {

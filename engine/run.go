@@ -147,6 +147,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		StateKind: r.shape.StateKind(),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
+	r.s.Graphs.Mode, r.s.Graphs.MaxBS = sc.CUDAGraphMode(), min(sc.Engine.MaxNumSeqs, 512) // decode_cudagraph_max_bs: max_num_seqs, capture sizes up to 512
 	r.s.HashBlocks = opt.hashBlocks
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
 	r.sym.Prov.Plain = opt.plainChecks
@@ -478,6 +479,7 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 		x.NumOutput, x.NumPreemptions, x.ArrivalNS = q.NumOutputTokens, q.NumPreemptions, int64(q.ArrivalTime)
 		x.Kind, x.Region, x.Path, x.HasInitialState = row.Kind(), row.Region, row.Path, row.HasInitialState
 		x.StateBlocks = append(x.StateBlocks, q.Blocks.Mamba...)
+		x.Graph, x.KernelSlots = row.Graph, append(x.KernelSlots, row.KernelSlots...)
 		x.BlocksShort = r.kv.BlocksNeeded(&q.Blocks, row.NumComputed+row.NumScheduled)
 		x.Status = q.Status
 		x.CorruptStep = q.CorruptStep

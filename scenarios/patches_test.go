@@ -48,7 +48,7 @@ func TestPatchErrorsNameFileLineAndField(t *testing.T) {
 		{"v0.31", "[+51565]", "t.yaml:8: field engine.patches: +51565: v0.31 already contains PR #51565"},
 		{"v0.31", "[+12345]", `t.yaml:8: field engine.patches: "+12345": not a PR statesim models`},
 		{"v0.31", "[51565]", `t.yaml:8: field engine.patches: "51565": want +N or -N`},
-		{"v0.31", "[+53059]", "t.yaml:8: field engine.patches: +53059: the CUDA-graph dispatch #53059 edits is not wired into the engine yet"},
+		{"v0.31", "[+53059, +53059]", "t.yaml:8: field engine.patches: +53059: PR #53059 patched twice"},
 		{"v0", "[-51565]", "t.yaml:8: field engine.patches: patches apply to V1 releases"},
 		{"v0.31", "[[-51565]]", "t.yaml:8: field engine.patches[0]: want a string, got a list"},
 	} {

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"strings"
 
 	"statesim/model"
 	"statesim/sched"
@@ -72,6 +71,11 @@ type Engine struct {
 	// Patches add (+N) or remove (-N) single vLLM PRs on top of
 	// vllm_version (sched.Patched), e.g. [+53059] or [-51565].
 	Patches []string `yaml:"patches" json:"patches,omitempty"`
+	// CUDAGraphMode is the compilation config's cudagraph_mode (none,
+	// piecewise, full_decode_only, full_and_piecewise). vLLM V1 defaults
+	// to full_and_piecewise; statesim defaults to none (eager), the model
+	// every earlier result was measured with.
+	CUDAGraphMode string `yaml:"cudagraph_mode" json:"cudagraph_mode,omitempty"`
 }
 
 // Device is the accelerator the memory model sizes the pool for.
@@ -156,7 +160,7 @@ func Defaults() Scenario {
 		Engine: Engine{
 			VLLMVersion: "fixed", MaxNumBatchedTokens: 16384, MaxNumSeqs: 1024, MaxModelLen: 32768,
 			BlockSize: 16, GPUMemoryUtilization: 0.9, EnableChunkedPrefill: true,
-			SchedulingPolicy: "fcfs", StateIndexBits: 64,
+			SchedulingPolicy: "fcfs", StateIndexBits: 64, CUDAGraphMode: "none",
 			TensorParallelSize: 1, MambaCacheDType: "auto", MambaSSMCacheDType: "auto", KVCacheDType: "auto",
 		},
 		Device:   Device{Name: "H200", MemoryGiB: 139, ActivationGiB: 2},
@@ -196,8 +200,11 @@ func (s *Scenario) Validate() error {
 	if err != nil {
 		return fe("engine.vllm_version", "%v", err)
 	}
-	if err := checkPatches(v, e.Patches); err != nil {
+	if _, err := sched.Patched(v, e.Patches); err != nil {
 		return fe("engine.patches", "%v", err)
+	}
+	if _, err := sched.ParseCUDAGraphMode(e.CUDAGraphMode); err != nil {
+		return fe("engine.cudagraph_mode", "%v", err)
 	}
 	if e.MaxNumBatchedTokens < 1 {
 		return fe("engine.max_num_batched_tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens)
@@ -368,16 +375,8 @@ func (s *Scenario) Version() sched.Version {
 	return v
 }
 
-// checkPatches is sched.Patched, refusing the PRs whose rule the engine
-// does not run yet: #53059 changes only the CUDA-graph dispatch, which is
-// not wired into the engine (sched.Behaviour.Dispatch), so accepting it
-// would change nothing.
-func checkPatches(v sched.Version, patches []string) error {
-	for _, p := range patches {
-		if strings.TrimLeft(p, "+-#") == "53059" {
-			return fmt.Errorf("%s: the CUDA-graph dispatch #53059 edits is not wired into the engine yet", p)
-		}
-	}
-	_, err := sched.Patched(v, patches)
-	return err
+// CUDAGraphMode is the parsed cudagraph_mode (valid after Validate).
+func (s *Scenario) CUDAGraphMode() sched.CUDAGraphMode {
+	m, _ := sched.ParseCUDAGraphMode(s.Engine.CUDAGraphMode)
+	return m
 }

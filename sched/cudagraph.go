@@ -134,3 +134,62 @@ func (s *StateIndexBuffer) Addressed(i int) int32 {
 	}
 	return NullBlock
 }
+
+// Graphs is the runner's CUDA-graph side of a step, kept by the Scheduler
+// across steps: the dispatch decision and one persistent state-index
+// buffer per state group of the model's builder. Mode zero (none) leaves
+// every row eager and touches nothing.
+type Graphs struct {
+	Mode  CUDAGraphMode
+	MaxBS int // decode_cudagraph_max_bs; 0: unbounded
+	bufs  []StateIndexBuffer
+	kern  [][]int32 // per row: scratch behind Row.KernelSlots
+}
+
+// Step dispatches the classified rows (nd of them on the builder's decode
+// path), refreshes the buffers as the builder would, and on a FULL replay
+// sets each row's Graph, and KernelSlots where the buffer addresses other
+// slots than the row's own.
+func (g *Graphs) Step(b *Behaviour, rows []Row, nd int) {
+	if g.Mode == GraphModeNone || len(rows) == 0 {
+		return
+	}
+	kind := b.Dispatch(g.Mode, rows, g.MaxBS)
+	ng := len(rows[0].Req.Blocks.Mamba)
+	for len(g.bufs) < ng {
+		g.bufs = append(g.bufs, StateIndexBuffer{})
+	}
+	for gi := 0; gi < ng; gi++ {
+		g.bufs[gi].Build(g.Mode, rows, nd, g.MaxBS, func(i int) int32 {
+			if gi < len(rows[i].Req.Blocks.Mamba) {
+				return rows[i].Req.Blocks.Mamba[gi]
+			}
+			return NullBlock
+		})
+	}
+	for len(g.kern) < len(rows) {
+		g.kern = append(g.kern, nil)
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.Graph = kind
+		if kind != GraphFull {
+			continue
+		}
+		own := r.Req.Blocks.Mamba
+		k := g.kern[i][:0]
+		differs := false
+		for gi := range own {
+			s := NullBlock
+			if gi < len(g.bufs) {
+				s = g.bufs[gi].Addressed(i)
+			}
+			k = append(k, s)
+			differs = differs || s != own[gi]
+		}
+		g.kern[i] = k
+		if differs {
+			r.KernelSlots = k
+		}
+	}
+}

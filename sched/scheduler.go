@@ -38,6 +38,10 @@ type Row struct {
 	Region          Region
 	Path            Path
 	HasInitialState bool
+	// Graph and KernelSlots: the CUDA-graph dispatch and, on a stale
+	// FULL replay, the slots its kernel addresses (cudagraph.go).
+	Graph       Graph
+	KernelSlots []int32
 }
 
 // Output is one step's scheduling result.
@@ -436,6 +440,7 @@ type Scheduler struct {
 	Policy       Policy
 	Version      Version
 	ForcePrefill bool
+	Graphs       Graphs // the CUDA-graph dispatch (cudagraph.go); zero: eager
 	// Batch is the model runner's persistent input batch: Rows come out in
 	// its row order (V0 keeps scheduling order).
 	Batch    InputBatch
@@ -494,6 +499,9 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
+	}
+	if persistent {
+		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd)
 	}
 	return out, nil
 }
