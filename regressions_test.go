@@ -74,6 +74,18 @@ func underV031(p *prop.Params) string { p.Version = "v0.31"; return "fixed" }
 
 // gdnBudgetCut is the GDN search over prompts of two tokens or more: the
 // imposter is a new request cut to one token by the budget.
+// with53059 is the same requests under open PR #53059's runner guard.
+func with53059(p *prop.Params) string { p.Patches = []string{"+53059"}; return "53059" }
+
+// cudagraphStale is the GDN search at v0.31 (the builder fixed by #51565)
+// with vLLM's default FULL_AND_PIECEWISE graphs: the shape-only dispatch
+// replays the decode graph over a stale state-index buffer.
+func cudagraphStale() prop.Config {
+	c := prop.GDN("v0.31", "qwen3-next-80b-a3b")
+	c.CUDAGraphMode = "full_and_piecewise"
+	return c
+}
+
 func gdnBudgetCut() prop.Config {
 	c := prop.GDN("v0.22", "qwen3-next-80b-a3b")
 	c.MinPrompt = 2
@@ -91,6 +103,7 @@ var regressions = []regression{
 	{name: "gdn-imposter-qwen3-next", cfg: func() prop.Config { return prop.GDN("v0.22", "qwen3-next-80b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
+	{name: "cudagraph-stale-qwen3-next", cfg: cudagraphStale, prop: "stale-slot-read", seed: 1, control: with53059},
 }
 
 // TestRewriteRegressions reruns the searches above and requires them to

@@ -35,6 +35,9 @@ type Config struct {
 	// 0..MaxLongPrefill (0 = off).
 	MaxLongPrefill   int
 	MinBits, MaxBits int // state_index_bits
+	// CUDAGraphMode is every scenario's engine.cudagraph_mode ("": the
+	// default, none).
+	CUDAGraphMode string
 }
 
 // DefaultConfig draws small scenarios over every preset with the fixed
@@ -188,6 +191,7 @@ func Gen(c Config) gopter.Gen {
 		"Policy":         consts(c.Policies),
 		"ChunkedPrefill": choice(bools),
 		"Backend":        consts(c.Backends),
+		"CUDAGraphMode":  gen.Const(c.CUDAGraphMode),
 	})
 }
 

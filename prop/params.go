@@ -41,6 +41,11 @@ type Params struct {
 	Policy                    string
 	ChunkedPrefill            bool
 	Backend                   string
+	// CUDAGraphMode and Patches are engine.cudagraph_mode and
+	// engine.patches (empty: the defaults); Patches is set by controls,
+	// never drawn.
+	CUDAGraphMode string
+	Patches       []string
 }
 
 // Shape is the model's shape: Preset names a preset or a model config
@@ -136,6 +141,10 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	e.LongPrefillTokenThreshold = p.LongPrefillTokenThreshold
 	e.SchedulingPolicy = p.Policy
 	e.StateIndexBits = p.StateIndexBits
+	if p.CUDAGraphMode != "" {
+		e.CUDAGraphMode = p.CUDAGraphMode
+	}
+	e.Patches = p.Patches
 	sc.Workload = workload.Spec{Kind: "trace", Path: tracePath,
 		PromptLen: workload.Dist{Kind: "trace"}, OutputLen: workload.Dist{Kind: "trace"}}
 	sc.Backend.Kind = p.Backend
@@ -184,6 +193,12 @@ func (p *Params) String() string {
 	}
 	if p.Backend != "symbolic" {
 		fmt.Fprintf(&b, ", backend %s", p.Backend)
+	}
+	if p.CUDAGraphMode != "" && p.CUDAGraphMode != "none" {
+		fmt.Fprintf(&b, ", cudagraph_mode %s", p.CUDAGraphMode)
+	}
+	if len(p.Patches) > 0 {
+		fmt.Fprintf(&b, ", patches %v", p.Patches)
 	}
 	return b.String()
 }
