@@ -2,6 +2,7 @@ package prop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"statesim/model"
@@ -131,6 +132,38 @@ type classifier struct {
 	decode       func(q, c, p int) bool // the rule of the model's builder
 	known        bool
 	forcePrefill bool
+	// The observer's own CUDA-graph dispatch rule (withGraphs): FULL
+	// decode graphs captured, the largest captured batch, and whether
+	// #53059's guard is patched in.
+	fullGraphs bool
+	maxBS      int
+	guard      bool
+}
+
+// withGraphs sets the observer's dispatch rule from a scenario's
+// engine.cudagraph_mode, engine.patches and max_num_seqs. Its reading of
+// vLLM (gpu_model_runner.py _is_uniform_decode, K = 0): a step replays the
+// FULL decode graph when every row has exactly one token, the batch fits a
+// captured size (min(max_num_seqs, 512)), and, with #53059, no row's
+// prompt is still being computed.
+func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int) {
+	k.fullGraphs = mode == "full_decode_only" || mode == "full_and_piecewise"
+	k.maxBS = min(maxNumSeqs, 512)
+	k.guard = slices.Contains(patches, "+53059")
+}
+
+// fullReplay is the observer's dispatch decision for rec.
+func (k *classifier) fullReplay(rec *step.Record) bool {
+	if !k.fullGraphs || len(rec.Rows) == 0 || len(rec.Rows) > k.maxBS {
+		return false
+	}
+	for i := range rec.Rows {
+		r := &rec.Rows[i]
+		if r.NumScheduled != 1 || k.guard && r.NumComputed < r.NumPrompt {
+			return false
+		}
+	}
+	return true
 }
 
 func newClassifier(version string, kind model.StateKind, forcePrefill bool) classifier {
@@ -163,6 +196,9 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 		if first == "" {
 			first = fmt.Sprintf("step %d: ", rec.Step) + fmt.Sprintf(format, a...)
 		}
+	}
+	if full := k.fullReplay(rec); len(rec.Rows) > 0 && full != (rec.Rows[0].Graph == sched.GraphFull) {
+		note("the runner dispatched the batch to the %s graph; the observer's uniform-decode rule gives full = %v", rec.Rows[0].Graph, full)
 	}
 	decoding := !k.forcePrefill
 	prev := -1

@@ -125,6 +125,7 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
 	var seenBy []int64
 	hasMamba := sc.Model.Shape.NumMambaLayers() > 0
 	cls := newClassifier(sc.Engine.VLLMVersion, sc.Model.Shape.StateKind(), sc.Engine.ForcePrefillPath)
+	cls.withGraphs(sc.Engine.CUDAGraphMode, sc.Engine.Patches, sc.Engine.MaxNumSeqs)
 	decodeNoState := func(rec *step.Record, row *step.Row, derived sched.Path) {
 		if hasMamba && o.DecodeBeforePrefill == "" {
 			o.DecodeBeforePrefill = fmt.Sprintf("step %d: request %d with 0 computed tokens and %d scheduled is on the Mamba decode path (recorded %s, the version's rules give %s)",
