@@ -343,6 +343,32 @@ func (h *hf) layerList(key string, n, layers int) bool {
 	return h.err == nil
 }
 
+// layerTypes reads layer_types, when the config has one, into per: each
+// entry names the layer's state mixer (state) or attention (attn), the
+// list format Bamba/Granite, Qwen3-Next and LFM2 share with their own two
+// names. It reports whether the list was there (a bad one sets h.err).
+func (h *hf) layerTypes(per []LayerKind, state, attn string) bool {
+	if !h.has("layer_types") {
+		return false
+	}
+	lt := h.strs("layer_types")
+	if !h.layerList("layer_types", len(lt), len(per)) {
+		return true
+	}
+	for i, t := range lt {
+		switch t {
+		case state:
+			per[i] = Mamba
+		case attn:
+			per[i] = Attention
+		default:
+			h.fail("layer_types", "layer %d is %q (want %s or %s)", i, t, state, attn)
+			return true
+		}
+	}
+	return true
+}
+
 // indexSet marks the listed layers (0-based, or 1-based when base is 1).
 func (h *hf) indexSet(key string, idx []int, layers, base int) map[int]bool {
 	set := map[int]bool{}
@@ -470,22 +496,7 @@ func bambaLike(h *hf, s *Shape) {
 	s.Mixer = mamba2Mixer(h, expand*s.HiddenSize, "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv")
 	s.MambaDState = s.Mixer.StateSize
 	per := repeat(Mamba, s.NumLayers)
-	if h.has("layer_types") {
-		lt := h.strs("layer_types")
-		if !h.layerList("layer_types", len(lt), s.NumLayers) {
-			return
-		}
-		for i, t := range lt {
-			switch t {
-			case "mamba":
-			case "attention":
-				per[i] = Attention
-			default:
-				h.fail("layer_types", "layer %d is %q (want mamba or attention)", i, t)
-				return
-			}
-		}
-	} else {
+	if !h.layerTypes(per, "mamba", "attention") {
 		for i := range h.indexSet("attn_layer_indices", h.ints("attn_layer_indices"), s.NumLayers, 0) {
 			per[i] = Attention
 		}
@@ -535,23 +546,7 @@ func qwen3Next(h *hf, s *Shape) {
 	s.Mixer = Mixer{Kind: GatedDeltaNet, NumKHeads: h.int("linear_num_key_heads"), HeadKDim: h.int("linear_key_head_dim"),
 		NumVHeads: h.int("linear_num_value_heads"), HeadVDim: h.int("linear_value_head_dim"), ConvKernel: h.int("linear_conv_kernel_dim")}
 	per := make([]LayerKind, s.NumLayers)
-	if h.has("layer_types") {
-		lt := h.strs("layer_types")
-		if !h.layerList("layer_types", len(lt), s.NumLayers) {
-			return
-		}
-		for i, t := range lt {
-			switch t {
-			case "linear_attention":
-				per[i] = Mamba
-			case "full_attention":
-				per[i] = Attention
-			default:
-				h.fail("layer_types", "layer %d is %q (want linear_attention or full_attention)", i, t)
-				return
-			}
-		}
-	} else {
+	if !h.layerTypes(per, "linear_attention", "full_attention") {
 		iv := h.int("full_attention_interval")
 		if iv == 0 {
 			h.fail("full_attention_interval", "must be > 0")
@@ -563,6 +558,9 @@ func qwen3Next(h *hf, s *Shape) {
 				per[i] = Attention
 			}
 		}
+	}
+	if h.err != nil {
+		return
 	}
 	s.CacheLayers = kinds(per)
 	p := newParams(h, s)
@@ -586,22 +584,7 @@ func qwen3Next(h *hf, s *Shape) {
 func lfm2(h *hf, s *Shape) {
 	s.Mixer = Mixer{Kind: ShortConv, IntermediateSize: h.intOr(s.HiddenSize, "conv_dim"), ConvKernel: h.int("conv_L_cache")}
 	per := repeat(Mamba, s.NumLayers)
-	if h.has("layer_types") {
-		lt := h.strs("layer_types")
-		if !h.layerList("layer_types", len(lt), s.NumLayers) {
-			return
-		}
-		for i, t := range lt {
-			switch t {
-			case "conv":
-			case "full_attention":
-				per[i] = Attention
-			default:
-				h.fail("layer_types", "layer %d is %q (want conv or full_attention)", i, t)
-				return
-			}
-		}
-	} else {
+	if !h.layerTypes(per, "conv", "full_attention") {
 		for i := range h.indexSet("full_attn_idxs", h.ints("full_attn_idxs"), s.NumLayers, 0) {
 			per[i] = Attention
 		}
