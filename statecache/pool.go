@@ -69,19 +69,25 @@ func (q *FreeBlockQueue) PopLeft() int32 {
 // Remove takes b, which must be queued, out of the middle (a removable
 // queue only).
 func (q *FreeBlockQueue) Remove(b int32) {
-	p, n := q.prev[b], q.next[b]
-	if p == noBlock {
-		q.head = n
-	} else {
-		q.next[p] = n
-	}
-	if n == noBlock {
-		q.tail = p
-	} else {
-		q.prev[n] = p
-	}
+	unlink(q.prev, q.next, &q.head, &q.tail, b)
 	q.prev[b], q.next[b] = noBlock, noBlock
 	q.n--
+}
+
+// unlink takes b out of a doubly linked list kept in index arrays (the
+// free queue, and the prefix cache's chains of equal-key blocks).
+func unlink(prev, next []int32, head, tail *int32, b int32) {
+	p, n := prev[b], next[b]
+	if p == noBlock {
+		*head = n
+	} else {
+		next[p] = n
+	}
+	if n == noBlock {
+		*tail = p
+	} else {
+		prev[n] = p
+	}
 }
 
 // Append puts b at the tail (evicted last).

@@ -113,17 +113,7 @@ func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
 func (c *prefixCache) uncache(b int32) {
 	k := BlockKey{c.rec[b].Hash, c.rec[b].Group}
 	ch, _ := c.table.get(k)
-	p, n := c.dupPrev[b], c.dupNext[b]
-	if p == noBlock {
-		ch.head = n
-	} else {
-		c.dupNext[p] = n
-	}
-	if n == noBlock {
-		ch.tail = p
-	} else {
-		c.dupPrev[n] = p
-	}
+	unlink(c.dupPrev, c.dupNext, &ch.head, &ch.tail, b)
 	if ch.head == noBlock {
 		c.table.del(k)
 	} else {
