@@ -3,12 +3,13 @@
 package cuda
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"statesim/backend/mock"
 	"statesim/sched"
-	"statesim/statecache"
 )
 
 // Finish compares a finished (or abandoned) request's GPU log-probs with
@@ -33,12 +34,7 @@ func (b *Backend) Finish(r *sched.Request) {
 // stands (a run cut short by checks.max_steps or a stall), so no request
 // escapes the comparison; then the shadow's, should it hold any other.
 func (b *Backend) FlushPending() {
-	ids := make([]statecache.RequestID, 0, len(b.reqs))
-	for id := range b.reqs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(b.reqs)) {
 		b.Finish(b.reqs[id].req)
 	}
 	if b.shadow != nil {

@@ -2,7 +2,9 @@ package mock
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"statesim/backend"
@@ -271,12 +273,7 @@ func (m *Mock) Pending() int { return len(m.reqs) }
 // FlushPending compares every request still in flight, in id order, as
 // it stands (for runs cut short), and frees its data.
 func (m *Mock) FlushPending() {
-	ids := make([]statecache.RequestID, 0, len(m.reqs))
-	for id := range m.reqs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(m.reqs)) {
 		m.Finish(m.reqs[id].req)
 	}
 }
