@@ -362,7 +362,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 			return nil
 		}
 		if n.Kind != yaml.MappingNode {
-			return locate(d.file, n, path, "want a mapping of keys to values, got "+kindName(n), d.sets)
+			return locate(d.file, n, path, "want a mapping of keys to values, got "+NodeKind(n), d.sets)
 		}
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -400,7 +400,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode {
-		return locate(d.file, n, path, fmt.Sprintf("want %s, got %s", typeName(v), kindName(n)), d.sets)
+		return locate(d.file, n, path, fmt.Sprintf("want %s, got %s", typeName(v), NodeKind(n)), d.sets)
 	}
 	tmp := reflect.New(v.Type())
 	if k := v.Kind(); (k == reflect.Int || k == reflect.Int64 || k == reflect.Uint64) && n.ShortTag() == "!!float" {
@@ -428,12 +428,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	return nil
 }
 
-func kindName(n *yaml.Node) string {
+// NodeKind says what a YAML value is, for an error about it: "a mapping",
+// "a list", "nothing", or the scalar quoted.
+func NodeKind(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
+	}
+	if n.ShortTag() == "!!null" {
+		return "nothing"
 	}
 	return fmt.Sprintf("%q", n.Value)
 }

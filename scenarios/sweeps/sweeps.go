@@ -93,14 +93,14 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 	spec := &sweep.Spec{Seeds: 1, File: file}
 	str := func(n *yaml.Node, path string, dst *string) error {
 		if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-			return bad(n, path, "want a string, got %s", kindName(n))
+			return bad(n, path, "want a string, got %s", scenarios.NodeKind(n))
 		}
 		*dst = n.Value
 		return nil
 	}
 	list := func(n *yaml.Node, path string) ([]*yaml.Node, error) {
 		if n.Kind != yaml.SequenceNode {
-			return nil, bad(n, path, "want a list, got %s", kindName(n))
+			return nil, bad(n, path, "want a list, got %s", scenarios.NodeKind(n))
 		}
 		return n.Content, nil
 	}
@@ -124,10 +124,10 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 			err = str(v, "metric", &spec.Metric)
 		case "seeds":
 			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
-				return nil, bad(v, "seeds", "want an integer, got %s", kindName(v))
+				return nil, bad(v, "seeds", "want an integer, got %s", scenarios.NodeKind(v))
 			}
 			if err := v.Decode(&spec.Seeds); err != nil {
-				return nil, bad(v, "seeds", "want an integer, got %s", kindName(v))
+				return nil, bad(v, "seeds", "want an integer, got %s", scenarios.NodeKind(v))
 			}
 			if spec.Seeds < 1 {
 				return nil, bad(v, "seeds", "must be >= 1, got %d", spec.Seeds)
@@ -156,7 +156,7 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 			for j, it := range items {
 				path := fmt.Sprintf("vary[%d]", j)
 				if it.Kind != yaml.MappingNode {
-					return nil, bad(it, path, "want a mapping {key: KEY.PATH, values: [v1, v2, ...]}, got %s", kindName(it))
+					return nil, bad(it, path, "want a mapping {key: KEY.PATH, values: [v1, v2, ...]}, got %s", scenarios.NodeKind(it))
 				}
 				var a sweep.Axis
 				for m := 0; m+1 < len(it.Content); m += 2 {
@@ -202,19 +202,6 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 		return nil, &scenarios.InputError{File: file, Msg: err.Error()}
 	}
 	return spec, nil
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	}
-	if n.ShortTag() == "!!null" {
-		return "nothing"
-	}
-	return fmt.Sprintf("%q", n.Value)
 }
 
 func fileExists(p string) bool {
