@@ -73,13 +73,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	if c, ok := commands[args[0]]; ok {
-		code := c.run(args[1:], stdout, stderr)
-		if code == exitBadInput && helpRequested(args[1:]) {
-			// The flag package stops at -h and says ErrHelp: help is not
-			// an error, whichever command asked.
-			return exitClean
-		}
-		return code
+		return c.run(args[1:], stdout, stderr)
 	}
 	switch args[0] {
 	case "scenarios":
@@ -105,19 +99,6 @@ type setFlags []string
 
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
-
-// helpRequested says whether args hold -h, -help or --help before any "--".
-func helpRequested(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help", "-h=true", "--help=true":
-			return true
-		}
-	}
-	return false
-}
 
 // flagExit is the exit status of a flag parsing error: 0 for --help.
 func flagExit(err error) int {

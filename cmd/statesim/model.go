@@ -67,7 +67,7 @@ func cmdModel(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "override a scenario field, e.g. engine.tensor_parallel_size=2 (repeatable)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitBadInput
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "statesim model: want exactly one CONFIG (a config.json, a preset name or a scenario), got %d\n", len(pos))
