@@ -226,6 +226,10 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		s.Stats.MambaPrefillRows++
 	}
 	s.Stats.StateBytesMoved += s.stateRW * int64(s.nMamba)
+	if len(r.Blocks.Spec) > 0 {
+		s.mambaSpec(row, now)
+		return
+	}
 	// The common case, a decode of a request whose slots hold its own
 	// state and nobody else's writes: one record for all groups.
 	if decode && c > 0 && row.KernelSlots == nil {

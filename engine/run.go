@@ -135,7 +135,8 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r.rec.Hook = r.collect
 	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs}, Rec: r.rec}
 	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, statecache.ManagerOptions{
-		EnablePrefixCaching: sc.Engine.EnablePrefixCaching, FreeOrder: freeOrderOf(sc)})
+		EnablePrefixCaching: sc.Engine.EnablePrefixCaching, FreeOrder: freeOrderOf(sc),
+		NumSpeculativeBlocks: sc.Spec().K})
 	if err != nil {
 		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
 	}
@@ -147,6 +148,10 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		StateKind: r.shape.StateKind(),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
+	if sp := sc.Spec(); sp.On() {
+		sp.Rand = sim.NewStreams(sc.Seed).Stream("spec")
+		r.s.Spec = sp
+	}
 	r.s.Graphs.Mode, r.s.Graphs.MaxBS = sc.CUDAGraphMode(), min(sc.Engine.MaxNumSeqs, 512) // decode_cudagraph_max_bs: max_num_seqs, capture sizes up to 512
 	r.s.HashBlocks = opt.hashBlocks
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
@@ -480,6 +485,7 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 		x.Kind, x.Region, x.Path, x.HasInitialState = row.Kind(), row.Region, row.Path, row.HasInitialState
 		x.StateBlocks = append(x.StateBlocks, q.Blocks.Mamba...)
 		x.Graph, x.KernelSlots = row.Graph, append(x.KernelSlots, row.KernelSlots...)
+		x.NumDrafts, x.AcceptedColumn = row.NumDrafts, q.AcceptedColumn()
 		x.BlocksShort = r.kv.BlocksNeeded(&q.Blocks, row.NumComputed+row.NumScheduled)
 		x.Status = q.Status
 		x.CorruptStep = q.CorruptStep
@@ -497,7 +503,7 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 	}
 	for _, q := range r.s.Running {
 		rec.BlocksHeldByRunning += q.Blocks.NumHeld()
-		rec.StateBlocksHeld += len(q.Blocks.Mamba)
+		rec.StateBlocksHeld += len(q.Blocks.Mamba) + len(q.Blocks.Spec)
 	}
 	if r.opt.Detail&step.Holdings != 0 {
 		for _, q := range r.s.Running {
@@ -510,6 +516,11 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 				}
 			}
 			for _, b := range q.Blocks.Mamba {
+				if b != 0 {
+					hold(b)
+				}
+			}
+			for _, b := range q.Blocks.Spec {
 				if b != 0 {
 					hold(b)
 				}

@@ -76,7 +76,27 @@ type Engine struct {
 	// to full_and_piecewise; statesim defaults to none (eager), the model
 	// every earlier result was measured with.
 	CUDAGraphMode string `yaml:"cudagraph_mode" json:"cudagraph_mode,omitempty"`
+	// Speculative is vLLM's speculative_config (off when method is empty).
+	Speculative Speculative `yaml:"speculative" json:"speculative,omitempty"`
 }
+
+// Speculative is speculative_config plus the acceptance model that stands
+// in for the rejection sampler: accepted (a fixed count per decode row)
+// or acceptance_rate (each draft in turn accepted with that probability
+// until the first rejection), drawn from the scenario's "spec" stream.
+type Speculative struct {
+	// Method: mtp, eagle or ngram; empty: speculative decoding off.
+	Method               string `yaml:"method" json:"method,omitempty"`
+	NumSpeculativeTokens int    `yaml:"num_speculative_tokens" json:"num_speculative_tokens,omitempty"`
+	// Accepted >= 0 fixes the accepted drafts per row (capped at the
+	// drafts scheduled); -1 (the default) draws with AcceptanceRate.
+	Accepted       int     `yaml:"accepted" json:"accepted,omitempty"`
+	AcceptanceRate float64 `yaml:"acceptance_rate" json:"acceptance_rate,omitempty"`
+}
+
+// maxSpecTokens bounds num_speculative_tokens (vLLM allows more; the
+// 1 + K state columns make every Mamba group that many blocks wide).
+const maxSpecTokens = 16
 
 // Device is the accelerator the memory model sizes the pool for.
 type Device struct {
@@ -161,6 +181,7 @@ func Defaults() Scenario {
 			VLLMVersion: "fixed", MaxNumBatchedTokens: 16384, MaxNumSeqs: 1024, MaxModelLen: 32768,
 			BlockSize: 16, GPUMemoryUtilization: 0.9, EnableChunkedPrefill: true,
 			SchedulingPolicy: "fcfs", StateIndexBits: 64, CUDAGraphMode: "none",
+			Speculative:        Speculative{Accepted: -1},
 			TensorParallelSize: 1, MambaCacheDType: "auto", MambaSSMCacheDType: "auto", KVCacheDType: "auto",
 		},
 		Device:   Device{Name: "H200", MemoryGiB: 139, ActivationGiB: 2},
@@ -205,6 +226,9 @@ func (s *Scenario) Validate() error {
 	}
 	if _, err := sched.ParseCUDAGraphMode(e.CUDAGraphMode); err != nil {
 		return fe("engine.cudagraph_mode", "%v", err)
+	}
+	if err := s.validateSpeculative(); err != nil {
+		return err
 	}
 	if e.MaxNumBatchedTokens < 1 {
 		return fe("engine.max_num_batched_tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens)
@@ -373,6 +397,53 @@ func (s *Scenario) Version() sched.Version {
 		return w
 	}
 	return v
+}
+
+// validateSpeculative checks engine.speculative.
+func (s *Scenario) validateSpeculative() error {
+	sp := &s.Engine.Speculative
+	const f = "engine.speculative."
+	if _, err := sched.ParseSpecMethod(sp.Method); err != nil {
+		return fe(f+"method", "%v", err)
+	}
+	if sp.Method == "" {
+		if sp.NumSpeculativeTokens != 0 {
+			return fe(f+"method", "num_speculative_tokens is %d but no method is set (mtp, eagle or ngram)", sp.NumSpeculativeTokens)
+		}
+		return nil
+	}
+	if sp.NumSpeculativeTokens < 1 || sp.NumSpeculativeTokens > maxSpecTokens {
+		return fe(f+"num_speculative_tokens", "must be in [1, %d] with method %s, got %d", maxSpecTokens, sp.Method, sp.NumSpeculativeTokens)
+	}
+	if sp.Accepted < -1 {
+		return fe(f+"accepted", "must be >= 0 (a fixed count) or -1 (draw with acceptance_rate), got %d", sp.Accepted)
+	}
+	if !(sp.AcceptanceRate >= 0 && sp.AcceptanceRate <= 1) {
+		return fe(f+"acceptance_rate", "must be in [0, 1], got %g", sp.AcceptanceRate)
+	}
+	e := &s.Engine
+	switch {
+	case e.VLLMVersion == "v0":
+		return fe(f+"method", "speculative decoding is modelled for V1 releases, not the v0 control")
+	case e.StateIndexBits != 64:
+		return fe(f+"method", "speculative decoding with state_index_bits %d (bug B's wrap) is not modelled: use 64", e.StateIndexBits)
+	case numericBackend(s.Backend.Kind):
+		return fe(f+"method", "the %s backend does not model draft tokens: use backend.kind symbolic", s.Backend.Kind)
+	case e.ForcePrefillPath:
+		return fe(f+"method", "force_prefill_path with speculative decoding is not modelled")
+	}
+	return nil
+}
+
+// Spec is the parsed speculative config (valid after Validate); its Rand
+// is left for the engine to seed.
+func (s *Scenario) Spec() sched.Spec {
+	sp := &s.Engine.Speculative
+	m, _ := sched.ParseSpecMethod(sp.Method)
+	if m == sched.SpecOff {
+		return sched.Spec{}
+	}
+	return sched.Spec{Method: m, K: sp.NumSpeculativeTokens, Accept: sched.Acceptance{Fixed: sp.Accepted, Rate: sp.AcceptanceRate}}
 }
 
 // CUDAGraphMode is the parsed cudagraph_mode (valid after Validate).

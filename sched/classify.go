@@ -100,6 +100,10 @@ type Behaviour struct {
 	// GraphGuard: the runner's uniform-decode check also requires that no
 	// row is still prefilling (open PR #53059; cudagraph.go).
 	GraphGuard bool
+	// ThresholdMax: the runner's reorder threshold is the largest one a
+	// stateful builder requires, not the minimum over every group (open
+	// PR #55898, for #55894; spec.go).
+	ThresholdMax bool
 }
 
 // Split is the split of builder k.
@@ -125,12 +129,12 @@ var (
 // patched entries at init). The releases' rows are written out here and
 // checked against their PR sets in TestReleasesArePRSets.
 var behaviours = [numPatched]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false},
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false},
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in
@@ -210,12 +214,12 @@ func (p Path) String() string { return [...]string{"prefill", "decode"}[p] }
 const decodeThreshold = 1
 
 // region is the row's region under rule o, with query length q, computed
-// tokens c and prompt length p.
-func (o Reorder) region(q, c, p int) Region {
+// tokens c and prompt length p, for the runner's decode threshold thr.
+func (o Reorder) region(q, c, p, thr int) Region {
 	switch o {
 	case ReorderQueryLen:
 		switch {
-		case q <= decodeThreshold:
+		case q <= thr:
 			return RegionDecode
 		case c > 0:
 			return RegionExtend
@@ -225,7 +229,7 @@ func (o Reorder) region(q, c, p int) Region {
 		switch {
 		case c == 0:
 			return RegionPrefill
-		case q > decodeThreshold:
+		case q > thr:
 			return RegionExtend
 		case c < p:
 			return RegionShortExtend
@@ -235,7 +239,7 @@ func (o Reorder) region(q, c, p int) Region {
 	switch { // ReorderNewLast; ReorderNone labels rows the same way
 	case c == 0:
 		return RegionPrefill
-	case q <= decodeThreshold:
+	case q <= thr:
 		return RegionDecode
 	}
 	return RegionExtend
@@ -253,16 +257,26 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 
 // ClassifyFor is Classify for a model whose state layers use builder k.
 func ClassifyFor(v Version, k Builder, rows, tmp []Row, forcePrefill bool) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill)
+	nd, _ := classify(v, k, rows, tmp, forcePrefill, nil)
 	return nd
 }
 
-// classify is ClassifyFor that also reports whether the reorder moved rows.
-func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool) (nd int, moved bool) {
+// ClassifySpec is ClassifyFor under speculative decoding spec (nil: off).
+func ClassifySpec(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec) int {
+	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec)
+	return nd
+}
+
+// classify is ClassifySpec that also reports whether the reorder moved
+// rows. It returns the rows on the decode path: a prefix of rows, except
+// under the GDN builder's spec branch, whose spec rows decode wherever
+// they stand (specGDN).
+func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec) (nd int, moved bool) {
 	b := &behaviours[v]
+	th := b.thresholds(spec)
 	for i := range rows {
 		r := &rows[i]
-		r.Region = b.Reorder.region(r.NumScheduled, r.NumComputed, r.Req.NumPromptTokens)
+		r.Region = b.Reorder.region(r.NumScheduled, r.NumComputed, r.Req.NumPromptTokens, th.Runner)
 	}
 	if b.Reorder != ReorderNone {
 		moved = reorder(rows, tmp)
@@ -270,6 +284,12 @@ func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool) (nd int,
 	sp := b.Split(k)
 	if forcePrefill {
 		sp.Off = true
+	}
+	if sp.Threshold == 0 {
+		sp.Threshold = th.Builder
+	}
+	if k != BuilderMamba && spec.On() && !sp.Off && hasSpecRow(rows) {
+		return specGDN(sp, rows), moved
 	}
 	nd = sp.numDecodes(rows)
 	for i := range rows {
@@ -282,6 +302,41 @@ func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool) (nd int,
 		}
 	}
 	return nd, moved
+}
+
+// hasSpecRow reports a row with drafts scheduled.
+func hasSpecRow(rows []Row) bool {
+	for i := range rows {
+		if rows[i].NumDrafts > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// specGDN is the GDN builder's split when the batch has spec rows
+// (gdn_attn.py build, spec_sequence_masks = num_decode_draft_tokens >=
+// 0, which the runner sets only for rows past their prompt): spec rows
+// take the spec decode kernel by mask, wherever the reorder put them; the
+// other rows are decodes when one token long (until #51565, whatever
+// their state; with it, only when the row has state: sp.Force), prefills
+// otherwise. It returns the number of decode-path rows.
+func specGDN(sp Split, rows []Row) int {
+	nd := 0
+	for i := range rows {
+		r := &rows[i]
+		decode := r.NumDrafts > 0 && r.NumComputed >= r.Req.NumPromptTokens
+		if !decode && r.NumScheduled == 1 {
+			decode = sp.Force == ForceNone || r.NumComputed > 0
+		}
+		if decode {
+			r.Path, r.HasInitialState = PathDecode, true
+			nd++
+		} else {
+			r.Path, r.HasInitialState = PathPrefill, r.NumComputed > 0
+		}
+	}
+	return nd
 }
 
 // numDecodes is split_decodes_and_prefills' num_decodes over rows in batch
@@ -310,7 +365,10 @@ func (sp Split) numDecodes(rows []Row) int {
 		case ForcePrefilling:
 			prefill = prefill || r.NumComputed < r.Req.NumPromptTokens
 		case ForceStateless:
-			prefill = prefill || r.NumComputed == 0
+			// #42430: of the rows still prefilling, only 1-token ones
+			// with prior state (seq_len > 1) become decodes; with K = 0
+			// that is every row with state the threshold lets through.
+			prefill = prefill || r.NumComputed < r.Req.NumPromptTokens && (r.NumScheduled != 1 || r.NumComputed == 0)
 		}
 		if prefill {
 			return i

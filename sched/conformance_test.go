@@ -86,7 +86,7 @@ func TestReorderConformance(t *testing.T) {
 			t.Run(fmt.Sprintf("%d/%s", set.rule, c.name), func(t *testing.T) {
 				rows := rowsOf(c.rows)
 				for i := range rows {
-					rows[i].Region = set.rule.region(rows[i].NumScheduled, rows[i].NumComputed, rows[i].Req.NumPromptTokens)
+					rows[i].Region = set.rule.region(rows[i].NumScheduled, rows[i].NumComputed, rows[i].Req.NumPromptTokens, decodeThreshold)
 				}
 				reorder(rows, make([]Row, 0, len(rows)))
 				got := make([]int, len(rows))

@@ -47,10 +47,6 @@ const (
 
 func (g Graph) String() string { return [...]string{"eager", "piecewise", "full"}[g] }
 
-// uniformDecodeQueryLen is 1 + K; speculative decoding is not modelled
-// (K = 0).
-const uniformDecodeQueryLen = 1
-
 // Dispatch is the runner's second classifier: the graph a batch replays,
 // from its shape alone (gpu_model_runner.py _is_uniform_decode:
 // max_num_scheduled_tokens == uniform_decode_query_len and num_tokens ==
@@ -59,7 +55,9 @@ const uniformDecodeQueryLen = 1
 // num_prompt) is not uniform. maxBS is the largest captured batch size
 // (decode_cudagraph_max_bs; 0: unbounded); a larger batch runs
 // piecewise. It reads no builder's decision: that is the point.
-func (b *Behaviour) Dispatch(mode CUDAGraphMode, rows []Row, maxBS int) Graph {
+//
+// qlen is uniform_decode_query_len, 1 + K (num_speculative_tokens).
+func (b *Behaviour) Dispatch(mode CUDAGraphMode, rows []Row, maxBS, qlen int) Graph {
 	if mode == GraphModeNone || len(rows) == 0 {
 		return GraphEager
 	}
@@ -71,7 +69,7 @@ func (b *Behaviour) Dispatch(mode CUDAGraphMode, rows []Row, maxBS int) Graph {
 		maxQ = max(maxQ, rows[i].NumScheduled)
 		n += rows[i].NumScheduled
 	}
-	uniform := maxQ == uniformDecodeQueryLen && n == maxQ*len(rows)
+	uniform := maxQ == qlen && n == maxQ*len(rows)
 	if uniform && b.GraphGuard {
 		for i := range rows {
 			if rows[i].NumComputed < rows[i].Req.NumPromptTokens {
@@ -149,12 +147,12 @@ type Graphs struct {
 // Step dispatches the classified rows (nd of them on the builder's decode
 // path), refreshes the buffers as the builder would, and on a FULL replay
 // sets each row's Graph, and KernelSlots where the buffer addresses other
-// slots than the row's own.
-func (g *Graphs) Step(b *Behaviour, rows []Row, nd int) {
+// slots than the row's own. qlen is the uniform decode query length 1 + K.
+func (g *Graphs) Step(b *Behaviour, rows []Row, nd, qlen int) {
 	if g.Mode == GraphModeNone || len(rows) == 0 {
 		return
 	}
-	kind := b.Dispatch(g.Mode, rows, g.MaxBS)
+	kind := b.Dispatch(g.Mode, rows, g.MaxBS, qlen)
 	ng := len(rows[0].Req.Blocks.Mamba)
 	for len(g.bufs) < ng {
 		g.bufs = append(g.bufs, StateIndexBuffer{})

@@ -28,17 +28,18 @@ var prs = []pr{
 	{51565, V031, []int{42430}, "GDN split forces stateless rows"},
 	{51483, V031, []int{42430}, "Kimi-K3 KDA split forces stateless rows"},
 	{53059, numVersions, nil, "uniform-decode CUDA-graph dispatch requires no prefilling row (open)"},
+	{55898, numVersions, nil, "runner reorder threshold: the stateful builders' 1 + K wins over the drafter's 1 (open)"},
 }
 
 const (
 	baseBits   = 3 // releases V013..V0 fit in 3 bits
 	baseMask   = 1<<baseBits - 1
-	numPatched = 1 << (baseBits + 6) // every release under every subset of prs
+	numPatched = 1 << (baseBits + 7) // every release under every subset of prs
 )
 
 func init() {
-	if len(prs) != 6 || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes 6 PRs and releases in 3 bits")
+	if len(prs) != 7 || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes 7 PRs and releases in 3 bits")
 	}
 	for set := 1; set < 1<<len(prs); set++ {
 		for rel := Version(0); rel < numVersions; rel++ {
@@ -93,6 +94,7 @@ func behaviourOf(set int) Behaviour {
 		b.KDA = splitStateless
 	}
 	b.GraphGuard = has(53059)
+	b.ThresholdMax = has(55898)
 	return b
 }
 

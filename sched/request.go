@@ -35,8 +35,15 @@ type Request struct {
 
 	NumOutputTokens   int
 	NumComputedTokens int
-	Status            Status
-	NumPreemptions    int
+	// Speculative decoding: NumDrafts is len(spec_token_ids), the drafts
+	// the drafter proposed for the next step; NumAccepted the runner's
+	// num_accepted_tokens (1 + the drafts accepted in the last step, 1
+	// after a prefill; 0 is read as 1): the state column the next decode
+	// continues from is NumAccepted - 1. A later async scheduler reads
+	// and sets them one step apart.
+	NumDrafts, NumAccepted int
+	Status                 Status
+	NumPreemptions         int
 
 	// batchRow is the request's row in the persistent input batch plus
 	// one (0: not in it); joinStamp and schedStamp mark the step in which
@@ -74,6 +81,10 @@ type Request struct {
 
 // NumTokens is prompt plus generated tokens: what must be computed.
 func (r *Request) NumTokens() int { return r.NumPromptTokens + r.NumOutputTokens }
+
+// AcceptedColumn is the state column (0..K) holding r's state after its
+// computed tokens: num_accepted_tokens - 1.
+func (r *Request) AcceptedColumn() int { return max(r.NumAccepted, 1) - 1 }
 
 // IsPrefilling reports whether the prompt is not yet fully computed.
 func (r *Request) IsPrefilling() bool { return r.NumComputedTokens < r.NumPromptTokens }

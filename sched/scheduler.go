@@ -42,6 +42,10 @@ type Row struct {
 	// FULL replay, the slots its kernel addresses (cudagraph.go).
 	Graph       Graph
 	KernelSlots []int32
+	// NumDrafts are the draft tokens among NumScheduled (speculative
+	// decoding: scheduled_spec_decode_tokens); NumAccepted, set when the
+	// step's output is applied, how many of them the sampler accepted.
+	NumDrafts, NumAccepted int
 }
 
 // Output is one step's scheduling result.
@@ -70,11 +74,13 @@ type State struct {
 	// blocks of blockSize (prefix caching only). Nil: from r's Prefix and
 	// OutputID, or, with neither, as r's own tokens (UniqueBlockHashes).
 	HashBlocks func(r *Request, blockSize int)
-	Waiting    []*Request // head first; see PushWaiting
-	Running    []*Request
-	Now        sim.Time
-	waitBuf    []*Request // Waiting's backing array, reused as the head pops
-	stamp      int64      // the step being scheduled (Request.joinStamp)
+	// Spec is speculative decoding (zero: off).
+	Spec    Spec
+	Waiting []*Request // head first; see PushWaiting
+	Running []*Request
+	Now     sim.Time
+	waitBuf []*Request // Waiting's backing array, reused as the head pops
+	stamp   int64      // the step being scheduled (Request.joinStamp)
 }
 
 // Policy decides one step. It appends rows (in running-then-new order,
@@ -158,6 +164,7 @@ func (st *State) Preempt(r *Request, out *Output) error {
 	}
 	r.Status = Preempted
 	r.NumComputedTokens = 0
+	r.NumDrafts, r.NumAccepted = 0, 0 // its state is gone; the prompt is recomputed
 	r.NumPreemptions++
 	st.pushWaitingFront(r)
 	out.Preempted = append(out.Preempted, r)
@@ -258,9 +265,11 @@ func (V1) Name() string { return "v1" }
 func (V1) Schedule(st *State, out *Output) error {
 	cfg := &st.Cfg
 	budget := cfg.MaxNumBatchedTokens
+	la := st.Spec.Lookahead()
 	for i := 0; i < len(st.Running) && budget > 0; {
 		r := st.Running[i]
-		n := r.NumTokens() - r.NumComputedTokens
+		// num_tokens_with_spec - num_computed_tokens: the drafts too.
+		n := r.NumTokens() + r.NumDrafts - r.NumComputedTokens
 		if t := cfg.LongPrefillTokenThreshold; t > 0 && n > t {
 			n = t
 		}
@@ -269,7 +278,7 @@ func (V1) Schedule(st *State, out *Output) error {
 			i++
 			continue
 		}
-		ok, err := st.allocateOrPreempt(r, n, out, &i, &budget)
+		ok, err := st.allocateOrPreempt(r, n, la, out, &i, &budget)
 		if err != nil {
 			return err
 		}
@@ -277,6 +286,11 @@ func (V1) Schedule(st *State, out *Output) error {
 			break
 		}
 		out.addRow(r, n)
+		if r.NumDrafts > 0 {
+			// The drafts that fit: the rest are dropped (scheduler.py
+			// trims spec_token_ids to num_new_tokens).
+			out.Rows[len(out.Rows)-1].NumDrafts = max(0, min(r.NumDrafts, r.NumComputedTokens+n-r.NumTokens()))
+		}
 		out.NumScheduledTokens += n
 		budget -= n
 		i++
@@ -327,7 +341,12 @@ func (V1) Schedule(st *State, out *Output) error {
 // scheduled (the priority policy can pick one) is un-scheduled: its tokens
 // go back to *budget and *i steps back. It reports false when r itself was
 // preempted: r cannot be scheduled in this step.
-func (st *State) allocateOrPreempt(r *Request, n int, out *Output, i, budget *int) (bool, error) {
+func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i, budget *int) (bool, error) {
+	if lookahead > 0 {
+		// allocate_slots' num_lookahead_tokens: room for the drafter's
+		// next proposals past the scheduled tokens.
+		n += lookahead
+	}
 	if r.NumComputedTokens+n <= r.Blocks.Covered() { // a decode mostly fits
 		if st.KV.PrefixCaching() {
 			return true, st.cacheRunning(r, n)
@@ -418,7 +437,7 @@ func (V0Policy) Schedule(st *State, out *Output) error {
 			i++
 			continue
 		}
-		ok, err := st.allocateOrPreempt(r, n, out, &i, &budget)
+		ok, err := st.allocateOrPreempt(r, n, 0, out, &i, &budget)
 		if err != nil {
 			return err
 		}
@@ -495,13 +514,17 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
-	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind), out.Rows, s.tmp, s.ForcePrefill)
+	var spec *Spec
+	if s.Spec.On() {
+		spec = &s.Spec
+	}
+	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind), out.Rows, s.tmp, s.ForcePrefill, spec)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
 	if persistent {
-		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd)
+		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
 	}
 	return out, nil
 }
@@ -557,15 +580,54 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 	copy(out.Rows, tmp)
 }
 
+// specUpdate applies a sampling row's output under speculative decoding
+// (update_from_output): the sampler accepts a of the row's drafts and
+// yields a + 1 tokens; the rejected drafts come off num_computed_tokens;
+// the drafter proposes K for the next step and the runner continues from
+// state column a. It reports whether the request finished (and was
+// queued for freeing).
+func (s *Scheduler) specUpdate(row *Row, now sim.Time) bool {
+	r := row.Req
+	a := s.Spec.accepted(row.NumDrafts)
+	row.NumAccepted = a
+	r.NumComputedTokens -= row.NumDrafts - a
+	r.NumAccepted, r.NumDrafts = a+1, s.Spec.K
+	for k := 0; k <= a; k++ {
+		r.NumOutputTokens++
+		if r.FirstTokenTime < 0 {
+			r.FirstTokenTime = now
+		}
+		r.LastTokenTime = now
+		if r.NumOutputTokens >= r.MaxTokens || r.NumTokens() >= s.Cfg.MaxModelLen {
+			// A stop mid-way drops the tokens after it.
+			r.Status = Finished
+			r.FinishTime = now
+			s.Batch.Remove(r)
+			s.finished = append(s.finished, r)
+			return true
+		}
+	}
+	return false
+}
+
 // Update applies a finished step at time now: every row that computed all
 // of its known tokens samples one token; requests that reach MaxTokens (or
 // max_model_len) finish and free their blocks. The returned slice is reused
 // by the next call.
 func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 	s.finished = s.finished[:0]
+	spec := s.Spec.On()
 	for i := range out.Rows {
-		r := out.Rows[i].Req
+		row := &out.Rows[i]
+		r := row.Req
 		if r.Status != Running || r.NumComputedTokens < r.NumTokens() {
+			if spec {
+				r.NumDrafts, r.NumAccepted = 0, 1 // a prompt chunk: nothing drafted
+			}
+			continue
+		}
+		if spec {
+			s.specUpdate(row, now)
 			continue
 		}
 		r.NumOutputTokens++

@@ -12,6 +12,11 @@ import (
 type BlockTable struct {
 	Attn  [][]int32
 	Mamba []int32 // 0 (the null block) until allocated
+	// Spec are the K speculative state blocks of each Mamba group under
+	// speculative decoding (MambaSpec.num_speculative_blocks, mamba cache
+	// mode none): Spec[g*K+j-1] is column j of group g, Mamba[g] column 0.
+	// Nil without speculative decoding.
+	Spec []int32
 
 	// covered: tokens every group's blocks hold room for (0 until the
 	// first allocation, and after Free); held: blocks in the table.
@@ -75,6 +80,15 @@ func (t *BlockTable) resetKV() {
 // Slot is the request's state slot in Mamba group g.
 func (t *BlockTable) Slot(g int) int32 { return t.Mamba[g] }
 
+// Column is column j of Mamba group g's 1 + K state blocks (column 0 is
+// Slot(g)); k is K.
+func (t *BlockTable) Column(g, j, k int) int32 {
+	if j == 0 {
+		return t.Mamba[g]
+	}
+	return t.Spec[g*k+j-1]
+}
+
 // KVCacheManager allocates and frees block tables against one pool, in
 // vLLM's order: groups in layout order, blocks from the queue head; on free,
 // each group's blocks reversed to the tail.
@@ -94,6 +108,9 @@ type KVCacheManager struct {
 	// blockwiseFree: free through Pool.FreeBlocks, group by group, so
 	// that the free order (FreshToHead) sees a group's blocks at once.
 	blockwiseFree bool
+	// spec is num_speculative_blocks (K): each Mamba group holds 1 + K
+	// blocks per request.
+	spec int
 	// sharedRefs: table entries beyond each held block's first (a hit on
 	// a block someone holds), so that the tables' sum of blocks equals
 	// the pool's held blocks plus this.
@@ -109,6 +126,10 @@ func (m *KVCacheManager) SharedRefs() int { return m.sharedRefs }
 type ManagerOptions struct {
 	EnablePrefixCaching bool
 	FreeOrder           FreeOrder
+	// NumSpeculativeBlocks is K under speculative decoding: a request
+	// holds 1 + K state blocks in each Mamba group (vLLM's MambaSpec
+	// num_speculative_blocks, mamba_cache_mode none).
+	NumSpeculativeBlocks int
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -137,6 +158,7 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		blockSize: l.BlockSize,
 		nAttn:     l.NumAttnGroups(),
 		nMamba:    l.NumMambaGroups(),
+		spec:      o.NumSpeculativeBlocks,
 	}
 	na, nm := 0, 0
 	for _, g := range l.Groups {
@@ -268,8 +290,16 @@ func (m *KVCacheManager) BlockSize() int { return m.blockSize }
 
 // NewTable returns an empty block table with this layout's group counts.
 func (m *KVCacheManager) NewTable() BlockTable {
-	return BlockTable{Attn: make([][]int32, m.nAttn), Mamba: make([]int32, m.nMamba)}
+	t := BlockTable{Attn: make([][]int32, m.nAttn), Mamba: make([]int32, m.nMamba)}
+	if m.spec > 0 {
+		t.Spec = make([]int32, m.nMamba*m.spec)
+	}
+	return t
 }
+
+// NumSpeculativeBlocks is K: the state blocks each Mamba group holds per
+// request beyond the first.
+func (m *KVCacheManager) NumSpeculativeBlocks() int { return m.spec }
 
 // BlocksNeeded is how many new blocks t needs to hold numTokens tokens.
 func (m *KVCacheManager) BlocksNeeded(t *BlockTable, numTokens int) int {
@@ -285,7 +315,7 @@ func (m *KVCacheManager) BlocksNeeded(t *BlockTable, numTokens int) int {
 	}
 	for _, s := range t.Mamba {
 		if s == NullBlock {
-			n++
+			n += 1 + m.spec
 		}
 	}
 	return n
@@ -315,6 +345,14 @@ func (m *KVCacheManager) Allocate(req RequestID, t *BlockTable, numTokens int) (
 				}
 				t.Mamba[g.i] = b
 				t.held++
+				// The group's K speculative blocks come in the same
+				// get_new_blocks call, after column 0.
+				for j := 0; j < m.spec; j++ {
+					if t.Spec[g.i*m.spec+j], err = m.Pool.Pop(req); err != nil {
+						return false, err
+					}
+					t.held++
+				}
 			}
 			continue
 		}
@@ -347,6 +385,14 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	for _, g := range m.order {
 		if g.mamba {
 			if s := t.Mamba[g.i]; s != NullBlock {
+				// A group's blocks go back last first (reversed), the
+				// speculative columns before column 0.
+				for j := m.spec - 1; j >= 0; j-- {
+					if err := m.Pool.Push(req, t.Spec[g.i*m.spec+j]); err != nil {
+						return fmt.Errorf("free mamba group %d column %d: %w", g.i, j+1, err)
+					}
+					t.Spec[g.i*m.spec+j] = NullBlock
+				}
 				if err := m.Pool.Push(req, s); err != nil {
 					return fmt.Errorf("free mamba group %d: %w", g.i, err)
 				}
@@ -373,7 +419,17 @@ func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 		if g.mamba {
 			if s := t.Mamba[g.i]; s != NullBlock {
 				one := [1]int32{s}
-				if err := m.Pool.FreeBlocks(req, one[:]); err != nil {
+				blocks := one[:]
+				if m.spec > 0 {
+					// Columns K..1, then 0: the group's blocks reversed.
+					blocks = make([]int32, 0, 1+m.spec)
+					for j := m.spec - 1; j >= 0; j-- {
+						blocks = append(blocks, t.Spec[g.i*m.spec+j])
+						t.Spec[g.i*m.spec+j] = NullBlock
+					}
+					blocks = append(blocks, s)
+				}
+				if err := m.Pool.FreeBlocks(req, blocks); err != nil {
 					return fmt.Errorf("free mamba group %d: %w", g.i, err)
 				}
 				t.Mamba[g.i] = NullBlock
@@ -412,6 +468,11 @@ func (t *BlockTable) countHeld() int {
 		n += len(g)
 	}
 	for _, s := range t.Mamba {
+		if s != NullBlock {
+			n++
+		}
+	}
+	for _, s := range t.Spec {
 		if s != NullBlock {
 			n++
 		}

@@ -114,6 +114,11 @@ type Row struct {
 	// StateBlocks (the persistent state-index buffer left stale); nil
 	// when the kernel addresses the row's own.
 	KernelSlots []int32
+	// NumDrafts are the draft tokens among NumScheduled (speculative
+	// decoding); AcceptedColumn the state column (0..K) the runner said
+	// holds the request's state as the step began (num_accepted_tokens -
+	// 1; 0 without speculative decoding).
+	NumDrafts, AcceptedColumn int
 }
 
 // Samples reports whether the row computes every token its request

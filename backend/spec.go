@@ -1,0 +1,109 @@
+package backend
+
+import (
+	"fmt"
+
+	"statesim/check"
+	"statesim/sched"
+	"statesim/sim"
+	"statesim/statecache"
+)
+
+// mambaSpec performs one row's state accesses under speculative decoding,
+// where each Mamba group holds 1 + K state columns (mamba_attn.py and
+// gdn_attn.py with num_speculative_blocks; VLLM-FACTS-CURRENT §5):
+//   - the decode kernel reads column num_accepted_tokens - 1, the one the
+//     runner says holds the state after the accepted tokens, and writes
+//     the state after each of its q query positions to columns 0..q-1;
+//   - the prefill kernel reads column 0 (has_initial_state) and writes the
+//     state after all q tokens, drafts included, to column 0.
+//
+// A read is explained only by the reader's own state after exactly its
+// computed tokens in the column it reads: another column, one written over
+// drafts the sampler rejected (more tokens than were accepted), or
+// another request's bytes is a stale-slot-read naming both sides. The
+// state lease shortcut is not taken: the columns do not share a record.
+func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
+	r := row.Req
+	t := &r.Blocks
+	ng := len(t.Mamba)
+	k := len(t.Spec) / ng
+	c, q := row.NumComputed, row.NumScheduled
+	decode := row.Path == sched.PathDecode || row.Graph == sched.GraphFull
+	acc := min(r.AcceptedColumn(), k)
+	s.Prov.SettleState(t)
+	if decode && c == 0 {
+		slot := t.Column(0, acc, k)
+		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
+			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; column %d (slot %d) holds %s", q, acc, slot, describe(s.Prov.Get(slot)))
+		})
+	}
+	staleN := 0
+	var stale struct {
+		g, col  int
+		slot    int32
+		want    int32 // the accepted column's slot
+		p       statecache.Provenance
+		wantCol int
+	}
+	for g := 0; g < ng; g++ {
+		for j := 0; j <= k; j++ {
+			if b := t.Column(g, j, k); b > s.Stats.HighestSlot {
+				s.Stats.HighestSlot = b
+			}
+		}
+		col := 0
+		if decode {
+			col = acc
+		}
+		own := t.Column(g, col, k)
+		target := own
+		if decode && row.KernelSlots != nil {
+			target = row.KernelSlots[g] // a stale graph replay's buffer
+		}
+		tainted := false
+		if decode || row.HasInitialState {
+			p := s.Prov.Get(target)
+			valid := target == own && col == acc && s.Prov.StateValid(target, r.ID, c)
+			if !valid {
+				tainted = true
+				if staleN == 0 {
+					stale.g, stale.col, stale.slot, stale.p = g, col, target, p
+					stale.want, stale.wantCol = t.Column(g, acc, k), acc
+				}
+				staleN++
+			} else if p.Tainted {
+				tainted = true
+			}
+		}
+		if decode {
+			for j := 0; j < q && j <= k; j++ {
+				s.Prov.WriteState(t.Column(g, j, k), r.ID, c+1+j, s.step, tainted)
+			}
+		} else {
+			s.Prov.WriteState(own, r.ID, c+q, s.step, tainted)
+		}
+	}
+	if staleN == 0 {
+		return
+	}
+	s.corrupt(r)
+	if decode && c == 0 {
+		s.Stats.Imposters++
+		if s.Out != nil {
+			s.Out.Imposters++
+		}
+	}
+	s.add(check.StaleSlotRead, r, now, stale.slot, stale.p.Writer, func() string {
+		path := "spec decode"
+		if !decode {
+			path = "prefill (has_initial_state)"
+		}
+		what := describe(stale.p)
+		if stale.p.Content == statecache.State && stale.p.Writer == r.ID && int(stale.p.Tokens) > c {
+			what += fmt.Sprintf(", %d tokens past the %d accepted: written over rejected drafts", int(stale.p.Tokens)-c, c)
+		}
+		return fmt.Sprintf("%s path with %d computed tokens (%d drafts scheduled, K = %d) reads state column %d (slot %d) holding %s; the runner's num_accepted_tokens %d puts the state in column %d (slot %d) (%d of %d Mamba groups)",
+			path, c, row.NumDrafts, k, stale.col, stale.slot, what, stale.wantCol+1, stale.wantCol, stale.want, staleN, ng)
+	})
+}

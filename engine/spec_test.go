@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"statesim/check"
+	"statesim/scenarios"
+)
+
+// specScenario is Nemotron-H (Mamba2) under MTP with K = 3: chunked long
+// prompts next to short requests' first decodes.
+const specScenario = `name: mtp
+seed: 3
+model:
+  hf_config: nemotron-nano-9b-v2
+engine:
+  vllm_version: VERSION
+  max_num_batched_tokens: 256
+  max_num_seqs: 16
+  num_gpu_blocks_override: 2000
+  speculative: {method: METHOD, num_speculative_tokens: 3, acceptance_rate: 0.7}
+workload:
+  kind: batches
+  num_prompts: 24
+  batch_size: 12
+  prompt_len: {dist: lognormal, median: 60, sigma: 1.2, min: 1, max: 1500}
+  output_len: {dist: lognormal, median: 30, sigma: 0.8, min: 1, max: 200}
+`
+
+func runSpec(t *testing.T, version, method string) (stale int64, outputs int64) {
+	t.Helper()
+	y := strings.NewReplacer("VERSION", version, "METHOD", method).Replace(specScenario)
+	sc, err := scenarios.Parse([]byte(y), "mtp.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Finished != rep.Requests {
+		t.Fatalf("%s %s: %d of %d finished", version, method, rep.Finished, rep.Requests)
+	}
+	return rep.Count(check.StaleSlotRead), rep.OutputTokens
+}
+
+// #55894: under MTP the drafter's group pulls the runner's threshold to 1
+// and draft decodes behind a chunk read column 0 through the prefill
+// kernel; #55898 closes it, and ngram (no drafter group) never opens it.
+// Every run generates the same tokens: the acceptance draws do not depend
+// on the classification.
+func TestSpecDecodeMinThresholdBug(t *testing.T) {
+	bug, out := runSpec(t, "v0.31", "mtp")
+	if bug == 0 {
+		t.Fatal("v0.31 MTP: no stale-slot-read; #55894 should show")
+	}
+	fixed, out2 := runSpec(t, "v0.31\n  patches: [+55898]", "mtp")
+	if fixed != 0 {
+		t.Fatalf("v0.31 +55898: %d stale-slot-reads", fixed)
+	}
+	ngram, _ := runSpec(t, "v0.31", "ngram")
+	if ngram != 0 {
+		t.Fatalf("v0.31 ngram: %d stale-slot-reads", ngram)
+	}
+	if out != out2 {
+		t.Fatalf("output tokens %d with the bug, %d without", out, out2)
+	}
+}
