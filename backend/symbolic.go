@@ -361,3 +361,40 @@ func (s *Symbolic) reads(rec *step.Row, row *sched.Row) {
 		rec.Reads = append(rec.Reads, step.Read{Block: slot, Own: s.Prov.StateValid(slot, r.ID, row.NumComputed), Describe: p.Describe(r.ID)})
 	}
 }
+
+// SteadyDecodes reports whether k more steps of out's batch, each row one
+// decode token further from its request's num_computed_tokens, would take
+// only the shortcuts of a clean decode (statecache's DecodesLeased), and
+// the state bytes each such step moves. Then Decodes stands for them.
+func (s *Symbolic) SteadyDecodes(out *sched.Output, k int) (stepBytes int64, ok bool) {
+	for i := range out.Rows {
+		r := out.Rows[i].Req
+		c := r.NumComputedTokens
+		if r.Blocks.HitBlocks() > 0 || !s.Prov.DecodesLeased(&r.Blocks, r.ID, c, c+k, s.bs) {
+			return 0, false
+		}
+		if len(r.Blocks.Mamba) > 0 {
+			stepBytes += s.stateRW * int64(s.nMamba)
+		}
+	}
+	return stepBytes, true
+}
+
+// Decodes performs k steady decode steps of out's batch (SteadyDecodes
+// said yes), the last being step last: one access per row and group over
+// the k positions, which leaves the records k single steps would.
+func (s *Symbolic) Decodes(out *sched.Output, k int, last int64) {
+	s.step = last
+	for i := range out.Rows {
+		r := out.Rows[i].Req
+		c := r.NumComputedTokens
+		for g := range r.Blocks.Attn {
+			s.Prov.AccessKV(&r.Blocks, g, r.ID, c, c+k, s.bs, last)
+		}
+		if len(r.Blocks.Mamba) > 0 {
+			s.Stats.MambaDecodeRows += int64(k)
+			s.Stats.StateBytesMoved += int64(k) * s.stateRW * int64(s.nMamba)
+			s.Prov.AdvanceState(&r.Blocks, r.ID, c, c+k, last)
+		}
+	}
+}

@@ -80,6 +80,16 @@ func (c *Scheduler) Ended(r *step.Record) {
 	c.lastEnd = r.End
 }
 
+// Repeated checks steps that repeat the last checked one's batch, each
+// row one token further, the last ending at end (the engine's steady
+// decode steps, taken only after a step with no violation). Every check of
+// Step and Ended reads fields those steps share with it (the token total,
+// the running count, the blocks held, each row's status and shortfall,
+// which stays 0 as no block is allocated) and times that follow one
+// another (each starts as the last ends and lasts at least 1 ns): the
+// last step's verdict, none, stands for each of them.
+func (c *Scheduler) Repeated(end sim.Time) { c.lastEnd = end }
+
 // RunEnd is the state a run ended in.
 type RunEnd struct {
 	Step   int64

@@ -102,3 +102,11 @@ func percentiles(s *sketch.Sketch) report.Percentiles {
 
 // round3 keeps reports short and stable: microsecond resolution in ms.
 func round3(x float64) float64 { return math.Round(x*1e3) / 1e3 }
+
+// decodes records a steady decode step of n rows ending at end, as step
+// and tokens would: every row samples a token and none starts.
+func (m *metrics) decodes(n int64, end sim.Time) {
+	m.rowSteps += n
+	m.stepTokens = n
+	m.tokens(end)
+}

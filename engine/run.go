@@ -43,6 +43,15 @@ type Options struct {
 	Follow    int64
 	Following bool
 
+	// stepByStep turns off the bulk replay of steady decode steps
+	// (steady.go); tests compare the two.
+	stepByStep bool
+	// bulkSteps, when set, counts the steps replayed in bulk (tests).
+	bulkSteps *int64
+	// digest, when set, receives every finished request's times and
+	// counts, and once the run ends every block's provenance (tests that
+	// compare two ways of running beyond the report).
+	digest io.Writer
 	// plainChecks runs the symbolic backend without its check shortcuts
 	// (statecache.Provenances.Plain); tests compare the two.
 	plainChecks bool
@@ -91,8 +100,11 @@ type runner struct {
 	free        []*sched.Request
 	out         *sched.Output // the step in flight, nil between steps
 	stepEnd     sim.Time      // when it ends (valid while out != nil)
-	stepStart   sim.Time
 	lastBytes   int64
+	// bulk: nothing observes single steps, so steady decode steps may be
+	// replayed in bulk (steady.go); clean: the last step ended with no
+	// violation and no finished request.
+	bulk, clean bool
 	stalled     bool
 	// pcSeen: the prefix cache counters as of the last step's record.
 	pcSeen statecache.PrefixCacheStats
@@ -188,6 +200,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.tw = newTraceWriter(opt.Trace)
 	}
 	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
+	r.bulk = !opt.stepByStep && opt.Observe == nil && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
 		return nil, err
 	}
@@ -197,6 +210,22 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		}
 	}
 	r.finishReport()
+	if opt.digest != nil {
+		fmt.Fprintln(opt.digest, r.s.Out().Step, r.loop.Now(), r.sym.Stats)
+		buf := make([]byte, 0, 1<<16)
+		for b := range int32(r.nBlocks) {
+			p := r.sym.Prov.Get(b)
+			if p.Content == statecache.Zero {
+				continue
+			}
+			buf = fmt.Appendf(buf, "%d %d %d %d %d %t %t %d\n", b, p.Writer, p.Content, p.Tokens, p.Step, p.Tainted, p.Clobber, p.Intended)
+			if len(buf) > 1<<15 {
+				opt.digest.Write(buf)
+				buf = buf[:0]
+			}
+		}
+		opt.digest.Write(buf)
+	}
 	if opt.Following && tracer != nil {
 		r.rep.Tokens = tracer.TokenTrace(opt.Follow)
 	}
@@ -419,6 +448,9 @@ func (r *runner) arrive() error {
 }
 
 func (r *runner) startStep() error {
+	if r.clean {
+		r.steady()
+	}
 	if r.rep.Steps >= r.sc.Checks.StepLimit(r.tokensArrived) {
 		r.stalled = true
 		return nil
@@ -453,7 +485,6 @@ func (r *runner) startStep() error {
 	bytes := r.sym.Stats.StateBytesMoved - r.lastBytes
 	r.lastBytes = r.sym.Stats.StateBytesMoved
 	r.out = out
-	r.stepStart = now
 	r.rep.Steps++
 	d := stepTime(&r.sc.Timing, r.metrics.step(out, now, bytes))
 	if d <= 0 || now > math.MaxInt64-d {
@@ -568,11 +599,15 @@ func (r *runner) endStep() error {
 			FirstTokenNS: int64(q.FirstTokenTime), LastTokenNS: int64(q.LastTokenTime), FinishNS: int64(q.FinishTime),
 			BlocksHeld: q.Blocks.NumHeld()})
 		r.src.Finished(q.Group, now)
+		if r.opt.digest != nil {
+			fmt.Fprintln(r.opt.digest, q.ID, q.ArrivalTime, q.FirstTokenTime, q.LastTokenTime, q.FinishTime, q.NumOutputTokens, q.NumPreemptions, q.CorruptStep)
+		}
 		r.free = append(r.free, q)
 	}
 	if r.opt.Observe != nil {
 		r.opt.Observe(rec)
 	}
+	r.clean = r.bulk && len(fin) == 0 && len(rec.Violations) == 0 && len(rec.Wrapped) == 0 && rec.Imposters == 0
 	if err := r.pullArrival(); err != nil {
 		return err
 	}

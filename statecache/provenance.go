@@ -204,7 +204,7 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 	}
 	first, last := computed/blockSize, (end-1)/blockSize
 	if tl := &kg.tail; tl.leased && t.st.ps == ps {
-		if int(tl.idx) == first && first == last && int(kg.ok) == first && tl.writer == req && end <= t.covered {
+		if kg.tailServes(req, first, last, end, t.covered) {
 			// Only req has written the leased block: it holds req's
 			// positions up to tl.tokens, and now up to end.
 			tl.tokens = max(tl.tokens, int32(end-first*blockSize))
@@ -239,6 +239,13 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		ps.at(b).owner = t
 	}
 	return -1
+}
+
+// tailServes: the leased last block alone takes positions [first's
+// start, end) for req, which only req has written (AccessKV's shortcut).
+func (kg *kvGroup) tailServes(req RequestID, first, last, end, covered int) bool {
+	tl := &kg.tail
+	return int(tl.idx) == first && first == last && int(kg.ok) == first && tl.writer == req && end <= covered
 }
 
 // isKVOf: the record is req's own undamaged K/V, the only kind a lease
@@ -328,11 +335,18 @@ func (ps *Provenances) LeaseState(t *BlockTable, req RequestID, tokens int, step
 // slot.
 func (ps *Provenances) AdvanceState(t *BlockTable, req RequestID, computed, tokens int, step int64) (tainted, ok bool) {
 	st := &t.st
-	if st.ps != ps || !st.state || st.writer != req || int(st.tokens) != computed {
+	if !ps.stateLeased(t, req, computed) {
 		return false, false
 	}
 	st.tokens, st.step = int32(tokens), step
 	return st.tainted, true
+}
+
+// stateLeased: t's Mamba slots are leased to req and hold its state
+// after computed tokens (AdvanceState's shortcut).
+func (ps *Provenances) stateLeased(t *BlockTable, req RequestID, computed int) bool {
+	st := &t.st
+	return st.ps == ps && st.state && st.writer == req && int(st.tokens) == computed
 }
 
 // SettleState writes t's Mamba state lease, if any, back to its slots.

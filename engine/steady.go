@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"math"
+
+	"statesim/sim"
+)
+
+// steady replays in bulk the steps that would repeat the last one's batch
+// of decodes, every row one token further, until anything else could
+// happen: a row finishing or leaving its block (sched.SteadySteps), an
+// access off the symbolic backend's shortcuts (SteadyDecodes), the next
+// event (an arrival: a bulk step ends before it), the step limit, or a
+// step time out of range. The last step ended clean (no violation, no
+// finish). Each replayed step is charged to the clock, the step-time
+// model, the metrics and the counters exactly as one stepped alone would
+// be, in the same order; the scheduler, backend and checker then apply
+// them at once. Nothing observes single steps on this path (Run turns it
+// off for a trace, an observer, record details, a user policy or another
+// backend), and TestBulkMatchesStepByStep holds its reports to the bytes
+// of stepping one by one.
+func (r *runner) steady() {
+	r.clean = false
+	k0 := r.s.SteadySteps()
+	if k0 == 0 {
+		return
+	}
+	out := r.s.Out()
+	bytes, ok := r.sym.SteadyDecodes(out, k0)
+	if !ok {
+		return
+	}
+	limit := r.sc.Checks.StepLimit(r.tokensArrived)
+	var at sim.Time = math.MaxInt64
+	if ev, ok := r.loop.Peek(); ok {
+		at = ev.At
+	}
+	n := int64(len(out.Rows))
+	l := StepLoad{DecodeRows: n, StateBytes: bytes}
+	for i := range out.Rows {
+		l.ContextTokens += int64(out.Rows[i].Req.NumComputedTokens + 1)
+	}
+	now := r.loop.Now()
+	start, k := now, 0
+	for k < k0 && r.rep.Steps < limit {
+		d := stepTime(&r.sc.Timing, l)
+		// A step that would reach the next event, or end out of range
+		// (startStep's error), is left to be stepped.
+		if d <= 0 || now > math.MaxInt64-d || now+d >= at {
+			break
+		}
+		start, now = now, now+d
+		r.metrics.decodes(n, now)
+		r.rep.Steps++
+		l.ContextTokens += n
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	if r.opt.bulkSteps != nil {
+		*r.opt.bulkSteps += int64(k)
+	}
+	r.sym.Decodes(out, k, out.Step+int64(k))
+	r.lastBytes = r.sym.Stats.StateBytesMoved
+	r.s.AdvanceSteady(k, start, now)
+	r.checks.Repeated(now)
+	_ = r.loop.AdvanceTo(now) // now > the clock: it cannot fail
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"testing"
+
+	"statesim/scenarios"
+)
+
+// The bulk replay of steady decode steps is invisible: every report, text
+// and JSON, is byte-identical to stepping one by one, on clean runs, on
+// runs where bug A or bug B fires, under preemption, chunked prefill, the
+// priority policy, CUDA graphs, a step limit that stops a run mid-bulk, a
+// closed-loop workload, and with prefix caching (which keeps to single
+// steps). Where bulk steps are possible the test requires that some were
+// taken, so that it compares two paths and not one with itself.
+func TestBulkMatchesStepByStep(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		sets []string
+		bulk bool // the run must take bulk steps
+	}{
+		{"azure-conv", []string{"workload.limit=500"}, true},
+		// Preemptions, chunked prefills, bug A on a small pool, then a
+		// wrapping index, v0.14 and the priority policy.
+		{"azure-conv", []string{"workload.limit=800", "workload.rate_scale=6", "engine.num_gpu_blocks_override=700"}, true},
+		{"azure-conv", []string{"workload.limit=400", "workload.rate_scale=6", "engine.num_gpu_blocks_override=900",
+			"engine.state_index_bits=24", "engine.vllm_version=v0.14", "engine.scheduling_policy=priority"}, true},
+		{"azure-conv", []string{"workload.limit=300", "engine.vllm_version=v0.19"}, true},
+		{"azure-conv", []string{"workload.limit=300", "model.preset=attention-only-3b", "engine.enable_prefix_caching=false"}, true},
+		{"azure-conv", []string{"workload.limit=100", "model.preset=attention-only-3b", "engine.enable_prefix_caching=true"}, false},
+		// FULL decode graphs replaying the persistent state-index buffer.
+		{"azure-conv", []string{"workload.limit=300", "engine.cudagraph_mode=full_and_piecewise", "engine.vllm_version=v0.31"}, true},
+		// The step limit reached inside a stretch of steady steps.
+		{"azure-conv", []string{"workload.limit=200", "checks.max_steps=7777"}, true},
+		// 1 ns steps: arrivals land on step ends (a bulk stops before
+		// the step that would reach one).
+		{"azure-conv", []string{"workload.limit=400", "workload.rate_scale=1e6", "timing.step_overhead_us=0.001", "timing.prefill_token_ns=0",
+			"timing.decode_row_ns=0", "timing.context_token_ns=0", "timing.state_bandwidth_gbs=1e9"}, true},
+		{"imposter", nil, true},
+		{"wrap32", []string{"workload.steps=2", "workload.prompts=32", "engine.state_index_bits=30"}, true},
+		{"sessions-chat", []string{"workload.sessions=16", "workload.turns_per_session=3", "engine.enable_prefix_caching=false"}, true},
+	} {
+		bulkJSON, bulkText, bulkDigest, n := runBoth(t, c.name, false, c.sets)
+		stepJSON, stepText, stepDigest, _ := runBoth(t, c.name, true, c.sets)
+		if !bytes.Equal(bulkDigest, stepDigest) {
+			t.Errorf("%s %v: finished requests' times or the blocks' records differ in bulk", c.name, c.sets)
+		}
+		if !bytes.Equal(bulkJSON, stepJSON) {
+			t.Errorf("%s %v: --json differs in bulk:\n%s\nstep by step:\n%s", c.name, c.sets, bulkJSON, stepJSON)
+		}
+		if !bytes.Equal(bulkText, stepText) {
+			t.Errorf("%s %v: the text report differs in bulk:\n%s\nstep by step:\n%s", c.name, c.sets, bulkText, stepText)
+		}
+		if c.bulk && n == 0 {
+			t.Errorf("%s %v: no step replayed in bulk", c.name, c.sets)
+		}
+		if !c.bulk && n != 0 {
+			t.Errorf("%s %v: %d steps replayed in bulk where none may be", c.name, c.sets, n)
+		}
+	}
+}
+
+// runBoth runs a scenario and returns its JSON and text reports, a hash of
+// its finished requests' times and its blocks' records, and the steps
+// replayed in bulk.
+func runBoth(t *testing.T, name string, stepByStep bool, sets []string) (js, text, digest []byte, bulk int64) {
+	t.Helper()
+	sc, err := scenarios.Load(name, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	rep, err := Run(sc, Options{stepByStep: stepByStep, bulkSteps: &bulk, digest: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j, x bytes.Buffer
+	if err := rep.WriteJSON(&j); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteText(&x); err != nil {
+		t.Fatal(err)
+	}
+	return j.Bytes(), x.Bytes(), h.Sum(nil), bulk
+}
