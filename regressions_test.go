@@ -92,6 +92,32 @@ func gdnBudgetCut() prop.Config {
 	return c
 }
 
+// specModel is the MTP search's model: Nemotron-H (Mamba2, the Mamba
+// builder), as in vLLM issues #35447 and #55894.
+const specModel = "nemotron-nano-9b-v2"
+
+// mtpShortPrompt searches v0.14 (the default-flag Mamba split) under
+// speculative decoding with prompts of two tokens or more and budgets of
+// 64 or more, so that what is found is #35447's new prompt of 2..1 + K
+// tokens on the decode path, not a prompt cut to 1 token (bug A's form,
+// with or without speculation).
+func mtpShortPrompt() prop.Config {
+	c := prop.Spec(prop.GDN("v0.14", specModel), 1, 4, "mtp", "eagle", "ngram")
+	c.MinPrompt, c.MinBudget = 2, 64
+	return c
+}
+
+// mtpMinThreshold searches v0.31 under speculative decoding: #55894.
+func mtpMinThreshold() prop.Config {
+	return prop.Spec(prop.GDN("v0.31", specModel), 1, 4, "mtp", "eagle", "ngram")
+}
+
+// underV019 is #37303's four-region reorder and is_prefilling split.
+func underV019(p *prop.Params) string { p.Version = "v0.19"; return "fixed" }
+
+// with55898 is open PR #55898's runner threshold.
+func with55898(p *prop.Params) string { p.Patches = []string{"+55898"}; return "55898" }
+
 var regressions = []regression{
 	{name: "bug-a-budget-1", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "stale-slot-read", seed: 1, control: underFixed},
 	{name: "bug-a-incident-shape", cfg: func() prop.Config { return incidentShape("v0.13") }, prop: "stale-slot-read", noPre: true, seed: 1, control: underFixed},
@@ -104,6 +130,8 @@ var regressions = []regression{
 	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "cudagraph-stale-qwen3-next", cfg: cudagraphStale, prop: "stale-slot-read", seed: 1, control: with53059},
+	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
+	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
 }
 
 // TestRewriteRegressions reruns the searches above and requires them to

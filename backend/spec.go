@@ -56,15 +56,18 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 		if decode {
 			col = acc
 		}
-		own := t.Column(g, col, k)
-		target := own
+		ownSlot := t.Column(g, col, k)
+		target := ownSlot
 		if decode && row.KernelSlots != nil {
 			target = row.KernelSlots[g] // a stale graph replay's buffer
 		}
 		tainted := false
 		if decode || row.HasInitialState {
 			p := s.Prov.Get(target)
-			valid := target == own && col == acc && s.Prov.StateValid(target, r.ID, c)
+			// StateValid's rule on the record already read.
+			own := p.Content == statecache.State && p.Writer == r.ID && !p.Clobber && int(p.Tokens) == c ||
+				c == 0 && p.Content == statecache.Zero
+			valid := target == ownSlot && col == acc && own
 			if !valid {
 				tainted = true
 				if staleN == 0 {
@@ -81,7 +84,7 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 				s.Prov.WriteState(t.Column(g, j, k), r.ID, c+1+j, s.step, tainted)
 			}
 		} else {
-			s.Prov.WriteState(own, r.ID, c+q, s.step, tainted)
+			s.Prov.WriteState(ownSlot, r.ID, c+q, s.step, tainted)
 		}
 	}
 	if staleN == 0 {

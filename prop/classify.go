@@ -17,28 +17,30 @@ import (
 // as a disagreement instead of being copied.
 
 // classRule is one vLLM version's batch reorder and its splits, as
-// functions of a row's query length q, num_computed_tokens c and
-// num_prompt_tokens p.
+// functions of a row's query length q, num_computed_tokens c,
+// num_prompt_tokens p and the decode threshold t (1, or 1 + K under
+// speculative decoding: the runner's for the region, the builder's for
+// the split).
 type classRule struct {
 	// region is the reorder's region rank: rows must come in
 	// non-decreasing rank. nil: the version does not reorder.
-	region func(q, c, p int) int
+	region func(q, c, p, t int) int
 	// decode reports whether a row may continue the decode segment of
 	// the Mamba builders (mamba_attn.py: Mamba1, Mamba2, ShortConv,
 	// MiniMax): the split takes the leading rows while it holds.
-	decode func(q, c, p int) bool
+	decode func(q, c, p, t int) bool
 	// gdnDecode is the same for the Gated DeltaNet builder
 	// (gdn_attn.py), which Qwen3-Next and Kimi Linear's KDA layers use.
-	gdnDecode func(q, c, p int) bool
+	gdnDecode func(q, c, p, t int) bool
+	// gdnStateless: the GDN builder's non-spec 1-token rows decode only
+	// with state (#51565), in the spec branch as in the split.
+	gdnStateless bool
 }
 
 // gdnFamily reports whether a model's state layers are split by the
 // GDN builder: GatedDeltaNet, and KDA as Kimi Linear runs it
 // (KimiGatedDeltaNetAttention keeps the GDN backend; vLLM issue #51562).
 func gdnFamily(k model.StateKind) bool { return k == model.GatedDeltaNet || k == model.KDA }
-
-// decodeThreshold is the Mamba builders' reorder_batch_threshold.
-const decodeThreshold = 1
 
 // classRules maps each vllm_version to its rules. A version sched knows
 // and this table does not fails every run's no-decode-before-prefill
@@ -56,11 +58,12 @@ var classRules = map[string]classRule{
 	// still prefilling (c < p). The GDN builder keeps the default flags:
 	// by query length alone.
 	"v0.19": {region: regionFour, decode: doneDecoding, gdnDecode: byQueryLen},
-	// v0.22 (#42430): a short Mamba row with state decodes.
+	// v0.22 (#42430): a 1-token Mamba row with state decodes, prompt done
+	// or not.
 	"v0.22": {region: regionFour, decode: hasState, gdnDecode: byQueryLen},
 	// v0.31 (#51565): the GDN builder sends a 1-token row decoding only
 	// when the request has state (seq_len > query_len).
-	"v0.31": {region: regionFour, decode: hasState, gdnDecode: hasState},
+	"v0.31": {region: regionFour, decode: hasState, gdnDecode: hasState, gdnStateless: true},
 	// V0's control: no reorder, and Mamba1 always took the prefill path.
 	"v0": {decode: never, gdnDecode: never},
 }
@@ -74,10 +77,10 @@ func init() {
 	classRules["fixed"] = classRules["v0.31"]
 }
 
-// regionByQueryLen: decode (q ≤ 1), extend (c > 0), prefill.
-func regionByQueryLen(q, c, _ int) int {
+// regionByQueryLen: decode (q ≤ t), extend (c > 0), prefill.
+func regionByQueryLen(q, c, _, t int) int {
 	switch {
-	case q <= decodeThreshold:
+	case q <= t:
 		return 0
 	case c > 0:
 		return 1
@@ -85,13 +88,13 @@ func regionByQueryLen(q, c, _ int) int {
 	return 2
 }
 
-// regionComputedLast: prefill (c == 0) last, then decode (q ≤ 1) before
+// regionComputedLast: prefill (c == 0) last, then decode (q ≤ t) before
 // extend.
-func regionComputedLast(q, c, _ int) int {
+func regionComputedLast(q, c, _, t int) int {
 	switch {
 	case c == 0:
 		return 2
-	case q <= decodeThreshold:
+	case q <= t:
 		return 0
 	}
 	return 1
@@ -99,11 +102,11 @@ func regionComputedLast(q, c, _ int) int {
 
 // regionFour is reorder_batch_to_split_decodes_and_prefills after #37303:
 // decode, short extend, long extend, prefill.
-func regionFour(q, c, p int) int {
+func regionFour(q, c, p, t int) int {
 	switch {
 	case c == 0:
 		return 3
-	case q > decodeThreshold:
+	case q > t:
 		return 2
 	case c < p:
 		return 1
@@ -111,27 +114,33 @@ func regionFour(q, c, p int) int {
 	return 0
 }
 
-func byQueryLen(q, _, _ int) bool { return q <= decodeThreshold }
+func byQueryLen(q, _, _, t int) bool { return q <= t }
 
 // doneDecoding is the split with is_prefilling (c < p) consulted: only a
 // short row whose prompt is computed is a decode. c ≥ p ≥ 1 implies the
 // row has state.
-func doneDecoding(q, c, p int) bool { return q <= decodeThreshold && c > 0 && c >= p }
+func doneDecoding(q, c, p, t int) bool { return q <= t && c > 0 && c >= p }
 
-// hasState: a short row decodes when it has state (c > 0), prompt done or
-// not.
-func hasState(q, c, _ int) bool { return q <= decodeThreshold && c > 0 }
+// hasState: a short row decodes when its prompt is computed, or when it
+// is one token long and has state (#42430 turns only such prefilling rows
+// into decodes; with t = 1 that is every short row with state).
+func hasState(q, c, p, t int) bool { return q <= t && c > 0 && (c >= p || q == 1) }
 
-func never(int, int, int) bool { return false }
+func never(int, int, int, int) bool { return false }
 
 // classifier re-derives each row's path for one scenario's version and
 // model.
 type classifier struct {
 	version      string
 	rule         classRule
-	decode       func(q, c, p int) bool // the rule of the model's builder
+	decode       func(q, c, p, t int) bool // the rule of the model's builder
+	gdn          bool
 	known        bool
 	forcePrefill bool
+	// Speculative decoding (withSpec): K, and the runner's reorder
+	// threshold (the minimum over groups: an MTP or EAGLE drafter's 1,
+	// unless #55898 lets the state builders' 1 + K win).
+	k, runnerT int
 	// The observer's own CUDA-graph dispatch rule (withGraphs): FULL
 	// decode graphs captured, the largest captured batch, and whether
 	// #53059's guard is patched in.
@@ -146,6 +155,18 @@ type classifier struct {
 // FULL decode graph when every row has exactly one token, the batch fits a
 // captured size (min(max_num_seqs, 512)), and, with #53059, no row's
 // prompt is still being computed.
+// withSpec sets the observer's reading of speculative decoding from a
+// scenario's engine.speculative and engine.patches: the state builders'
+// threshold is 1 + K (_init_reorder_batch_threshold(1, use_spec_decode)),
+// the runner's the minimum over every group's (#55894), where an MTP or
+// EAGLE drafter's attention group reports 1; #55898 makes it 1 + K.
+func (k *classifier) withSpec(method string, numSpec int, patches []string) {
+	k.k, k.runnerT = numSpec, 1+numSpec
+	if (method == "mtp" || method == "eagle") && !slices.Contains(patches, "+55898") {
+		k.runnerT = 1
+	}
+}
+
 func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int) {
 	k.fullGraphs = mode == "full_decode_only" || mode == "full_and_piecewise"
 	k.maxBS = min(maxNumSeqs, 512)
@@ -159,7 +180,7 @@ func (k *classifier) fullReplay(rec *step.Record) bool {
 	}
 	for i := range rec.Rows {
 		r := &rec.Rows[i]
-		if r.NumScheduled != 1 || k.guard && r.NumComputed < r.NumPrompt {
+		if r.NumScheduled != 1+k.k || k.guard && r.NumComputed < r.NumPrompt {
 			return false
 		}
 	}
@@ -168,9 +189,9 @@ func (k *classifier) fullReplay(rec *step.Record) bool {
 
 func newClassifier(version string, kind model.StateKind, forcePrefill bool) classifier {
 	r, ok := classRules[version]
-	k := classifier{version: version, rule: r, decode: r.decode, known: ok, forcePrefill: forcePrefill}
+	k := classifier{version: version, rule: r, decode: r.decode, known: ok, forcePrefill: forcePrefill, runnerT: 1}
 	if gdnFamily(kind) {
-		k.decode = r.gdnDecode
+		k.decode, k.gdn = r.gdnDecode, true
 	}
 	return k
 }
@@ -201,21 +222,34 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 		note("the runner dispatched the batch to the %s graph; the observer's uniform-decode rule gives full = %v", rec.Rows[0].Graph, full)
 	}
 	decoding := !k.forcePrefill
+	// The GDN builder's spec branch: with any spec row in the batch, rows
+	// are picked by mask, not by position (gdn_attn.py
+	// spec_sequence_masks).
+	specMask := false
+	if k.gdn && k.k > 0 && decoding {
+		for i := range rec.Rows {
+			specMask = specMask || rec.Rows[i].NumDrafts > 0
+		}
+	}
 	prev := -1
 	for i := range rec.Rows {
 		row := &rec.Rows[i]
 		q, c, p := row.NumScheduled, row.NumComputed, row.NumPrompt
 		if k.rule.region != nil {
-			reg := k.rule.region(q, c, p)
+			reg := k.rule.region(q, c, p, k.runnerT)
 			if reg < prev {
 				note("request %d (row %d: %d scheduled, %d computed, %d prompt) comes after a row of a later %s region",
 					row.RequestID, i, q, c, p, k.version)
 			}
 			prev = max(prev, reg)
 		}
-		decoding = decoding && k.decode(q, c, p)
+		decoding = decoding && k.decode(q, c, p, 1+k.k)
+		dec := decoding
+		if specMask {
+			dec = row.NumDrafts > 0 && c >= p || q == 1 && (!k.rule.gdnStateless || c > 0)
+		}
 		want, init := sched.PathPrefill, c > 0
-		if decoding {
+		if dec {
 			want, init = sched.PathDecode, true
 		}
 		if row.Path != want || row.HasInitialState != init {

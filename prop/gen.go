@@ -38,6 +38,20 @@ type Config struct {
 	// CUDAGraphMode is every scenario's engine.cudagraph_mode ("": the
 	// default, none).
 	CUDAGraphMode string
+	// Patches are every scenario's engine.patches.
+	Patches []string
+	// SpecMethods lists the speculative decoding methods to draw (mtp,
+	// eagle, ngram; empty: off); K is drawn from MinSpecK..MaxSpecK, the
+	// acceptance as a fixed count (-1..K, -1 meaning per-token) and a
+	// per-token rate in percent.
+	SpecMethods        []string
+	MinSpecK, MaxSpecK int
+}
+
+// Spec is c drawing speculative decoding with methods and K in lo..hi.
+func Spec(c Config, lo, hi int, methods ...string) Config {
+	c.SpecMethods, c.MinSpecK, c.MaxSpecK = methods, lo, hi
+	return c
 }
 
 // DefaultConfig draws small scenarios over every preset with the fixed
@@ -150,6 +164,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s range [%d, %d] is empty or below %d", r.name, r.lo, r.hi, r.min)
 		}
 	}
+	for _, m := range c.SpecMethods {
+		if _, err := sched.ParseSpecMethod(m); err != nil || m == "" {
+			return fmt.Errorf("speculative method %q: want mtp, eagle or ngram", m)
+		}
+	}
+	if len(c.SpecMethods) > 0 && (c.MinSpecK < 1 || c.MaxSpecK < c.MinSpecK || c.MaxSpecK > 16) {
+		return fmt.Errorf("num_speculative_tokens range [%d, %d] is empty or outside [1, 16]", c.MinSpecK, c.MaxSpecK)
+	}
 	if c.MaxBits > 64 || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
 		return fmt.Errorf("bad bounds: bits ≤ 64, gaps, extra blocks and threshold ≥ 0")
 	}
@@ -176,7 +198,18 @@ func Gen(c Config) gopter.Gen {
 		"Prompt": intRange(c.MinPrompt, c.MaxPrompt),
 		"Output": intRange(c.MinOutput, c.MaxOutput),
 	})
-	return gen.StructPtr(reflect.TypeOf(Params{}), map[string]gopter.Gen{
+	spec := map[string]gopter.Gen{
+		"SpecMethod": gen.Const(""), "SpecK": gen.Const(0), "SpecAccepted": gen.Const(-1), "SpecRatePct": gen.Const(0),
+	}
+	if len(c.SpecMethods) > 0 {
+		spec = map[string]gopter.Gen{
+			"SpecMethod":   consts(c.SpecMethods),
+			"SpecK":        intRange(c.MinSpecK, c.MaxSpecK),
+			"SpecAccepted": intRange(-1, c.MaxSpecK),
+			"SpecRatePct":  intRange(0, 100),
+		}
+	}
+	fields := map[string]gopter.Gen{
 		"Requests":                  requests(req, c.MinRequests, c.MaxRequests, c.MaxPrompt),
 		"MaxNumBatchedTokens":       intRange(c.MinBudget, c.MaxBudget),
 		"MaxNumSeqs":                intRange(1, c.MaxSeqs),
@@ -192,7 +225,12 @@ func Gen(c Config) gopter.Gen {
 		"ChunkedPrefill": choice(bools),
 		"Backend":        consts(c.Backends),
 		"CUDAGraphMode":  gen.Const(c.CUDAGraphMode),
-	})
+		"Patches":        gen.Const(c.Patches),
+	}
+	for k, g := range spec {
+		fields[k] = g
+	}
+	return gen.StructPtr(reflect.TypeOf(Params{}), fields)
 }
 
 // requests draws lo..hi requests. The shrinker first merges neighbours

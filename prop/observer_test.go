@@ -137,10 +137,10 @@ func TestRegionFour(t *testing.T) {
 		{1, 0, 5, 3}, // brand new, even with one token: prefill
 		{4, 0, 5, 3},
 	} {
-		if got := regionFour(c.q, c.c, c.p); got != c.region {
+		if got := regionFour(c.q, c.c, c.p, 1); got != c.region {
 			t.Errorf("q=%d c=%d p=%d: region %d, want %d", c.q, c.c, c.p, got, c.region)
 		}
-		if dec := doneDecoding(c.q, c.c, c.p); dec != (c.region == 0) {
+		if dec := doneDecoding(c.q, c.c, c.p, 1); dec != (c.region == 0) {
 			t.Errorf("q=%d c=%d p=%d: decode %v under treat_short_extends_as_decodes=False", c.q, c.c, c.p, dec)
 		}
 	}
@@ -175,12 +175,12 @@ func TestObserverAgreesWithTheScheduler(t *testing.T) {
 					}
 					var regions [4]bool
 					for _, row := range rec.Rows {
-						regions[regionFour(row.NumScheduled, row.NumComputed, row.NumPrompt)] = true
+						regions[regionFour(row.NumScheduled, row.NumComputed, row.NumPrompt, 1)] = true
 					}
 					// Counted where the version's reorder has the short
 					// extend region of its own (a 1-token chunk of a
 					// prompt in progress).
-					if fourRegion := k.rule.region != nil && k.rule.region(1, 3, 5) == 1; fourRegion && regions[0] && regions[1] {
+					if fourRegion := k.rule.region != nil && k.rule.region(1, 3, 5, 1) == 1; fourRegion && regions[0] && regions[1] {
 						mixed++
 					}
 				}})

@@ -46,6 +46,21 @@ type Params struct {
 	// never drawn.
 	CUDAGraphMode string
 	Patches       []string
+	// Speculative decoding (SpecMethod "": off): K drafts per decode row,
+	// and the acceptance model: SpecAccepted >= 0 a fixed count, -1 each
+	// draft accepted with probability SpecRatePct / 100.
+	SpecMethod   string
+	SpecK        int
+	SpecAccepted int
+	SpecRatePct  int
+}
+
+// specK is K as run (0 when speculative decoding is off).
+func (p *Params) specK() int {
+	if p.SpecMethod == "" {
+		return 0
+	}
+	return p.SpecK
 }
 
 // Shape is the model's shape: Preset names a preset or a model config
@@ -93,8 +108,11 @@ func (p *Params) NumGPUBlocks() int {
 	sh := p.Shape()
 	l := sh.Layout(blockSize)
 	most := 0
+	k := p.specK()
 	for _, r := range p.Requests {
-		n := l.NumMambaGroups() + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output, l.BlockSize)
+		// 1 + K state columns per Mamba group, and room for K drafts
+		// and K lookahead slots past the request's last token.
+		n := l.NumMambaGroups()*(1+k) + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output+2*k, l.BlockSize)
 		most = max(most, n)
 	}
 	return max(2, 1+most+p.ExtraBlocks)
@@ -145,6 +163,10 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		e.CUDAGraphMode = p.CUDAGraphMode
 	}
 	e.Patches = p.Patches
+	if k := p.specK(); k > 0 {
+		e.Speculative = scenarios.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: k, Accepted: p.SpecAccepted,
+			AcceptanceRate: float64(p.SpecRatePct) / 100}
+	}
 	sc.Workload = workload.Spec{Kind: "trace", Path: tracePath,
 		PromptLen: workload.Dist{Kind: "trace"}, OutputLen: workload.Dist{Kind: "trace"}}
 	sc.Backend.Kind = p.Backend
@@ -199,6 +221,14 @@ func (p *Params) String() string {
 	}
 	if len(p.Patches) > 0 {
 		fmt.Fprintf(&b, ", patches %v", p.Patches)
+	}
+	if k := p.specK(); k > 0 {
+		fmt.Fprintf(&b, ", %s K=%d ", p.SpecMethod, k)
+		if p.SpecAccepted >= 0 {
+			fmt.Fprintf(&b, "accepting %d", p.SpecAccepted)
+		} else {
+			fmt.Fprintf(&b, "acceptance %d%%", p.SpecRatePct)
+		}
 	}
 	return b.String()
 }

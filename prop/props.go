@@ -160,6 +160,7 @@ func onMock(c Config) Config {
 	}
 	c.MaxPrompt = max(c.MinPrompt, min(c.MaxPrompt, 64))
 	c.MaxOutput = max(c.MinOutput, min(c.MaxOutput, 16))
+	c.SpecMethods = nil // the numeric backends model no draft tokens
 	var keep []string
 	for _, name := range c.Presets {
 		if s, err := model.Preset(name); err == nil && s.DType == "float32" && s.SSMStateDType == "float32" {

@@ -24,7 +24,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--version V] [--model M[,M]] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
+		summary: "check [--seed N] [--trials N] [--version V] [--patches +N,-N] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario",
 		run: cmdCheck,
 	}
@@ -55,6 +55,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	backendKind := fs.String("backend", "symbolic", "backend the scenarios run on: symbolic, mock, or cuda (a binary built with `make cuda`, on a GPU)")
 	var models stringList
 	fs.Var(&models, "model", "models to draw (repeatable or comma-separated): presets or built-in configs, e.g. qwen3-next-80b-a3b or kimi-linear-48b-a3b (the GDN builder's models); default the hybrid presets")
+	var specs, patches stringList
+	fs.Var(&specs, "spec", "speculative decoding methods to draw (mtp, eagle, ngram; comma-separated); default off")
+	specK := fs.String("spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
+	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565")
 	var props stringList
 	fs.Var(&props, "property", "property to check (repeatable or comma-separated; default all)")
 	var sets setFlags
@@ -109,6 +113,23 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Versions = []string{*version}
 	cfg.MinBits, cfg.MaxBits = lo, hi
+	if len(patches) > 0 {
+		v, _ := sched.ParseVersion(*version)
+		if _, err := sched.Patched(v, patches); err != nil {
+			return bad("--patches: %v", err)
+		}
+		cfg.Patches = patches
+	}
+	if len(specs) > 0 {
+		klo, khi, err := parseRange(*specK, 1, 16)
+		if err != nil {
+			return bad("--spec-k: %v", err)
+		}
+		cfg = prop.Spec(cfg, klo, khi, specs...)
+		if err := cfg.Validate(); err != nil {
+			return bad("--spec: %v", err)
+		}
+	}
 	if err := cfg.Validate(); err != nil && len(models) > 0 {
 		return bad("--model: %v", err)
 	}
@@ -138,6 +159,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "statesim check: seed %d, %d trials per property, vLLM %s, %s-bit state index", *seed, *trials, *version, *bits)
 	if len(models) > 0 {
 		fmt.Fprintf(stdout, ", models %s", strings.Join(models, ", "))
+	}
+	if len(patches) > 0 {
+		fmt.Fprintf(stdout, ", patches %s", strings.Join(patches, ","))
+	}
+	if len(specs) > 0 {
+		fmt.Fprintf(stdout, ", speculative %s K %s", strings.Join(specs, ","), *specK)
 	}
 	if len(sets) > 0 {
 		fmt.Fprintf(stdout, ", --set %s", strings.Join(sets, " --set "))
@@ -262,4 +289,22 @@ func validateSets(r *prop.Runner, cfg prop.Config, seed int64) error {
 		return fmt.Errorf("--set: %w", err)
 	}
 	return err
+}
+
+// parseRange reads N or LO-HI within [min, max].
+func parseRange(s string, lo0, hi0 int) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = strconv.Atoi(a); err != nil {
+		return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(b); err != nil {
+			return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
+		}
+	}
+	if lo < lo0 || hi > hi0 || hi < lo {
+		return 0, 0, fmt.Errorf("%q is outside %d..%d", s, lo0, hi0)
+	}
+	return lo, hi, nil
 }
