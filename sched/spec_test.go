@@ -202,3 +202,35 @@ func TestSpecColumnsAllocatedAndFreed(t *testing.T) {
 		t.Fatalf("free: %v, %d free of %d", err, kv.Pool.NumFree(), free)
 	}
 }
+
+// Speculative steps are never bulk-advanced, even a batch whose drafts
+// long_prefill_token_threshold 1 trimmed to nothing (every row one token).
+func TestSpecStepsAreNotSteady(t *testing.T) {
+	s := newTestSched(t, Config{MaxNumBatchedTokens: 100, MaxNumSeqs: 4, MaxModelLen: 1000, EnableChunkedPrefill: true, LongPrefillTokenThreshold: 1}, Fixed, 64)
+	s.Spec = Spec{Method: SpecMTP, K: 2, Accept: Acceptance{Fixed: 1}}
+	addReq(s, 0, 1, 50)
+	addReq(s, 1, 1, 50)
+	for step := 0; step < 3; step++ {
+		out, err := s.Schedule(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Update(out, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.SteadySteps(); n != 0 {
+			t.Fatalf("step %d: SteadySteps %d under speculative decoding", step, n)
+		}
+	}
+	s.Spec = Spec{}
+	for _, r := range s.Running {
+		r.NumDrafts = 0
+	}
+	for step := 0; step < 2; step++ {
+		out, _ := s.Schedule(0)
+		s.Update(out, 1)
+	}
+	if n := s.SteadySteps(); n == 0 {
+		t.Fatal("the same batch without speculation is never steady: the test cannot fail")
+	}
+}
