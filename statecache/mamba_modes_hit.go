@@ -40,8 +40,7 @@ func (m MambaHit) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLengt
 			for range i {
 				dst[j] = append(dst[j], NullBlock)
 			}
-			c, _ := p.pc.table.get(BlockKey{hashes[i], g})
-			dst[j] = append(dst[j], c.head)
+			dst[j] = append(dst[j], p.cachedBlock(hashes[i], g))
 		}
 		return i + 1
 	}

@@ -117,7 +117,7 @@ func BenchmarkPoolPopPush(b *testing.B) {
 // table (so probe runs collide and wrap) agree with a Go map.
 func TestBlockTableMatchesMap(t *testing.T) {
 	tab := newBlockTable(6) // 16 slots
-	ref := map[BlockKey]dupChain{}
+	ref := map[BlockKey]int32{}
 	x := uint64(1)
 	rnd := func(n int) int { x = mix(x + 0x9e3779b97f4a7c15); return int(x % uint64(n)) }
 	keys := make([]BlockKey, 12) // fewer keys than slots, as the pool guarantees
@@ -131,7 +131,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 		k := keys[rnd(len(keys))]
 		switch rnd(3) {
 		case 0:
-			c := dupChain{int32(1 + rnd(100)), int32(rnd(100))}
+			c := int32(1 + rnd(100))
 			tab.put(k, c)
 			ref[k] = c
 		case 1:
@@ -139,14 +139,86 @@ func TestBlockTableMatchesMap(t *testing.T) {
 			delete(ref, k)
 		}
 		for _, q := range keys {
-			got, ok := tab.get(q)
-			want, wok := ref[q]
-			if ok != wok || got != want {
-				t.Fatalf("step %d, key %v: table %v %v, map %v %v", step, q, got, ok, want, wok)
+			got := tab.lookup(q)
+			if want := ref[q]; got != want {
+				t.Fatalf("step %d, key %v: table %v, map %v", step, q, got, want)
 			}
 		}
 		if tab.n != len(ref) {
 			t.Fatalf("step %d: %d keys, map %d", step, tab.n, len(ref))
 		}
 	}
+}
+
+// churn is Mooncake's shape on its pool (120,320 blocks): long prompts,
+// a quarter of each shared with an earlier request of its family, the rest
+// its own, a few requests in flight, so every step caches new blocks and
+// evicts old ones across a table far larger than the CPU's caches.
+type churn struct {
+	m      *PrefixCacheManager
+	live   []*vreq
+	next   RequestID
+	blocks int
+}
+
+func newChurn(tb testing.TB) *churn {
+	const numBlocks, blocks, inFlight = 120320, 1024, 16
+	w := &churn{m: hybridManager(tb, numBlocks, FreshToHead, HitGroup{FullAttention{16}, []int32{0}}), blocks: blocks}
+	for range inFlight {
+		r := &vreq{t: w.m.NewTable(), hashes: make([]BlockHash, 0, blocks)}
+		r.t.Blocks[0] = make([]int32, 0, blocks)
+		w.live = append(w.live, r)
+	}
+	return w
+}
+
+// request frees the oldest request in flight and admits a new one in
+// chunks of 512 blocks, as a chunked prefill would.
+func (w *churn) request(tb testing.TB) {
+	r := w.live[0]
+	copy(w.live, w.live[1:])
+	w.live[len(w.live)-1] = r
+	if err := w.m.Free(r.id, &r.t); err != nil {
+		tb.Fatal(err)
+	}
+	r.id = w.next
+	w.next++
+	r.hashes = r.hashes[:0]
+	parent := NoneHash
+	for i := range w.blocks {
+		id := uint64(r.id)<<20 | uint64(i)
+		if i < w.blocks/4 {
+			id = uint64(r.id%64)<<40 | uint64(i) // the family's shared prefix
+		}
+		parent = HashBlockContent(parent, id)
+		r.hashes = append(r.hashes, parent)
+	}
+	n := w.blocks * 16
+	hit := w.m.GetComputedBlocks(n, r.hashes, false)
+	done := hit
+	for first := true; done < n; first = false {
+		chunk := min(n-done, 512*16)
+		h := 0
+		if first {
+			h = hit
+		}
+		ok, err := w.m.AllocateSlots(r.id, &r.t, done-h, h, chunk, n, r.hashes)
+		if err != nil || !ok {
+			tb.Fatalf("request %d: ok %v err %v (free %d)", r.id, ok, err, w.m.Pool.NumFree())
+		}
+		done += chunk
+	}
+}
+
+func BenchmarkPrefixCacheChurn(b *testing.B) {
+	w := newChurn(b)
+	for range 200 {
+		w.request(b)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		w.request(b)
+	}
+	b.ReportMetric(float64(b.N*w.blocks)/b.Elapsed().Seconds(), "blocks/s")
 }

@@ -30,7 +30,16 @@ func mix(x uint64) uint64 {
 }
 
 // hashWord folds one word into a running hash, order-sensitively.
-func hashWord(h, w uint64) uint64 { return mix(h ^ mix(w+0x9e3779b97f4a7c15)) }
+func hashWord(h, w uint64) uint64 { return foldMixed(h, wordMix(w)) }
+
+// wordMix and foldMixed split hashWord, so that a word folded into many
+// hashes (a segment's id, a block's length, a constant mark) is mixed
+// once: hashWord(h, w) == foldMixed(h, wordMix(w)).
+func wordMix(w uint64) uint64       { return mix(w + 0x9e3779b97f4a7c15) }
+func foldMixed(h, wm uint64) uint64 { return mix(h ^ wm) }
+
+// contentMark is wordMix(^0), HashBlockContent's first word.
+var contentMark = wordMix(^uint64(0))
 
 // HashBlockTokens is the hash of a block holding tokens after parent.
 func HashBlockTokens(parent BlockHash, tokens []int32) BlockHash {
@@ -45,7 +54,7 @@ func HashBlockTokens(parent BlockHash, tokens []int32) BlockHash {
 // one id (a trace's hash_ids), after parent. It never equals a token
 // block's hash except by a 64-bit collision.
 func HashBlockContent(parent BlockHash, id uint64) BlockHash {
-	return BlockHash(hashWord(hashWord(uint64(parent), ^uint64(0)), id))
+	return BlockHash(hashWord(foldMixed(uint64(parent), contentMark), id))
 }
 
 // AppendBlockHashes extends hashes, the chain of tokens' first len(hashes)

@@ -32,10 +32,19 @@ func (f FullAttention) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 	}
 	n := min(maxLength/f.Block, len(hashes))
 	hit := 0
-	for ; hit < n; hit++ {
-		// The hashes chain: past the first miss nothing can hit.
-		if !p.getCachedInto(hashes[hit], groups, dst) {
-			break
+	for hit < n {
+		// Probe a window's slots together (their cache misses overlap),
+		// then look its blocks up in order.
+		end := min(hit+hitWindow, n)
+		if p.pc != nil {
+			p.prefetchHashes(hashes[hit:end], groups)
+		}
+		for ; hit < end; hit++ {
+			// The hashes chain: past the first miss nothing can hit.
+			if !p.getCachedInto(hashes[hit], groups, dst) {
+				n = hit
+				break
+			}
 		}
 	}
 	for hit > 0 && hit*f.Block%alignment != 0 {
@@ -47,28 +56,55 @@ func (f FullAttention) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 	return hit
 }
 
+// hitWindow is how many blocks ahead a full-attention lookup prefetches:
+// enough misses to overlap, few wasted past the hit's end.
+const hitWindow = 8
+
+// prefetchHashes touches the table slots of hashes in every group.
+func (p *BlockPool) prefetchHashes(hashes []BlockHash, groups []int32) {
+	var s int32
+	for _, h := range hashes {
+		for _, g := range groups {
+			s ^= p.pc.table.prefetch(BlockKey{h, g})
+		}
+	}
+	p.pc.sink ^= s
+}
+
 // cachedAll: hash h is cached in every group of groups.
 func (p *BlockPool) cachedAll(h BlockHash, groups []int32) bool {
 	if p.pc == nil {
 		return false
 	}
 	for _, g := range groups {
-		if p.pc.table.find(BlockKey{h, g}) < 0 {
+		if _, ok := p.pc.table.probe(BlockKey{h, g}); !ok {
 			return false
 		}
 	}
 	return true
 }
 
+// cachedBlock is the block cached under h in group g (the first cached,
+// of equal ones), or NullBlock.
+func (p *BlockPool) cachedBlock(h BlockHash, g int32) int32 {
+	return p.pc.table.lookup(BlockKey{h, g})
+}
+
 // getCachedInto appends hash h's block in each group to dst[i], all or
 // nothing.
 func (p *BlockPool) getCachedInto(h BlockHash, groups []int32, dst [][]int32) bool {
-	if !p.cachedAll(h, groups) {
+	if p.pc == nil {
 		return false
 	}
 	for i, g := range groups {
-		c, _ := p.pc.table.get(BlockKey{h, g})
-		dst[i] = append(dst[i], c.head)
+		b := p.pc.table.lookup(BlockKey{h, g})
+		if b == NullBlock {
+			for j := range i {
+				dst[j] = dst[j][:len(dst[j])-1]
+			}
+			return false
+		}
+		dst[i] = append(dst[i], b)
 	}
 	return true
 }
@@ -101,8 +137,7 @@ func (s SlidingWindow) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 			continue
 		}
 		for j, g := range groups {
-			c, _ := p.pc.table.get(BlockKey{hashes[i], g})
-			dst[j][i] = c.head
+			dst[j][i] = p.cachedBlock(hashes[i], g)
 		}
 		run++
 		if run >= need {

@@ -24,8 +24,7 @@ func (l lastAligned) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLe
 			for range i {
 				dst[j] = append(dst[j], NullBlock)
 			}
-			c, _ := p.pc.table.get(BlockKey{hashes[i], g})
-			dst[j] = append(dst[j], c.head)
+			dst[j] = append(dst[j], p.cachedBlock(hashes[i], g))
 		}
 		return i + 1
 	}

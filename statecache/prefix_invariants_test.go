@@ -54,9 +54,15 @@ func checkPrefixInvariants(p *BlockPool, tables []*PrefixTable, hashes [][]Block
 		r := p.Record(b)
 		k := BlockKey{r.Hash, r.Group}
 		found := false
-		ch, ok := p.pc.table.get(k)
-		for x := ch.head; ok && x != noBlock; x = p.pc.dupNext[x] {
-			found = found || x == b
+		if head := p.pc.table.lookup(k); head != NullBlock {
+			tail := head
+			for x := head; x != noBlock; x = p.pc.dupNext[x] {
+				found = found || x == b
+				tail = x
+			}
+			if p.pc.dupPrev[head] != tail {
+				return fmt.Errorf("key %v: chain from %d ends at %d, its head says %d", k, head, tail, p.pc.dupPrev[head])
+			}
 		}
 		if found != r.Cached {
 			return fmt.Errorf("block %d: record cached %v, in its key's chain %v", b, r.Cached, found)

@@ -63,7 +63,7 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 func PrefixCachingHostBytes(numBlocks int) int64 {
 	const (
 		perBlock = 4*4 + 40 // prev, ref, dupNext, dupPrev; PrefixRecord
-		perSlot  = 24       // tableSlot: BlockKey (16) and dupChain (8)
+		perSlot  = 16       // tableSlot: hash, group, chain head
 	)
 	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
 }
@@ -75,15 +75,15 @@ type prefixCache struct {
 	// Blocks with equal keys (vLLM does not deduplicate: block tables are
 	// append-only) form a chain in caching order; a lookup returns the
 	// chain's head, as vLLM's BlockHashToBlockMap returns the first
-	// inserted of a key's blocks.
+	// inserted of a key's blocks. dupNext ends at noBlock; dupPrev of the
+	// head is the tail, so the table keeps only the head.
 	dupNext, dupPrev []int32
 	table            blockTable
 	numCached        int
 	step             int64
 	stats            PrefixCacheStats
+	sink             int32 // keeps prefetch reads alive
 }
-
-type dupChain struct{ head, tail int32 }
 
 func newPrefixCache(n int) *prefixCache {
 	c := &prefixCache{
@@ -112,12 +112,22 @@ func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
 
 func (c *prefixCache) uncache(b int32) {
 	k := BlockKey{c.rec[b].Hash, c.rec[b].Group}
-	ch, _ := c.table.get(k)
-	unlink(c.dupPrev, c.dupNext, &ch.head, &ch.tail, b)
-	if ch.head == noBlock {
-		c.table.del(k)
-	} else {
-		c.table.put(k, ch)
+	i, _ := c.table.probe(k) // a cached block's key is in the table
+	head, next := c.table.slots[i].head, c.dupNext[b]
+	switch {
+	case b == head && next == noBlock:
+		c.table.deleteAt(i)
+	case b == head:
+		c.dupPrev[next] = c.dupPrev[b] // the tail
+		c.table.slots[i].head = next
+	default:
+		prev := c.dupPrev[b]
+		c.dupNext[prev] = next
+		if next == noBlock {
+			c.dupPrev[head] = prev // b was the tail
+		} else {
+			c.dupPrev[next] = prev
+		}
 	}
 	c.rec[b].Cached = false
 	c.numCached--
@@ -125,18 +135,31 @@ func (c *prefixCache) uncache(b int32) {
 
 func (c *prefixCache) insert(b int32, k BlockKey) {
 	c.dupNext[b] = noBlock
-	ch, ok := c.table.get(k)
-	if ok {
-		c.dupPrev[b] = ch.tail
-		c.dupNext[ch.tail] = b
-		ch.tail = b
+	if i, ok := c.table.probe(k); ok {
+		head := c.table.slots[i].head
+		tail := c.dupPrev[head]
+		c.dupNext[tail] = b
+		c.dupPrev[b] = tail
+		c.dupPrev[head] = b
 	} else {
-		c.dupPrev[b] = noBlock
-		ch = dupChain{b, b}
+		c.dupPrev[b] = b
+		c.table.slots[i] = tableSlot{k.Hash, k.Group, b}
+		c.table.n++
 	}
-	c.table.put(k, ch)
 	c.rec[b].Cached = true
 	c.numCached++
+}
+
+// prefetchEvictions touches the table slots of the cached blocks among
+// bs, which GetNewBlocks is about to evict.
+func (c *prefixCache) prefetchEvictions(bs []int32) {
+	var s int32
+	for _, b := range bs {
+		if r := &c.rec[b]; r.Cached {
+			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
+		}
+	}
+	c.sink ^= s
 }
 
 func (p *BlockPool) mustCache(op string) {
@@ -163,9 +186,13 @@ func (p *BlockPool) GetNewBlocks(req RequestID, g int32, dst []int32) error {
 		return fmt.Errorf("block pool: request %d needs %d blocks, %d free", req, len(dst), p.q.n)
 	}
 	for i := range dst {
-		b := p.q.PopLeft()
+		dst[i] = p.q.PopLeft()
+	}
+	if p.pc != nil && len(dst) > 1 {
+		p.pc.prefetchEvictions(dst)
+	}
+	for _, b := range dst {
 		p.take(req, b, g)
-		dst[i] = b
 	}
 	return nil
 }
@@ -201,11 +228,11 @@ func (p *BlockPool) GetCachedBlock(h BlockHash, groups []int32, dst []int32) boo
 		return false
 	}
 	for i, g := range groups {
-		ch, ok := p.pc.table.get(BlockKey{h, g})
-		if !ok {
+		head := p.pc.table.lookup(BlockKey{h, g})
+		if head == NullBlock {
 			return false
 		}
-		dst[i] = ch.head
+		dst[i] = head
 	}
 	return true
 }
@@ -221,6 +248,13 @@ func (p *BlockPool) CacheFullBlocks(req RequestID, g int32, blocks []int32, hash
 	}
 	if numFull > len(blocks) || numFull > len(hashes) {
 		return fmt.Errorf("block pool: request %d caches %d full blocks with %d blocks and %d hashes", req, numFull, len(blocks), len(hashes))
+	}
+	if numFull-numCached > 1 {
+		var s int32
+		for _, h := range hashes[numCached:numFull] {
+			s ^= p.pc.table.prefetch(BlockKey{h, g})
+		}
+		p.pc.sink ^= s
 	}
 	for i := numCached; i < numFull; i++ {
 		b := blocks[i]

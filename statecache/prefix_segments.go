@@ -1,5 +1,7 @@
 package statecache
 
+import "math"
+
 // Segment is a run of prompt tokens whose content is named by ID: two
 // requests whose prompts begin with the same segments (same IDs and
 // lengths, in order) share those tokens. Token t of a segment is the same
@@ -13,6 +15,8 @@ type Segment struct {
 // segmentMark starts every segment block's chain step, so a block named by
 // pieces never hashes like one named by a single content id or by tokens.
 const segmentMark = 0x5e65_6d65_6e74_0001
+
+var segmentMarkMix = wordMix(segmentMark)
 
 // SegmentBlockHashes appends to hashes the chained hash of every full block
 // of blockSize tokens of a sequence made of segs followed by tail tokens
@@ -55,8 +59,37 @@ func SegmentBlockHashes(hashes []BlockHash, segs []Segment, unique uint64, numTo
 		segStart += segLen(segs[si])
 		si++
 	}
-	for end := start + blockSize; end <= numTokens; end += blockSize {
-		h := hashWord(uint64(parent), segmentMark)
+	// Words folded into every block are mixed once (wordMix), and the
+	// blocks wholly inside one piece (most of them) take a short path: the
+	// chain through the blocks is sequential, so every instruction in it
+	// counts.
+	fullMix := wordMix(uint64(blockSize))
+	for start+blockSize <= numTokens {
+		for si < len(segs) && segLen(segs[si]) == 0 {
+			si++
+		}
+		id, segEnd := unique, math.MaxInt // the tail has no end
+		if si < len(segs) {
+			id, segEnd = segs[si].ID, segStart+segLen(segs[si])
+		}
+		idMix := wordMix(id)
+		for stop := min(segEnd, numTokens); start+blockSize <= stop; start += blockSize {
+			h := foldMixed(foldMixed(uint64(parent), segmentMarkMix), idMix)
+			parent = BlockHash(foldMixed(hashWord(h, uint64(start-segStart)), fullMix))
+			hashes = append(hashes, parent)
+		}
+		if start == segEnd {
+			segStart = segEnd
+			si++
+			continue
+		}
+		if start+blockSize > numTokens {
+			break
+		}
+		// The block at start straddles the end of segment si: one piece
+		// per segment it touches.
+		end := start + blockSize
+		h := foldMixed(uint64(parent), segmentMarkMix)
 		for pos := start; pos < end; {
 			for si < len(segs) && segLen(segs[si]) == 0 {
 				si++

@@ -156,3 +156,57 @@ func TestSegmentTokens(t *testing.T) {
 		t.Fatalf("SegmentTokens = %d, want 12", n)
 	}
 }
+
+// plainSegmentHashes is SegmentBlockHashes' definition written out with
+// nothing cached: each block chains its pieces (id, offset, length) with
+// hashWord after the segment mark. The values must never change (they name
+// blocks in traces and in violations), however the fast path computes them.
+func plainSegmentHashes(segs []Segment, unique uint64, numTokens, bs int) []BlockHash {
+	var out []BlockHash
+	parent := NoneHash
+	for end := bs; end <= numTokens; end += bs {
+		h := hashWord(uint64(parent), segmentMark)
+		for pos := end - bs; pos < end; {
+			// The piece holding pos: a segment's, or the tail's.
+			id, segStart, segEnd := unique, SegmentTokens(segs), end
+			start := 0
+			for _, s := range segs {
+				if l := segLen(s); pos < start+l {
+					id, segStart, segEnd = s.ID, start, start+l
+					break
+				} else {
+					start += l
+				}
+			}
+			n := min(end, segEnd) - pos
+			h = hashWord(hashWord(hashWord(h, id), uint64(pos-segStart)), uint64(n))
+			pos += n
+		}
+		parent = BlockHash(h)
+		out = append(out, parent)
+	}
+	return out
+}
+
+func TestSegmentBlockHashesMatchTheirDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := []Segment{{7, 40}, {8, 0}, {9, 33}}
+	for range 300 {
+		segs := randomSegs(r, base)
+		n, bs := r.IntN(200), 1+r.IntN(20)
+		got := SegmentBlockHashes(nil, segs, 99, n, bs)
+		want := plainSegmentHashes(segs, 99, n, bs)
+		if len(got) != len(want) {
+			t.Fatalf("segs %v, %d tokens, block %d: %d hashes, want %d", segs, n, bs, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("segs %v, %d tokens, block %d: block %d hash %#x, want %#x", segs, n, bs, i, got[i], want[i])
+			}
+		}
+	}
+	// HashBlockContent is two hashWords.
+	if got, want := HashBlockContent(5, 6), BlockHash(hashWord(hashWord(5, ^uint64(0)), 6)); got != want {
+		t.Errorf("HashBlockContent(5, 6) = %#x, want %#x", got, want)
+	}
+}

@@ -494,9 +494,9 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 		// there: the two disagree, a miss.
 		{"different blocks per kind", []BlockKey{{h[2], 0}, {h[0], 1}, {h[0], 2}}, 0},
 	} {
-		saved := make([]dupChain, len(c.evict))
+		saved := make([]int32, len(c.evict))
 		for i, k := range c.evict {
-			saved[i], _ = p.pc.table.get(k)
+			saved[i] = p.pc.table.lookup(k)
 			p.pc.table.del(k)
 		}
 		r := newVreq(m, 9, all)
