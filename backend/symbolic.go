@@ -226,6 +226,9 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		s.Stats.MambaPrefillRows++
 	}
 	s.Stats.StateBytesMoved += s.stateRW * int64(s.nMamba)
+	if r.Blocks.MambaT != nil {
+		s.restoreState(row, now)
+	}
 	if len(r.Blocks.Spec) > 0 {
 		s.mambaSpec(row, now)
 		return
@@ -238,6 +241,76 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		}
 	}
 	s.mambaSlots(row, now)
+}
+
+// restoreState is a Mamba cache mode's read of the state a row starts
+// from when that state is not in its running block: in align mode the
+// worker copies it from the copy source (the previous step's running
+// block, or a prefix hit's block) into the running block before the step
+// (mamba_utils.py preprocess_mamba, #30877); in all mode the kernels read
+// the block holding the last computed token and write the running block
+// and every block boundary the chunk crosses. A restore through a prefix
+// hit is checked against the cache's record and the reader's prefix, a
+// continued state against the reader's own; a mismatch is reported once
+// per row, and the running block then holds the reader's state, tainted
+// if the source was wrong.
+func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
+	r := row.Req
+	t := &r.Blocks
+	c, q := row.NumComputed, row.NumScheduled
+	restore := t.HitBlocks() > 0 && !t.HitChecked() && c == t.HitBlocks()*s.bs
+	reported := false
+	for g := range t.MambaT {
+		mm := s.KV.MambaManagerOf(g)
+		mt := &t.MambaT[g]
+		dst, src := t.Mamba[g], int32(statecache.NullBlock)
+		if mm.Spec.Mode == statecache.MambaAlign {
+			src = mm.State(mt).CopySource
+		} else if i := (c - 1) / s.bs; i < len(mt.Blocks) {
+			src = mt.Blocks[i]
+		}
+		tainted := false
+		if c > 0 && src != statecache.NullBlock && src != dst {
+			tainted = s.readSource(row, g, mm, src, dst, restore, &reported, now)
+		}
+		if mm.Spec.Mode != statecache.MambaAll {
+			continue
+		}
+		// The boundaries the chunk crosses before its end.
+		for i := c / s.bs; (i+1)*s.bs < c+q && i < len(mt.Blocks); i++ {
+			if b := mt.Blocks[i]; b != statecache.NullBlock && b != dst && (i+1)*s.bs > c {
+				s.Prov.WriteState(b, r.ID, (i+1)*s.bs, s.step, tainted)
+			}
+		}
+	}
+}
+
+// readSource checks the state row's request starts Mamba group g from in
+// block src and puts it in the running block dst; it returns the taint.
+func (s *Symbolic) readSource(row *sched.Row, g int, mm *statecache.MambaManager, src, dst int32, restore bool, reported *bool, now sim.Time) bool {
+	r := row.Req
+	c := row.NumComputed
+	p := s.Prov.Get(src)
+	var why string
+	if restore && c/s.bs <= len(r.BlockHashes) {
+		why = statecache.MambaRestoreMismatch(src, p, s.Pool.Record(src), mm.Group, r.BlockHashes[c/s.bs-1], c)
+	} else {
+		why = statecache.MambaCopyMismatch(src, p, r.ID, c)
+	}
+	if why != "" && !*reported {
+		*reported = true
+		s.corrupt(r)
+		what := "continues"
+		if restore {
+			what = "restores through a prefix hit"
+		}
+		s.add(check.StaleSlotRead, r, now, src, p.Writer, func() string {
+			return fmt.Sprintf("Mamba group %d (%v mode) %s the state into block %d: %s", g, mm.Spec.Mode, what, dst, why)
+		})
+	}
+	tainted := p.Tainted || why != ""
+	s.Prov.WriteState(dst, r.ID, c, s.step, tainted)
+	return tainted
 }
 
 // mambaSlots checks and writes one row's state slots one by one.

@@ -60,6 +60,9 @@ type Options struct {
 	// hashBlocks replaces how requests' block hashes are made (tests
 	// that build shared prefixes by hand).
 	hashBlocks func(r *sched.Request, blockSize int)
+	// noChunkAlign turns align mode's chunk alignment off (tests show
+	// what it prevents).
+	noChunkAlign bool
 }
 
 // Event kinds and their same-instant order: a step's completion first,
@@ -146,8 +149,12 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r.rec = check.NewRecorder(keep)
 	r.rec.Hook = r.collect
 	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs}, Rec: r.rec}
+	mode, err := sc.MambaMode()
+	if err != nil {
+		return nil, &scenarios.InputError{File: sc.File, Path: "engine.mamba_cache_mode", Msg: err.Error()}
+	}
 	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, statecache.ManagerOptions{
-		EnablePrefixCaching: sc.Engine.EnablePrefixCaching, FreeOrder: freeOrderOf(sc),
+		EnablePrefixCaching: mode.PrefixCaching, FreeOrder: freeOrderOf(sc, mode.PrefixCaching), MambaCacheMode: mode.Mode,
 		NumSpeculativeBlocks: sc.Spec().K})
 	if err != nil {
 		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
@@ -157,7 +164,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
 		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
 		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
-		StateKind: r.shape.StateKind(),
+		StateKind: r.shape.StateKind(), MambaAlignBlockSize: alignBlockSize(kv),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	if sp := sc.Spec(); sp.On() {
@@ -166,6 +173,9 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	}
 	r.s.Graphs.Mode, r.s.Graphs.MaxBS = sc.CUDAGraphMode(), min(sc.Engine.MaxNumSeqs, 512) // decode_cudagraph_max_bs: max_num_seqs, capture sizes up to 512
 	r.s.HashBlocks = opt.hashBlocks
+	if opt.noChunkAlign {
+		r.s.Cfg.MambaAlignBlockSize = 0
+	}
 	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
 	r.sym.Prov.Plain = opt.plainChecks
 	r.sym.KV = r.kv
@@ -238,11 +248,20 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 // before; without it, to the tail in every release modelled (the #42656
 // head order for caching off is not modelled, so that those runs keep
 // their block ids).
-func freeOrderOf(sc *scenarios.Scenario) statecache.FreeOrder {
-	if sc.Engine.EnablePrefixCaching && sc.Version().Since(sched.V022) {
+func freeOrderOf(sc *scenarios.Scenario, prefixCaching bool) statecache.FreeOrder {
+	if prefixCaching && sc.Version().Since(sched.V022) {
 		return statecache.FreshToHead
 	}
 	return statecache.FreeToTail
+}
+
+// alignBlockSize is the Mamba block size the scheduler aligns prefill
+// chunks to: the block size in align mode, 0 (no alignment) otherwise.
+func alignBlockSize(kv *statecache.KVCacheManager) int {
+	if kv.MambaMode() != statecache.MambaAlign {
+		return 0
+	}
+	return kv.BlockSize()
 }
 
 func policyOf(sc *scenarios.Scenario) sched.SchedulingPolicy {

@@ -53,6 +53,11 @@ type Engine struct {
 	// EnablePrefixCaching: attention blocks hashed, cached and shared by
 	// hit. Left out, it takes vLLM's default (PrefixCachingDefault).
 	EnablePrefixCaching bool `yaml:"enable_prefix_caching" json:"enable_prefix_caching"`
+	// MambaCacheMode is vLLM's mamba_cache_mode (none, align, all; left
+	// out: the release's choice, MambaMode); MambaBlockSize its block size
+	// (0: block_size, the only size modelled: page unification).
+	MambaCacheMode string `yaml:"mamba_cache_mode" json:"mamba_cache_mode,omitempty"`
+	MambaBlockSize int    `yaml:"mamba_block_size" json:"mamba_block_size,omitempty"`
 	// StateIndexBits is the width the prefill kernel forms slot × stride
 	// in: 32 reproduces bug B, 64 is the fix; 16..31 scale the bug down
 	// so small pools can show it.
@@ -345,33 +350,105 @@ func (s *Scenario) Validate() error {
 // PrefixCachingDefault is enable_prefix_caching's default for s's model
 // and version, as vLLM resolves it where statesim models it: on for
 // attention-only models under V1 (V1's default since it became the default
-// engine in v0.8.0; EngineArgs leaves it None and V1 turns it on); off for
-// hybrids before PR #50991 (2026-08-04, ≈v0.27), and on from that release
-// with mamba_cache_mode align, which is not wired in yet: statesim keeps it
-// off for hybrids in every version until it is, so hybrid runs of v0.31
-// (fixed) differ from stock vLLM there; off under V0 (its default). The
-// numeric backends (mock, cuda) keep it off: they do not model shared KV
-// blocks.
+// engine in v0.8.0; EngineArgs leaves it None and V1 turns it on); for
+// hybrids off before PR #50991 and on from the release that shipped it
+// (v0.28), with mamba_cache_mode align (MambaMode); off under V0 (its
+// default), for models without attention layers (statesim's prefix cache
+// needs an attention group) and for the numeric backends (mock, cuda),
+// which do not model shared KV blocks.
 func (s *Scenario) PrefixCachingDefault() bool {
 	if s.Engine.VLLMVersion == "v0" || numericBackend(s.Backend.Kind) {
 		return false
 	}
-	return s.Model.Shape.NumMambaLayers() == 0
+	sh := &s.Model.Shape
+	if sh.NumMambaLayers() == 0 {
+		return true
+	}
+	if sh.NumAttentionLayers() == 0 || !s.Engine.EnableChunkedPrefill || sh.Layout(s.Engine.BlockSize).BlockSize > s.Engine.MaxNumBatchedTokens {
+		// The default align would be refused at start-up (it needs
+		// chunked prefill and a block within the step budget, #34445):
+		// statesim keeps caching off instead.
+		return false
+	}
+	if sp := s.Spec(); sp.On() {
+		return false // align's speculative blocks are not modelled: a known gap
+	}
+	r, ok := s.Release()
+	return ok && r.AtLeast(statecache.Release{Major: 0, Minor: 28})
 }
 
-// validatePrefixCaching refuses what prefix caching is not modelled for.
+// Release is vllm_version as a release (the fixed alias is its newest);
+// false for the v0 control.
+func (s *Scenario) Release() (statecache.Release, bool) {
+	if s.Engine.VLLMVersion == "v0" {
+		return statecache.Release{}, false
+	}
+	if r, err := statecache.ParseRelease(s.Engine.VLLMVersion); err == nil {
+		return r, true
+	}
+	r, err := statecache.ParseRelease(s.Version().Release().String())
+	return r, err == nil
+}
+
+// MambaMode is how vLLM settles prefix caching and the Mamba cache mode
+// for s's hybrid model (statecache.ResolveMambaCacheMode): whether prefix
+// caching stays on and in which mode. A model without Mamba layers gets
+// enable_prefix_caching as given, in mode none.
+func (s *Scenario) MambaMode() (statecache.ResolvedMambaMode, error) {
+	if s.Model.Shape.NumMambaLayers() == 0 {
+		return statecache.ResolvedMambaMode{PrefixCaching: s.Engine.EnablePrefixCaching, Mode: statecache.MambaNone}, nil
+	}
+	r, ok := s.Release()
+	if !ok {
+		if s.Engine.MambaCacheMode != "" && s.Engine.MambaCacheMode != "none" {
+			return statecache.ResolvedMambaMode{}, fmt.Errorf("the v0 engine has no mamba_cache_mode")
+		}
+		return statecache.ResolvedMambaMode{PrefixCaching: s.Engine.EnablePrefixCaching}, nil
+	}
+	pc := s.Engine.EnablePrefixCaching
+	return statecache.ResolveMambaCacheMode(statecache.MambaModeConfig{
+		Release: r, PrefixCaching: &pc, Requested: s.Engine.MambaCacheMode,
+		SupportsAll:      statecache.SupportsMambaPrefixCaching(s.Model.Shape.StateKind()),
+		NoChunkedPrefill: !s.Engine.EnableChunkedPrefill, SpecDecode: s.Spec().K > 0,
+	})
+}
+
+// validatePrefixCaching refuses what prefix caching is not modelled for,
+// and the Mamba cache mode vLLM would refuse.
 func (s *Scenario) validatePrefixCaching() error {
-	if !s.Engine.EnablePrefixCaching {
+	e := &s.Engine
+	// The layout's block size: a hybrid's attention block grows until its
+	// page holds a state (page unification), and the Mamba groups share it.
+	bs := s.Model.Shape.Layout(e.BlockSize).BlockSize
+	if e.MambaBlockSize != 0 && e.MambaBlockSize != bs {
+		return fe("engine.mamba_block_size", "must be 0 or the unified block size (%d for block_size %d), got %d: statesim gives every KV cache group one block size (vLLM's page unification)", bs, e.BlockSize, e.MambaBlockSize)
+	}
+	if _, err := statecache.ParseMambaCacheMode(e.MambaCacheMode); err != nil {
+		return fe("engine.mamba_cache_mode", "%v", err)
+	}
+	res, err := s.MambaMode()
+	if err != nil {
+		return fe("engine.mamba_cache_mode", "%v", err)
+	}
+	if !res.PrefixCaching {
 		return nil
 	}
 	const f = "engine.enable_prefix_caching"
 	switch {
-	case s.Model.Shape.NumMambaLayers() > 0:
-		return fe(f, "%s", statecache.ErrHybridPrefixCaching)
 	case s.Engine.VLLMVersion == "v0":
 		return fe(f, "not modelled for the v0 engine")
 	case numericBackend(s.Backend.Kind):
 		return fe(f, "the %s backend does not model shared KV blocks: use backend.kind symbolic", s.Backend.Kind)
+	case s.Model.Shape.NumAttentionLayers() == 0:
+		return fe(f, "a model without attention layers: statesim's prefix cache needs an attention group")
+	}
+	if res.Mode != statecache.MambaNone && s.Spec().K > 0 {
+		return fe(f, "%s", statecache.ErrSpecMambaPrefixCaching)
+	}
+	if res.Mode == statecache.MambaAlign {
+		if err := sched.CheckMambaAlignBudget(bs, e.MaxNumBatchedTokens); err != nil {
+			return fe("engine.max_num_batched_tokens", "%v", err)
+		}
 	}
 	return nil
 }

@@ -28,6 +28,19 @@ type Config struct {
 	// StateKind is the model's state layers' kind: it picks the metadata
 	// builder whose split sets each row's path (BuilderOf).
 	StateKind model.StateKind
+	// MambaAlignBlockSize, when > 0, is the Mamba block size of
+	// mamba_cache_mode align: V1 cuts prefill chunks to its boundaries
+	// (need_mamba_block_aligned_split, AlignMambaChunk).
+	MambaAlignBlockSize int
+}
+
+// alignChunk is the align-mode chunk cut for r with numComputed computed
+// tokens (a waiting request's hit included); n unchanged otherwise.
+func (cfg *Config) alignChunk(r *Request, numComputed, n int) int {
+	if cfg.MambaAlignBlockSize <= 0 {
+		return n
+	}
+	return AlignMambaChunk(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, false)
 }
 
 // Row is one request in a step's batch.
@@ -100,7 +113,7 @@ func (st *State) Allocate(r *Request, numTokens int) (bool, error) {
 		return st.KV.Allocate(r.ID, &r.Blocks, numTokens)
 	}
 	st.hashes(r)
-	return st.KV.AllocateSlots(r.ID, &r.Blocks, 0, numTokens, r.NumTokens(), r.BlockHashes)
+	return st.KV.AllocateSlots(r.ID, &r.Blocks, r.NumComputedTokens, 0, numTokens, r.NumTokens(), r.BlockHashes)
 }
 
 // hashes brings r.BlockHashes up to r's known tokens.
@@ -143,10 +156,15 @@ func (st *State) admit(r *Request) int {
 	return st.KV.GetComputedBlocks(&r.Blocks, r.BlockHashes, r.NumTokens(), r.NumPreemptions > 0)
 }
 
-// cacheRunning caches the blocks r's scheduled tokens fill when no new
-// block was needed (vLLM's allocate_slots caches on every call).
+// cacheRunning is allocate_slots for a running request that needs no new
+// block: the Mamba blocks its computed tokens no longer need are freed
+// and the blocks its scheduled tokens fill are cached (vLLM does both on
+// every call).
 func (st *State) cacheRunning(r *Request, n int) error {
 	st.hashes(r)
+	if err := st.KV.RemoveSkippedBlocks(r.ID, &r.Blocks, r.NumComputedTokens); err != nil {
+		return err
+	}
 	return st.KV.CacheBlocks(r.ID, &r.Blocks, min(r.NumComputedTokens+n, r.NumTokens()), r.BlockHashes)
 }
 
@@ -274,6 +292,10 @@ func (V1) Schedule(st *State, out *Output) error {
 			n = t
 		}
 		n = min(n, budget, cfg.MaxModelLen-1-r.NumComputedTokens)
+		// A 0 from the cut ("insufficient budget for a block-aligned
+		// chunk") skips the request, as no tokens do (scheduler.py @
+		// 00024d31: req_index += 1; continue).
+		n = cfg.alignChunk(r, r.NumComputedTokens, n)
 		if n <= 0 {
 			i++
 			continue
@@ -312,10 +334,15 @@ func (V1) Schedule(st *State, out *Output) error {
 			break
 		}
 		n = min(n, budget)
+		// A waiting request that cannot take a block-aligned chunk stops
+		// the waiting loop (scheduler.py @ 00024d31: break).
+		if n = cfg.alignChunk(r, r.NumComputedTokens+hit, n); n <= 0 {
+			break
+		}
 		var ok bool
 		var err error
 		if hit > 0 {
-			ok, err = st.KV.AllocateSlots(r.ID, &r.Blocks, hit, hit+n, r.NumTokens(), r.BlockHashes)
+			ok, err = st.KV.AllocateSlots(r.ID, &r.Blocks, 0, hit, hit+n, r.NumTokens(), r.BlockHashes)
 		} else {
 			ok, err = st.Allocate(r, r.NumComputedTokens+n)
 		}
@@ -499,6 +526,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	s.step++
 	stamp := s.step // unique per step and never 0
 	s.stamp = stamp
+	s.KV.Pool.NewStepStarts(out.Step)
 	if err := s.Policy.Schedule(&s.State, out); err != nil {
 		return nil, fmt.Errorf("policy %s, step %d: %w", s.Policy.Name(), out.Step, err)
 	}

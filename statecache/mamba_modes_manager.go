@@ -21,7 +21,11 @@ type MambaTable struct {
 	// tokens: the state the running block holds once the scheduled step
 	// runs covers this many tokens; srcTokens: the copy source's.
 	tokens, srcTokens int
+	held              int // real blocks in Blocks
 }
+
+// Held is how many real (non-null) blocks t holds.
+func (t *MambaTable) Held() int { return t.held }
 
 // MambaManager is one Mamba KV cache group's manager for one cache mode
 // (vLLM's MambaManager, vllm/v1/core/single_type_kv_cache_manager.py @
@@ -37,6 +41,29 @@ type MambaManager struct {
 	Spec  MambaSpec
 	Group int32
 	freed []int32 // RemoveSkippedBlocks' scratch
+	// sharedRefs: references this group's tables hold past each held
+	// block's first (a hit on a state block someone holds).
+	sharedRefs int
+}
+
+// SharedRefs is how many of this group's table entries name a block
+// another table also names.
+func (m *MambaManager) SharedRefs() int { return m.sharedRefs }
+
+// release frees blocks (ordered by eviction priority) for req, keeping
+// the shared-reference count.
+func (m *MambaManager) release(req RequestID, blocks []int32) error {
+	shared := 0
+	for _, b := range blocks {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.ref[b] > 1 {
+			shared++
+		}
+	}
+	if err := m.Pool.FreeBlocks(req, blocks); err != nil {
+		return fmt.Errorf("mamba group %d: %w", m.Group, err)
+	}
+	m.sharedRefs -= shared
+	return nil
 }
 
 // NewMambaManager manages group g under spec over pool; "align" and
@@ -66,18 +93,20 @@ func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComp
 			m.freed = append(m.freed, t.Blocks[i])
 			t.Blocks[i] = NullBlock
 		}
-		if err := m.Pool.FreeBlocks(req, m.freed); err != nil {
-			return fmt.Errorf("mamba group %d: %w", m.Group, err)
+		if err := m.release(req, m.freed); err != nil {
+			return err
 		}
+		t.held -= len(m.freed)
 	}
 	if m.Spec.Mode == MambaAlign && t.lastState > 0 {
 		i := t.lastState - 1
 		if i < mambaCeilDiv(numComputed, b)-1 && i < len(t.Blocks) && t.Blocks[i] != NullBlock {
 			one := [1]int32{t.Blocks[i]}
-			if err := m.Pool.FreeBlocks(req, one[:]); err != nil {
-				return fmt.Errorf("mamba group %d: %w", m.Group, err)
+			if err := m.release(req, one[:]); err != nil {
+				return err
 			}
 			t.Blocks[i] = NullBlock
+			t.held--
 		}
 	}
 	return nil
@@ -159,6 +188,14 @@ func (m *MambaManager) AddHitBlocks(req RequestID, t *MambaTable, hit []int32, h
 		skipped = min((hitTokens-1)/m.Spec.BlockSize, len(hit))
 	}
 	if len(hit) > 0 {
+		for _, b := range hit[skipped:] {
+			if b != NullBlock {
+				t.held++
+				if m.Pool.pc.ref[b] > 0 {
+					m.sharedRefs++
+				}
+			}
+		}
 		m.Pool.Touch(req, hit[skipped:])
 	}
 	for range skipped {
@@ -232,6 +269,7 @@ func (m *MambaManager) grow(req RequestID, t *MambaTable, n int) error {
 		t.Blocks = t.Blocks[:old]
 		return fmt.Errorf("mamba group %d: %w", m.Group, err)
 	}
+	t.held += d
 	return nil
 }
 
@@ -258,9 +296,9 @@ func (m *MambaManager) CacheBlocks(req RequestID, t *MambaTable, numTokens int, 
 // Free returns t's blocks, tail first (free), and empties t.
 func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
 	slices.Reverse(t.Blocks)
-	if err := m.Pool.FreeBlocks(req, t.Blocks); err != nil {
+	if err := m.release(req, t.Blocks); err != nil {
 		slices.Reverse(t.Blocks)
-		return fmt.Errorf("mamba group %d: %w", m.Group, err)
+		return err
 	}
 	*t = MambaTable{Blocks: t.Blocks[:0]}
 	return nil
@@ -288,12 +326,7 @@ type MambaState struct {
 
 // State reads t.
 func (m *MambaManager) State(t *MambaTable) MambaState {
-	s := MambaState{Running: NullBlock, CopySource: NullBlock, RunningIndex: -1, CopySourceIndex: -1}
-	for _, b := range t.Blocks {
-		if b != NullBlock {
-			s.Held++
-		}
-	}
+	s := MambaState{Running: NullBlock, CopySource: NullBlock, RunningIndex: -1, CopySourceIndex: -1, Held: t.held}
 	// In align mode a hit alone is not a running block yet: the running
 	// block is the fresh one the first allocation pops.
 	i := len(t.Blocks) - 1 - m.Spec.NumSpeculativeBlocks

@@ -17,6 +17,10 @@ type BlockTable struct {
 	// mode none): Spec[g*K+j-1] is column j of group g, Mamba[g] column 0.
 	// Nil without speculative decoding.
 	Spec []int32
+	// MambaT: with a Mamba cache mode (align, all), each Mamba group's
+	// table of blocks; Mamba[g] is then its running block, the one the
+	// step's kernels write.
+	MambaT []MambaTable
 
 	// covered: tokens every group's blocks hold room for (0 until the
 	// first allocation, and after Free); held: blocks in the table.
@@ -115,12 +119,21 @@ type KVCacheManager struct {
 	// a block someone holds), so that the tables' sum of blocks equals
 	// the pool's held blocks plus this.
 	sharedRefs int
+	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
+	// keeps one MambaManager per KV cache group); nil otherwise.
+	mamba []*MambaManager
 }
 
 // SharedRefs is how many table entries name a block another table also
 // names (the references past each held block's first): with prefix
 // caching, the blocks in every table sum to Pool.NumHeld() + SharedRefs().
-func (m *KVCacheManager) SharedRefs() int { return m.sharedRefs }
+func (m *KVCacheManager) SharedRefs() int {
+	n := m.sharedRefs
+	for _, mm := range m.mamba {
+		n += mm.sharedRefs
+	}
+	return n
+}
 
 // ManagerOptions are vLLM's cache switches the manager follows.
 type ManagerOptions struct {
@@ -130,12 +143,19 @@ type ManagerOptions struct {
 	// holds 1 + K state blocks in each Mamba group (vLLM's MambaSpec
 	// num_speculative_blocks, mamba_cache_mode none).
 	NumSpeculativeBlocks int
+	// MambaCacheMode is the Mamba groups' mode with prefix caching on
+	// (align or all; see ResolveMambaCacheMode).
+	MambaCacheMode MambaCacheMode
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
-// caching: vLLM needs a Mamba cache mode other than none for it
-// (VLLM-FACTS-CURRENT §2.1), which the manager does not model yet.
-const ErrHybridPrefixCaching = "prefix caching on a hybrid model needs mamba_cache_mode align or all (not modelled yet)"
+// caching and no Mamba cache mode: vLLM never runs that pair
+// (VLLM-FACTS-CURRENT §2.1: prefix caching on resolves to align or all).
+const ErrHybridPrefixCaching = "prefix caching on a hybrid model needs mamba_cache_mode align or all"
+
+// ErrSpecMambaPrefixCaching: speculative blocks in align/all mode are not
+// modelled (the speculative columns exist in mode none only).
+const ErrSpecMambaPrefixCaching = "speculative decoding with mamba_cache_mode align or all is not modelled yet: set engine.enable_prefix_caching false"
 
 type groupRef struct {
 	mamba bool
@@ -175,19 +195,61 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	if !o.EnablePrefixCaching {
 		return m, nil
 	}
-	if nm > 0 {
+	if nm > 0 && o.MambaCacheMode == MambaNone {
 		return nil, fmt.Errorf("%s", ErrHybridPrefixCaching)
+	}
+	if nm > 0 && o.NumSpeculativeBlocks > 0 {
+		return nil, fmt.Errorf("%s", ErrSpecMambaPrefixCaching)
 	}
 	if na == 0 {
 		return nil, fmt.Errorf("prefix caching needs an attention group")
 	}
-	coord, err := NewHybridCoordinator(len(m.order), []HitGroup{{Rule: FullAttention{Block: m.blockSize}, Groups: m.attnGroup}})
+	rules := []HitGroup{{Rule: FullAttention{Block: m.blockSize}, Groups: m.attnGroup}}
+	if nm > 0 {
+		// Page unification gives the Mamba groups the attention block
+		// size in align and all mode: one hash list serves every group.
+		spec := MambaSpec{Mode: o.MambaCacheMode, BlockSize: m.blockSize, NumSpeculativeBlocks: o.NumSpeculativeBlocks}
+		var ids []int32
+		for i, g := range m.order {
+			if !g.mamba {
+				continue
+			}
+			mm, err := NewMambaManager(m.Pool, spec, int32(i))
+			if err != nil {
+				return nil, err
+			}
+			m.mamba = append(m.mamba, mm)
+			ids = append(ids, int32(i))
+		}
+		rules = append(rules, HitGroup{Rule: MambaHit{Mode: o.MambaCacheMode, Block: m.blockSize}, Groups: ids})
+	}
+	coord, err := NewHybridCoordinator(len(m.order), rules)
 	if err != nil {
 		return nil, err
 	}
 	m.coord = coord
 	return m, nil
 }
+
+// MambaMode is the Mamba groups' cache mode: none without prefix caching
+// (or without Mamba groups).
+func (m *KVCacheManager) MambaMode() MambaCacheMode {
+	if len(m.mamba) == 0 {
+		return MambaNone
+	}
+	return m.mamba[0].Spec.Mode
+}
+
+// MambaManagerOf is Mamba group g's manager (nil in mode none).
+func (m *KVCacheManager) MambaManagerOf(g int) *MambaManager {
+	if g >= len(m.mamba) {
+		return nil
+	}
+	return m.mamba[g]
+}
+
+// MambaPoolGroup is Mamba group g's id in the pool's cached-block table.
+func (m *KVCacheManager) MambaPoolGroup(g int) int32 { return m.mamba[g].Group }
 
 // PrefixCaching reports whether the manager caches blocks by prefix.
 func (m *KVCacheManager) PrefixCaching() bool { return m.coord != nil }
@@ -211,19 +273,26 @@ func (m *KVCacheManager) GetComputedBlocks(t *BlockTable, hashes []BlockHash, nu
 	return hit
 }
 
-// AllocateSlots is vLLM's allocate_slots with prefix caching: the hit of
-// hitTokens from the last GetComputedBlocks (0 for a running request),
-// then room for numTokens tokens in all; then the blocks that
-// min(numTokens, numKnown) tokens fill are cached, before the step writes
-// them. All or nothing; false when the pool is short, the free hit blocks
-// counting as allocations.
-func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, hitTokens, numTokens, numKnown int, hashes []BlockHash) (bool, error) {
+// AllocateSlots is vLLM's allocate_slots with prefix caching, in its
+// order (kv_cache_manager.py @ 003df296): the blocks the numComputed
+// computed tokens (a running request's; 0 for a waiting one) no longer
+// need are freed; then, all or nothing, the hit of hitTokens from the last
+// GetComputedBlocks (0 for a running request) joins the table in every
+// group before any group takes new blocks, and room for numTokens tokens
+// in all is allocated; then the blocks that min(numTokens, numKnown)
+// tokens fill are cached, before the step writes them. False when the
+// pool is short, the free hit blocks counting as allocations.
+func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, numComputed, hitTokens, numTokens, numKnown int, hashes []BlockHash) (bool, error) {
 	if m.coord == nil {
 		return m.Allocate(req, t, numTokens)
 	}
 	hb := hitTokens / m.blockSize
 	if hitTokens != hb*m.blockSize || hitTokens > 0 && len(t.Attn[0]) != 0 {
 		return false, fmt.Errorf("prefix caching: request %d given a %d-token hit with %d blocks held", req, hitTokens, len(t.Attn[0]))
+	}
+	computed := numComputed + hitTokens
+	if err := m.RemoveSkippedBlocks(req, t, computed); err != nil {
+		return false, err
 	}
 	want := (numTokens + m.blockSize - 1) / m.blockSize
 	need := 0
@@ -235,6 +304,9 @@ func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, hitTokens, 
 			}
 		}
 		need += max(want-len(t.Attn[g])-hb, 0)
+	}
+	for g, mm := range m.mamba {
+		need += mm.BlocksToAllocate(&t.MambaT[g], numTokens, computed, m.mambaHit(g, hitTokens))
 	}
 	if need > m.Pool.NumFree() {
 		return false, nil
@@ -255,25 +327,102 @@ func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, hitTokens, 
 		t.hitBlocks, t.cachedBlocks = int32(hb), int32(hb)
 		t.resetKV()
 	}
-	for g := range t.Attn {
-		if d := want - len(t.Attn[g]); d > 0 {
-			old := len(t.Attn[g])
-			t.Attn[g] = slices.Grow(t.Attn[g], d)[:old+d]
-			if err := m.Pool.GetNewBlocks(req, m.attnGroup[g], t.Attn[g][old:]); err != nil {
+	for g, mm := range m.mamba {
+		if mt := &t.MambaT[g]; !mt.running {
+			if err := mm.AddHitBlocks(req, mt, m.mambaHit(g, hitTokens), hitTokens); err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, g := range m.order {
+		if g.mamba {
+			if m.mamba != nil {
+				if err := m.mamba[g.i].AllocateNewBlocks(req, &t.MambaT[g.i], numTokens); err != nil {
+					return false, err // counted above: cannot happen
+				}
+			}
+			continue
+		}
+		if d := want - len(t.Attn[g.i]); d > 0 {
+			old := len(t.Attn[g.i])
+			t.Attn[g.i] = slices.Grow(t.Attn[g.i], d)[:old+d]
+			if err := m.Pool.GetNewBlocks(req, m.attnGroup[g.i], t.Attn[g.i][old:]); err != nil {
 				return false, err // counted above: cannot happen
 			}
 		}
 	}
+	m.syncSlots(t)
 	t.held = t.countHeld()
 	t.covered = max(t.covered, want*m.blockSize)
 	return true, m.CacheBlocks(req, t, min(numTokens, numKnown), hashes)
+}
+
+// mambaHit is Mamba group g's part of the last hit, nil without one.
+func (m *KVCacheManager) mambaHit(g, hitTokens int) []int32 {
+	if hitTokens == 0 {
+		return nil
+	}
+	return m.coord.HitBlocks(m.mamba[g].Group)
+}
+
+// RemoveSkippedBlocks frees the Mamba blocks a request with numComputed
+// computed tokens no longer needs (vLLM's remove_skipped_blocks, called
+// by allocate_slots on every scheduled request, whether or not it needs
+// new blocks): in align mode the copy source one step after its copy.
+// Full attention skips nothing.
+func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numComputed int) error {
+	if m.mamba == nil || t.MambaT == nil {
+		return nil
+	}
+	freed := false
+	for g, mm := range m.mamba {
+		mt := &t.MambaT[g]
+		h := mt.held
+		if err := mm.RemoveSkippedBlocks(req, mt, numComputed); err != nil {
+			return err
+		}
+		freed = freed || mt.held != h
+	}
+	if freed {
+		t.held = t.countHeld()
+	}
+	return nil
+}
+
+// syncSlots points each Mamba group's slot at its running block. A lease
+// over the old slots is written back first: it covers the blocks it was
+// taken on.
+func (m *KVCacheManager) syncSlots(t *BlockTable) {
+	moved := false
+	for g, mm := range m.mamba {
+		if mm.State(&t.MambaT[g]).Running != t.Mamba[g] {
+			moved = true
+		}
+	}
+	if !moved {
+		return
+	}
+	if t.st.ps != nil {
+		t.st.ps.SettleState(t)
+	}
+	for g, mm := range m.mamba {
+		t.Mamba[g] = mm.State(&t.MambaT[g]).Running
+	}
 }
 
 // CacheBlocks makes t's blocks that numTokens tokens fill findable by
 // hash (vLLM's cache_blocks), in every attention group.
 func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int, hashes []BlockHash) error {
 	full := numTokens / m.blockSize
-	if m.coord == nil || full <= int(t.cachedBlocks) {
+	if m.coord == nil {
+		return nil
+	}
+	for g, mm := range m.mamba {
+		if err := mm.CacheBlocks(req, &t.MambaT[g], numTokens, hashes); err != nil {
+			return err
+		}
+	}
+	if full <= int(t.cachedBlocks) {
 		return nil
 	}
 	for g := range t.Attn {
@@ -293,6 +442,9 @@ func (m *KVCacheManager) NewTable() BlockTable {
 	t := BlockTable{Attn: make([][]int32, m.nAttn), Mamba: make([]int32, m.nMamba)}
 	if m.spec > 0 {
 		t.Spec = make([]int32, m.nMamba*m.spec)
+	}
+	if m.mamba != nil {
+		t.MambaT = make([]MambaTable, m.nMamba)
 	}
 	return t
 }
@@ -416,6 +568,13 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 // under FreshToHead, pushing block by block would reverse vLLM's order.
 func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 	for _, g := range m.order {
+		if g.mamba && m.mamba != nil {
+			if err := m.mamba[g.i].Free(req, &t.MambaT[g.i]); err != nil {
+				return err
+			}
+			t.Mamba[g.i] = NullBlock
+			continue
+		}
 		if g.mamba {
 			if s := t.Mamba[g.i]; s != NullBlock {
 				one := [1]int32{s}
@@ -466,6 +625,12 @@ func (t *BlockTable) countHeld() int {
 	n := 0
 	for _, g := range t.Attn {
 		n += len(g)
+	}
+	if t.MambaT != nil {
+		for i := range t.MambaT {
+			n += t.MambaT[i].held
+		}
+		return n
 	}
 	for _, s := range t.Mamba {
 		if s != NullBlock {
