@@ -32,7 +32,7 @@ func TestBulkMatchesStepByStep(t *testing.T) {
 		{"azure-conv", []string{"workload.limit=300", "model.preset=attention-only-3b", "engine.enable_prefix_caching=false"}, true},
 		{"azure-conv", []string{"workload.limit=100", "model.preset=attention-only-3b", "engine.enable_prefix_caching=true"}, false},
 		// FULL decode graphs replaying the persistent state-index buffer.
-		{"azure-conv", []string{"workload.limit=300", "engine.cudagraph_mode=full_and_piecewise", "engine.vllm_version=v0.31"}, true},
+		{"azure-conv", []string{"workload.limit=300", "engine.cudagraph_mode=full_and_piecewise", "engine.vllm_version=v0.31", "engine.enable_prefix_caching=false"}, true},
 		// The step limit reached inside a stretch of steady steps.
 		{"azure-conv", []string{"workload.limit=200", "checks.max_steps=7777"}, true},
 		// 1 ns steps: arrivals land on step ends (a bulk stops before
