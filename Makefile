@@ -10,7 +10,7 @@ BIN     := bin/statesim
 FUZZTIME    ?= 30000x
 FUZZMINTIME ?= 2000x
 
-.PHONY: all build run test vet fuzz fuzz-long bench clean
+.PHONY: all build run test long vet fuzz fuzz-long bench clean
 
 all: build
 
@@ -29,6 +29,15 @@ vet:
 test: vet
 	$(GO) test ./...
 	$(MAKE) fuzz
+
+# The long tier: the suite with $$STATESIM_LONG set, for a change to the
+# engine or the scheduler before it lands. The tests whose sizes `go test`
+# cuts run in full: every sweep cell against the golden tables, every
+# output hash through the command (the gigabyte traces and the 100k cut
+# included; the full million also wants STATESIM_HASH_1M=1), and the
+# property and numeric searches at their old sizes. Minutes, not seconds.
+long:
+	STATESIM_LONG=1 $(GO) test -count=1 -timeout 60m ./...
 
 # A short run of every fuzz target (one -fuzz pattern per invocation, as go test requires).
 fuzz:

@@ -14,9 +14,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current simulator")
 
+// longTests reports whether the long tier runs ($STATESIM_LONG, `make
+// long`), or an update, which must write whole tables.
+func longTests() bool { return os.Getenv("STATESIM_LONG") != "" || *update }
+
 // TestGolden runs every built-in sweep and compares its table with the
 // checked-in one. A change is either a bug or a model change to review:
 // regenerate with `go test ./scenarios/sweeps -update` and read the diff.
+//
+// The suite runs every grid point at one seed, a different one from point
+// to point so that every seed is run somewhere (an eighth of bug-a-memory's
+// 320 runs), and each of those rows must equal the checked-in table's row
+// field for field. The long tier runs every cell and compares the whole
+// table, the per-point summary included.
 func TestGolden(t *testing.T) {
 	names := Names()
 	if len(names) < 3 {
@@ -28,6 +38,11 @@ func TestGolden(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("load %s: %v (found %v)", n, err, ok)
 			}
+			path := filepath.Join("..", "..", "testdata", "golden", "sweep-"+n+".txt")
+			if !longTests() {
+				goldenRows(t, spec, path)
+				return
+			}
 			rs, err := spec.Run(context.Background(), sweep.Options{Workers: 2})
 			if err != nil {
 				t.Fatal(err)
@@ -36,7 +51,6 @@ func TestGolden(t *testing.T) {
 			if err := sweep.WriteTable(&b, spec, rs); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("..", "..", "testdata", "golden", "sweep-"+n+".txt")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
@@ -54,6 +68,57 @@ func TestGolden(t *testing.T) {
 				t.Errorf("sweep %s differs from %s (regenerate with -update if the change is intended):\n%s", n, path, diff(string(want), got))
 			}
 		})
+	}
+}
+
+// goldenRows runs one seed per grid point of spec (seed k at point p when
+// p ≡ k modulo the seed count) and checks each result row against the
+// same row of the checked-in table at path.
+func goldenRows(t *testing.T, spec *sweep.Spec, path string) {
+	t.Helper()
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (generate it with: go test ./scenarios/sweeps -update)", err)
+	}
+	// The per-cell rows: from the header to the first blank line.
+	rows := map[string]string{}
+	head := len(spec.Axes) + 1 // the axis values and the seed name a row
+	for _, ln := range strings.Split(string(want), "\n")[1:] {
+		if strings.TrimSpace(ln) == "" {
+			break
+		}
+		f := strings.Fields(ln)
+		rows[strings.Join(f[:head], " ")] = strings.Join(f, " ")
+	}
+	cells, err := spec.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(cells) {
+		t.Fatalf("%s has %d rows, the sweep %d cells (regenerate it with -update)", path, len(rows), len(cells))
+	}
+	var rs []*sweep.Result
+	for i, c := range cells {
+		if point := i / spec.Seeds; i%spec.Seeds != point%spec.Seeds {
+			continue
+		}
+		r, err := spec.RunCell(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	var b bytes.Buffer
+	if err := sweep.WriteTable(&b, spec, rs); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(b.String(), "\n")[1 : 1+len(rs)]
+	for _, ln := range got {
+		f := strings.Fields(ln)
+		key := strings.Join(f[:head], " ")
+		if w := rows[key]; w != strings.Join(f, " ") {
+			t.Errorf("%s, cell %s:\n got  %s\n want %s\n(regenerate with -update if the change is intended)", spec.Name, key, strings.Join(f, " "), w)
+		}
 	}
 }
 
