@@ -16,10 +16,7 @@ import (
 //   - every request whose decode kernel read bytes not its own diverges.
 func TestPropertyDivergenceMatchesProvenance(t *testing.T) {
 	t.Parallel() // independent runs; the package's longest tests go side by side
-	seeds := 120
-	if testing.Short() {
-		seeds = 30
-	}
+	seeds := sized(30, 120)
 	versions := []sched.Version{sched.V013, sched.V014, sched.Fixed}
 	var divergent, staleReaders, compared int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
