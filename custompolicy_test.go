@@ -182,7 +182,7 @@ func TestReserveBudgetHoldsEveryProperty(t *testing.T) {
 		for _, p := range prop.All() {
 			trials := 500
 			if p.Name == "logprobs-match-reference" {
-				trials = 60 // numeric runs: the mock recomputes every request
+				trials = sized(20, 60) // numeric runs: the mock recomputes every request
 			}
 			res := searchWithPolicy(t, reserveBudget{}, c, p.Name, trials)
 			if res.Unavailable {

@@ -173,7 +173,7 @@ func TestSearchFindsBugA(t *testing.T) {
 
 func findBugA(t *testing.T, r *prop.Runner, version, name string, seed int64) {
 	t.Helper()
-	res := search(t, r, prop.BugA(version), property(t, name), seed, 2000)
+	res := searchShared(t, prop.BugA(version), property(t, name), seed, 2000)
 	if res.Holds {
 		t.Fatalf("seed %d: %s held over %d %s scenarios; bug A went unnoticed", seed, name, res.Trials, version)
 	}
@@ -225,7 +225,7 @@ func TestBugAMinimum(t *testing.T) {
 	} {
 		best := 0
 		for s := seed; s < seed+3; s++ {
-			res := search(t, r, c.cfg, c.p, s, 2000)
+			res := searchShared(t, c.cfg, c.p, s, 2000)
 			if res.Holds {
 				t.Fatalf("%s, seed %d: no counterexample in %d trials", c.name, s, res.Trials)
 			}
@@ -252,7 +252,7 @@ func TestSearchFindsV014Residual(t *testing.T) {
 	seed := searchSeed(t)
 	r := newRunner(t)
 	c := incidentShape("v0.14") // a budget of 1 makes every batch one row: not the residue's shape
-	res := search(t, r, c, property(t, "no-decode-before-prefill"), seed, 2000)
+	res := searchShared(t, c, property(t, "no-decode-before-prefill"), seed, 2000)
 	if res.Holds {
 		t.Fatalf("seed %d: v0.14 held over %d scenarios; its residual split bug went unnoticed", seed, res.Trials)
 	}
@@ -284,7 +284,7 @@ func TestSearchFindsV014Residual(t *testing.T) {
 func TestSearchFindsBugB(t *testing.T) {
 	seed := searchSeed(t)
 	r := newRunner(t)
-	res := search(t, r, prop.BugB(), property(t, "wrong-address-write"), seed, 1000)
+	res := searchShared(t, prop.BugB(), property(t, "wrong-address-write"), seed, 1000)
 	if res.Holds {
 		t.Fatalf("seed %d: no wrapped write in %d scenarios", seed, res.Trials)
 	}
@@ -307,7 +307,7 @@ func TestLogprobsMatchReference(t *testing.T) {
 	p := property(t, "logprobs-match-reference")
 	c := prop.DefaultConfig()
 	c.Presets = []string{"tiny-hybrid"}
-	res := search(t, r, c, p, seed, 100)
+	res := search(t, r, c, p, seed, sized(30, 100))
 	if res.Unavailable {
 		// This file imports the mock's registration: never skip.
 		t.Fatalf("logprobs-match-reference could not run on the mock backend: %v", res.Err)
@@ -315,7 +315,7 @@ func TestLogprobsMatchReference(t *testing.T) {
 	if !res.Holds {
 		t.Fatalf("fixed: %s", explain(t, r, res))
 	}
-	res = search(t, r, prop.BugA("v0.13"), p, seed, 400)
+	res = searchShared(t, prop.BugA("v0.13"), p, seed, 400)
 	if res.Holds {
 		t.Fatalf("seed %d: v0.13 log-probs matched the reference over %d scenarios", seed, res.Trials)
 	}
@@ -465,9 +465,14 @@ func TestEveryPropertyCanFail(t *testing.T) {
 			t.Errorf("property %s has no case that breaks it", p.Name)
 			continue
 		}
-		r := newRunner(t)
-		r.Policy = c.policy
-		res := search(t, r, c.cfg, p, seed, 1000)
+		var res prop.Result
+		if c.policy == nil {
+			res = searchShared(t, c.cfg, p, seed, 1000)
+		} else {
+			r := newRunner(t)
+			r.Policy = c.policy
+			res = search(t, r, c.cfg, p, seed, 1000)
+		}
 		if res.Unavailable {
 			t.Logf("%s: %v", p.Name, res.Err)
 			continue

@@ -152,7 +152,7 @@ func TestRewriteRegressions(t *testing.T) {
 		if g.noPre {
 			p = prop.WithoutPreemption(p)
 		}
-		res := search(t, r, g.cfg(), p, g.seed, 2000)
+		res := searchShared(t, g.cfg(), p, g.seed, 2000)
 		if res.Holds {
 			t.Fatalf("%s: no counterexample", g.name)
 		}
