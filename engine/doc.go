@@ -7,7 +7,9 @@
 // Each simulated step yields one step.Record; Options.Observe receives it,
 // and everything downstream (report, explain, plots, timelines, sweeps, the
 // property observer) reads records and the final report.Report, never the
-// scheduler, the pool or a backend.
+// scheduler, the pool or a backend. When nothing reads single records (no
+// observer, no --trace), steady decode steps are replayed in bulk
+// (steady.go): the same report, byte for byte, without their records.
 //
 // Like the core it drives, it never reads the wall clock or a global RNG:
 // a run is a pure function of its scenario and seed.
