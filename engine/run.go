@@ -33,6 +33,12 @@ type Options struct {
 	// (its finished requests included). The record is reused: copy what
 	// you keep.
 	Observe func(rec *step.Record)
+	// SkipSteady tells the run that Observe needs no record of a steady
+	// decode step: one that repeats the last step's batch of decodes one
+	// token further, in which nothing arrives, finishes, is allocated,
+	// preempted, wrapped or found wrong. Such steps may then be replayed
+	// in bulk (steady.go) and not observed; every other step still is.
+	SkipSteady bool
 	// Detail adds the optional parts of each record (step.Reads,
 	// step.Holdings).
 	Detail step.Detail
@@ -210,7 +216,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.tw = newTraceWriter(opt.Trace)
 	}
 	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
-	r.bulk = !opt.stepByStep && opt.Observe == nil && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
+	r.bulk = !opt.stepByStep && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
 		return nil, err
 	}

@@ -60,7 +60,8 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 	}
 	var wrap *Wrap
 	var imposters int64
-	opt := engine.Options{Observe: func(rec *step.Record) {
+	// Imposters and wrapped writes never happen in a steady decode step.
+	opt := engine.Options{SkipSteady: true, Observe: func(rec *step.Record) {
 		imposters += int64(rec.Imposters)
 		if wrap == nil && len(rec.Wrapped) > 0 {
 			wrap = firstWrap(rec)
