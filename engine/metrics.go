@@ -22,6 +22,9 @@ type metrics struct {
 	win        int64 // current window
 	winTokens  int64 // tokens sampled in it so far
 	stepTokens int64 // tokens the running step samples when it ends
+	// scheduledTokens: what the last step measured will sample; the
+	// runner moves it to stepTokens when that step is the one running.
+	scheduledTokens int64
 }
 
 // window is the throughput window.
@@ -62,6 +65,7 @@ func (m *metrics) step(out *sched.Output, now sim.Time, stateBytes int64) StepLo
 	}
 	m.rowSteps += int64(n)
 	l := StepLoad{StateBytes: stateBytes}
+	m.scheduledTokens = 0
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		c, q := row.NumComputed, row.NumScheduled
@@ -76,9 +80,9 @@ func (m *metrics) step(out *sched.Output, now sim.Time, stateBytes int64) StepLo
 			}
 		}
 		l.ContextTokens += int64(c + q)
-		// Update samples a token for every row that computed all it knows.
-		if r := row.Req; r.NumComputedTokens >= r.NumTokens() {
-			m.stepTokens++
+		// Update samples a token for every row that ends its known tokens.
+		if row.Samples {
+			m.scheduledTokens++
 		}
 	}
 	return l

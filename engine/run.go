@@ -99,6 +99,17 @@ type runner struct {
 	metrics metrics
 	// step is the record of the step in flight (or last ended).
 	step step.Record
+	// Async scheduling (batch queue of two): next is the step scheduled
+	// while step is in flight, its record and when it ends; it runs on the
+	// GPU from stepEnd. fillQueue: a schedule may queue behind the step in
+	// flight (right after a step starts or ends, not on an arrival: the
+	// engine then waits on the step's output).
+	next      *sched.Output
+	nextRec   step.Record
+	nextEnd   sim.Time
+	nextToks  int64
+	outToks   int64
+	fillQueue bool
 	// finisher is the backend's optional ability, asked once.
 	finisher backend.Finisher
 
@@ -170,7 +181,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
 		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
 		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
-		StateKind: r.shape.StateKind(), MambaAlignBlockSize: alignBlockSize(kv),
+		StateKind: r.shape.StateKind(), MambaAlignBlockSize: alignBlockSize(kv), AsyncScheduling: sc.Engine.AsyncScheduling,
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	if sp := sc.Spec(); sp.On() {
@@ -216,7 +227,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.tw = newTraceWriter(opt.Trace)
 	}
 	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
-	r.bulk = !opt.stepByStep && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
+	r.bulk = !opt.stepByStep && !sc.Engine.AsyncScheduling && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
 		return nil, err
 	}
@@ -334,7 +345,10 @@ func (r *runner) schedule(at sim.Time, kind uint8) error {
 }
 
 func (r *runner) kickStep() error {
-	if r.stepPending || r.out != nil || !r.s.HasUnfinished() {
+	if r.stepPending || !r.s.HasUnfinished() {
+		return nil
+	}
+	if r.out != nil && (!r.fillQueue || r.next != nil) {
 		return nil
 	}
 	if ev, ok := r.loop.Peek(); !ok || ev.At > r.loop.Now() {
@@ -493,6 +507,11 @@ func (r *runner) startStep() error {
 		// such a chain ends because each link shrinks the running list.
 		// One that preempted nothing is a fixed point: the same state
 		// schedules the same nothing until an arrival changes it.
+		if r.out != nil {
+			// Async scheduling: the engine waits on the step in flight,
+			// whose output changes what can be scheduled.
+			return nil
+		}
 		if len(out.Preempted) > 0 {
 			r.stepPending = true
 			return r.schedule(now, evStepStart)
@@ -502,29 +521,52 @@ func (r *runner) startStep() error {
 		}
 		return nil
 	}
-	r.record(out, now)
-	r.checks.Step(&r.step)
-	if err := r.be.Execute(out, now); err != nil {
+	// A step scheduled behind the one in flight runs on the GPU when that
+	// one ends. Its accesses are performed now, in GPU order: after the
+	// step in flight's, before any step scheduled later.
+	queued := r.out != nil
+	rec, start := &r.step, now
+	if queued {
+		rec, start = &r.nextRec, r.stepEnd
+		r.next = out
+	}
+	r.record(rec, out, start)
+	r.checks.Step(rec)
+	r.sym.Out = rec
+	if err := r.be.Execute(out, start); err != nil {
 		return fmt.Errorf("backend %s, step %d: %w", r.be.Name(), out.Step, err)
+	}
+	rec.HighestSlot = r.sym.Stats.HighestSlot
+	for i := range out.Rows {
+		rec.Rows[i].CorruptStep = out.Rows[i].Req.CorruptStep
 	}
 	bytes := r.sym.Stats.StateBytesMoved - r.lastBytes
 	r.lastBytes = r.sym.Stats.StateBytesMoved
-	r.out = out
 	r.rep.Steps++
-	d := stepTime(&r.sc.Timing, r.metrics.step(out, now, bytes))
-	if d <= 0 || now > math.MaxInt64-d {
+	d := stepTime(&r.sc.Timing, r.metrics.step(out, start, bytes))
+	if d <= 0 || start > math.MaxInt64-d {
 		// Bad input, not a broken clock: coefficients so large that a
 		// step ends past int64 ns (a float overflow converts negative).
 		return setupErr(r.sc, "timing: step %d would end past the simulated clock's range (292 years): the timing coefficients are too large for this load", out.Step)
 	}
-	r.stepEnd = now + d
+	if queued {
+		r.nextEnd, r.nextToks = start+d, r.metrics.scheduledTokens
+		return nil
+	}
+	r.out, r.stepEnd, r.outToks = out, now+d, r.metrics.scheduledTokens
+	if r.s.Cfg.AsyncScheduling {
+		// The batch queue is not full: schedule the next step at once.
+		r.fillQueue = true
+		err := r.kickStep()
+		r.fillQueue = false
+		return err
+	}
 	return nil
 }
 
 // record starts the step's record from the scheduled batch, before the
 // backend executes it (which adds what the kernels did).
-func (r *runner) record(out *sched.Output, now sim.Time) {
-	rec := &r.step
+func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 	rec.Reset()
 	rec.Step, rec.Start, rec.End = out.Step, now, now
 	rec.NumScheduledTokens, rec.NumDecodes = out.NumScheduledTokens, out.NumDecodes
@@ -587,9 +629,13 @@ func (r *runner) record(out *sched.Output, now sim.Time) {
 
 // collect adds every violation, whoever finds it, to the step in flight.
 func (r *runner) collect(v check.Violation) {
-	if v.Step == r.step.Step {
-		r.step.Violations = append(r.step.Violations, v)
-		r.step.Counts[v.Invariant]++
+	rec := &r.step
+	if r.next != nil && v.Step == r.nextRec.Step {
+		rec = &r.nextRec
+	}
+	if v.Step == rec.Step {
+		rec.Violations = append(rec.Violations, v)
+		rec.Counts[v.Invariant]++
 	}
 }
 
@@ -599,14 +645,11 @@ func (r *runner) endStep() error {
 	r.out = nil
 	rec := &r.step
 	rec.End = now
-	rec.HighestSlot = r.sym.Stats.HighestSlot
-	for i := range out.Rows {
-		rec.Rows[i].CorruptStep = out.Rows[i].Req.CorruptStep
-	}
 	r.checks.Ended(rec)
 	if r.tw != nil {
 		r.tw.step(rec)
 	}
+	r.metrics.stepTokens = r.outToks
 	r.metrics.tokens(now)
 	fin, err := r.s.Update(out, now)
 	if err != nil {
@@ -633,10 +676,19 @@ func (r *runner) endStep() error {
 		r.opt.Observe(rec)
 	}
 	r.clean = r.bulk && len(fin) == 0 && len(rec.Violations) == 0 && len(rec.Wrapped) == 0 && rec.Imposters == 0
+	if r.next != nil {
+		// The queued step is now the one on the GPU.
+		r.step, r.nextRec = r.nextRec, r.step
+		r.out, r.stepEnd, r.outToks = r.next, r.nextEnd, r.nextToks
+		r.next = nil
+	}
 	if err := r.pullArrival(); err != nil {
 		return err
 	}
-	return r.kickStep()
+	r.fillQueue = r.s.Cfg.AsyncScheduling
+	err = r.kickStep()
+	r.fillQueue = false
+	return err
 }
 
 // sortedViolations lists the kept violations by invariant, then order.

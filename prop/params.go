@@ -53,6 +53,8 @@ type Params struct {
 	SpecK        int
 	SpecAccepted int
 	SpecRatePct  int
+	// AsyncScheduling is engine.async_scheduling.
+	AsyncScheduling bool
 }
 
 // specK is K as run (0 when speculative decoding is off).
@@ -167,6 +169,7 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		e.Speculative = scenarios.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: k, Accepted: p.SpecAccepted,
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
 	}
+	e.AsyncScheduling = p.AsyncScheduling
 	sc.Workload = workload.Spec{Kind: "trace", Path: tracePath,
 		PromptLen: workload.Dist{Kind: "trace"}, OutputLen: workload.Dist{Kind: "trace"}}
 	sc.Backend.Kind = p.Backend
@@ -218,6 +221,9 @@ func (p *Params) String() string {
 	}
 	if p.CUDAGraphMode != "" && p.CUDAGraphMode != "none" {
 		fmt.Fprintf(&b, ", cudagraph_mode %s", p.CUDAGraphMode)
+	}
+	if p.AsyncScheduling {
+		b.WriteString(", async scheduling")
 	}
 	if len(p.Patches) > 0 {
 		fmt.Fprintf(&b, ", patches %v", p.Patches)

@@ -192,6 +192,9 @@ func checkLogprobs(r *Runner, p *Params) error {
 		if errors.As(o.Err, &ie) && strings.Contains(ie.Msg, "not available") {
 			return fmt.Errorf("%w: backend mock: %v", ErrUnavailable, o.Err)
 		}
+		if strings.Contains(o.Err.Error(), "does not model async scheduling") {
+			return fmt.Errorf("%w: %v", ErrUnavailable, o.Err)
+		}
 		return fmt.Errorf("run failed: %w", o.Err)
 	}
 	d := o.Report.Divergence

@@ -83,6 +83,11 @@ type Engine struct {
 	CUDAGraphMode string `yaml:"cudagraph_mode" json:"cudagraph_mode,omitempty"`
 	// Speculative is vLLM's speculative_config (off when method is empty).
 	Speculative Speculative `yaml:"speculative" json:"speculative,omitempty"`
+	// AsyncScheduling is the scheduler config's async_scheduling: step
+	// N+1 is scheduled before step N's output is applied (sched/async.go).
+	// vLLM turns it on by default from v0.14; statesim defaults to off,
+	// the order every earlier result was measured in (docs/model.md).
+	AsyncScheduling bool `yaml:"async_scheduling" json:"async_scheduling,omitempty"`
 }
 
 // Speculative is speculative_config plus the acceptance model that stands
@@ -306,6 +311,17 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Backend.Shadow && s.Backend.Kind != "cuda" {
 		return fe("backend.shadow", "only the cuda backend runs a shadow (the mock engine beside it), not %s", s.Backend.Kind)
+	}
+	if e.AsyncScheduling {
+		if v, _ := sched.ParseVersion(e.VLLMVersion); v == sched.V0 {
+			return fe("engine.async_scheduling", "the v0 control has no async scheduler")
+		}
+		if numericBackend(s.Backend.Kind) {
+			// Its model runner samples each step's tokens when the step
+			// runs; the one-step-ahead order is modelled for cache
+			// accesses only.
+			return fe("engine.async_scheduling", "the %s backend does not model async scheduling: use backend.kind symbolic", s.Backend.Kind)
+		}
 	}
 	if !(s.Backend.DivergenceThreshold > 0) {
 		return fe("backend.divergence_threshold", "must be > 0, got %g", s.Backend.DivergenceThreshold)

@@ -39,11 +39,19 @@ type Request struct {
 	// the drafter proposed for the next step; NumAccepted the runner's
 	// num_accepted_tokens (1 + the drafts accepted in the last step, 1
 	// after a prefill; 0 is read as 1): the state column the next decode
-	// continues from is NumAccepted - 1. A later async scheduler reads
-	// and sets them one step apart.
+	// continues from is NumAccepted - 1. Under async scheduling the
+	// runner's value is set when the step runs (sched/async.go).
 	NumDrafts, NumAccepted int
-	Status                 Status
-	NumPreemptions         int
+	// NumOutputPlaceholders are tokens scheduled steps will sample whose
+	// output is not applied yet (async scheduling; 0 otherwise): vLLM's
+	// num_output_placeholders, counted in NumComputedTokens already.
+	// pendingRejected: the drafts the step in flight rejected, which come
+	// off NumComputedTokens only when its output is applied.
+	NumOutputPlaceholders int
+	pendingRejected       int
+	pendingStep           int64
+	Status                Status
+	NumPreemptions        int
 
 	// batchRow is the request's row in the persistent input batch plus
 	// one (0: not in it); joinStamp and schedStamp mark the step in which

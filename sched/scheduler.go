@@ -32,6 +32,11 @@ type Config struct {
 	// mamba_cache_mode align: V1 cuts prefill chunks to its boundaries
 	// (need_mamba_block_aligned_split, AlignMambaChunk).
 	MambaAlignBlockSize int
+	// AsyncScheduling is vLLM's async_scheduling (AsyncScheduler,
+	// vllm/v1/core/sched/async_scheduler.py): a row that samples adds an
+	// output placeholder, so the request is scheduled again before the
+	// step's output is applied (async.go).
+	AsyncScheduling bool
 }
 
 // alignChunk is the align-mode chunk cut for r with numComputed computed
@@ -51,6 +56,10 @@ type Row struct {
 	Region          Region
 	Path            Path
 	HasInitialState bool
+	// Samples: the row ends its request's known tokens, so the step
+	// samples a token for it (not is_prefill_chunk, decided at schedule
+	// time as vLLM's _update_after_schedule does).
+	Samples bool
 	// Graph and KernelSlots: the CUDA-graph dispatch and, on a stale
 	// FULL replay, the slots its kernel addresses (cudagraph.go).
 	Graph       Graph
@@ -183,6 +192,7 @@ func (st *State) Preempt(r *Request, out *Output) error {
 	r.Status = Preempted
 	r.NumComputedTokens = 0
 	r.NumDrafts, r.NumAccepted = 0, 0 // its state is gone; the prompt is recomputed
+	r.pendingRejected = 0
 	r.NumPreemptions++
 	st.pushWaitingFront(r)
 	out.Preempted = append(out.Preempted, r)
@@ -286,8 +296,14 @@ func (V1) Schedule(st *State, out *Output) error {
 	la := st.Spec.Lookahead()
 	for i := 0; i < len(st.Running) && budget > 0; {
 		r := st.Running[i]
-		// num_tokens_with_spec - num_computed_tokens: the drafts too.
-		n := r.NumTokens() + r.NumDrafts - r.NumComputedTokens
+		if r.surelyDone() {
+			i++
+			continue
+		}
+		// num_tokens_with_spec + num_output_placeholders −
+		// num_computed_tokens: the drafts too, and under async scheduling
+		// the tokens in flight, so the request is scheduled a step ahead.
+		n := r.NumTokens() + r.NumDrafts + r.NumOutputPlaceholders - r.NumComputedTokens
 		if t := cfg.LongPrefillTokenThreshold; t > 0 && n > t {
 			n = t
 		}
@@ -311,7 +327,7 @@ func (V1) Schedule(st *State, out *Output) error {
 		if r.NumDrafts > 0 {
 			// The drafts that fit: the rest are dropped (scheduler.py
 			// trims spec_token_ids to num_new_tokens).
-			out.Rows[len(out.Rows)-1].NumDrafts = max(0, min(r.NumDrafts, r.NumComputedTokens+n-r.NumTokens()))
+			out.Rows[len(out.Rows)-1].NumDrafts = max(0, min(r.NumDrafts, r.NumComputedTokens+n-r.NumTokens()-r.NumOutputPlaceholders))
 		}
 		out.NumScheduledTokens += n
 		budget -= n
@@ -489,11 +505,20 @@ type Scheduler struct {
 	Graphs       Graphs // the CUDA-graph dispatch (cudagraph.go); zero: eager
 	// Batch is the model runner's persistent input batch: Rows come out in
 	// its row order (V0 keeps scheduling order).
-	Batch    InputBatch
-	step     int64
-	out      Output
+	Batch InputBatch
+	step  int64
+	// outs: the outputs Schedule fills; under async scheduling two
+	// alternate, since a step is scheduled while the previous one is in
+	// flight. last is the latest.
+	outs     [2]Output
+	last     int
 	tmp      []Row
 	finished []*Request
+	// waitingDone: Update finished a request from the waiting queue.
+	waitingDone bool
+	// runnerPending: the last scheduled step, whose accepted counts the
+	// runner has (it ran) but the requests do not yet (applyRunner).
+	runnerPending *Output
 }
 
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
@@ -509,17 +534,22 @@ func New(cfg Config, kv *statecache.KVCacheManager, v Version, p Policy) *Schedu
 
 // Out is the last step's output (its Step is the next step's number
 // minus one; before the first step it is empty).
-func (s *Scheduler) Out() *Output { return &s.out }
+func (s *Scheduler) Out() *Output { return &s.outs[s.last] }
 
 // HasUnfinished reports whether any request is waiting or running.
 func (s *Scheduler) HasUnfinished() bool { return len(s.Waiting)+len(s.Running) > 0 }
 
 // Schedule runs one step's policy, advances num_computed_tokens by the
 // scheduled counts (the model runner sees the pre-step values in Rows),
-// and classifies the batch. The returned Output is reused by the next call.
+// and classifies the batch. The returned Output is reused by the next call
+// (under async scheduling, by the one after).
 func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	s.Now = now
-	out := &s.out
+	if s.Cfg.AsyncScheduling {
+		s.applyRunner()
+		s.last = int(s.step & 1)
+	}
+	out := &s.outs[s.last]
 	out.Rows, out.Preempted = out.Rows[:0], out.Preempted[:0]
 	out.NumScheduledTokens, out.NumDecodes = 0, 0
 	out.Step = s.step
@@ -531,9 +561,14 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		return nil, fmt.Errorf("policy %s, step %d: %w", s.Policy.Name(), out.Step, err)
 	}
 	for i := range out.Rows {
-		r := out.Rows[i].Req
-		r.NumComputedTokens += out.Rows[i].NumScheduled
+		row := &out.Rows[i]
+		r := row.Req
+		r.NumComputedTokens += row.NumScheduled
 		r.schedIdx = int32(i)
+		row.Samples = r.NumComputedTokens >= r.NumTokens()+r.NumOutputPlaceholders
+		if s.Cfg.AsyncScheduling {
+			s.afterSchedule(row)
+		}
 	}
 	if cap(s.tmp) < len(out.Rows) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
@@ -553,6 +588,9 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	}
 	if persistent {
 		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
+	}
+	if s.Cfg.AsyncScheduling && s.Spec.On() {
+		s.drawAccepted(out)
 	}
 	return out, nil
 }
@@ -621,21 +659,32 @@ func (s *Scheduler) specUpdate(row *Row, now sim.Time) bool {
 	r.NumComputedTokens -= row.NumDrafts - a
 	r.NumAccepted, r.NumDrafts = a+1, s.Spec.K
 	for k := 0; k <= a; k++ {
-		r.NumOutputTokens++
-		if r.FirstTokenTime < 0 {
-			r.FirstTokenTime = now
-		}
-		r.LastTokenTime = now
-		if r.NumOutputTokens >= r.MaxTokens || r.NumTokens() >= s.Cfg.MaxModelLen {
-			// A stop mid-way drops the tokens after it.
-			r.Status = Finished
-			r.FinishTime = now
-			s.Batch.Remove(r)
-			s.finished = append(s.finished, r)
-			return true
+		if s.emit(r, now) {
+			return true // a stop mid-way drops the tokens after it
 		}
 	}
 	return false
+}
+
+// emit gives r one output token at now; it reports whether r finished
+// (and was queued for freeing).
+func (s *Scheduler) emit(r *Request, now sim.Time) bool {
+	r.NumOutputTokens++
+	if r.FirstTokenTime < 0 {
+		r.FirstTokenTime = now
+	}
+	r.LastTokenTime = now
+	if r.NumOutputTokens < r.MaxTokens && r.NumTokens() < s.Cfg.MaxModelLen {
+		return false
+	}
+	if r.Status != Running {
+		s.waitingDone = true // a preempted request's last token came in flight
+	}
+	r.Status = Finished
+	r.FinishTime = now
+	s.Batch.Remove(r) // finished_req_ids leave the batch first thing next step
+	s.finished = append(s.finished, r)
+	return true
 }
 
 // Update applies a finished step at time now: every row that computed all
@@ -645,9 +694,24 @@ func (s *Scheduler) specUpdate(row *Row, now sim.Time) bool {
 func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 	s.finished = s.finished[:0]
 	spec := s.Spec.On()
+	s.waitingDone = false
+	if s.Cfg.AsyncScheduling {
+		s.applyRunner()
+	}
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		r := row.Req
+		if s.Cfg.AsyncScheduling {
+			// The step was scheduled before the previous one's output
+			// was applied: its rows' requests may have changed since.
+			if !row.Samples || r.Status == Finished {
+				continue
+			}
+			if err := s.applyAsync(out.Step, row, now); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if r.Status != Running || r.NumComputedTokens < r.NumTokens() {
 			if spec {
 				r.NumDrafts, r.NumAccepted = 0, 1 // a prompt chunk: nothing drafted
@@ -658,21 +722,13 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 			s.specUpdate(row, now)
 			continue
 		}
-		r.NumOutputTokens++
-		if r.FirstTokenTime < 0 {
-			r.FirstTokenTime = now
-		}
-		r.LastTokenTime = now
-		if r.NumOutputTokens >= r.MaxTokens || r.NumTokens() >= s.Cfg.MaxModelLen {
-			r.Status = Finished
-			r.FinishTime = now
-			s.Batch.Remove(r) // finished_req_ids leave the batch first thing next step
-			s.finished = append(s.finished, r)
-		}
+		s.emit(r, now)
 	}
 	// update_from_output frees finished requests in the order of
 	// num_scheduled_tokens, the scheduling order, not the batch's row
-	// order: the free queue must not depend on the rows' order.
+	// order: the free queue must not depend on the rows' order. (Under
+	// async scheduling a finishing request was not scheduled again since
+	// this step, surelyDone saw to it, so its schedIdx is this step's.)
 	fin := s.finished
 	for i := 1; i < len(fin); i++ {
 		for j := i; j > 0 && fin[j].schedIdx < fin[j-1].schedIdx; j-- {
@@ -683,6 +739,9 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 		if err := s.KV.Free(r.ID, &r.Blocks); err != nil {
 			return nil, err
 		}
+	}
+	if s.waitingDone {
+		s.dropFinishedWaiting()
 	}
 	if len(s.finished) > 0 {
 		k := 0

@@ -19,11 +19,11 @@ import (
 // the same decodes and the CUDA-graph dispatch the same shape and slots,
 // so every such step classifies as the last one did.
 func (s *Scheduler) SteadySteps() int {
-	out := &s.out
+	out := s.Out()
 	n := len(out.Rows)
 	if _, v1 := s.Policy.(V1); !v1 || s.ForcePrefill || n == 0 || n != len(s.Running) || len(s.Waiting) > 0 ||
 		len(out.Preempted) > 0 || out.NumDecodes != n || out.NumScheduledTokens != n || n > s.Cfg.MaxNumBatchedTokens ||
-		behaviours[s.Version].Reorder == ReorderNone || s.KV.PrefixCaching() ||
+		behaviours[s.Version].Reorder == ReorderNone || s.KV.PrefixCaching() || s.Cfg.AsyncScheduling ||
 		s.Spec.On() { // every speculative step draws its acceptances and moves the state columns
 		return 0
 	}
@@ -50,7 +50,7 @@ func (s *Scheduler) SteadySteps() int {
 // k tokens, and the last step's output becomes the k-th repeat's (its
 // rows' num_computed_tokens as that step saw them).
 func (s *Scheduler) AdvanceSteady(k int, start, end sim.Time) {
-	out := &s.out
+	out := s.Out()
 	s.step += int64(k)
 	s.stamp = s.step
 	out.Step += int64(k)
