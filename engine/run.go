@@ -110,6 +110,7 @@ type runner struct {
 	nextToks  int64
 	outToks   int64
 	fillQueue bool
+	retired   []*sched.Request // finished while a queued step may name them
 	// finisher is the backend's optional ability, asked once.
 	finisher backend.Finisher
 
@@ -670,7 +671,19 @@ func (r *runner) endStep() error {
 		if r.opt.digest != nil {
 			fmt.Fprintln(r.opt.digest, q.ID, q.ArrivalTime, q.FirstTokenTime, q.LastTokenTime, q.FinishTime, q.NumOutputTokens, q.NumPreemptions, q.CorruptStep)
 		}
-		r.free = append(r.free, q)
+		if r.next == nil {
+			r.free = append(r.free, q)
+		}
+	}
+	if r.next != nil {
+		// The queued step may still name a request that finished here
+		// (its drafts all accepted): its object is reused only after
+		// that step's output is applied.
+		r.free = append(r.free, r.retired...)
+		r.retired = append(r.retired[:0], fin...)
+	} else if len(r.retired) > 0 {
+		r.free = append(r.free, r.retired...)
+		r.retired = r.retired[:0]
 	}
 	if r.opt.Observe != nil {
 		r.opt.Observe(rec)

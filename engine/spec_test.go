@@ -67,3 +67,17 @@ func TestSpecDecodeMinThresholdBug(t *testing.T) {
 		t.Fatalf("output tokens %d with the bug, %d without", out, out2)
 	}
 }
+
+// Under async scheduling the same MTP workload still shows #55894 and is
+// clean with #55898: the step scheduled while another is in flight runs
+// from the runner's exact count and accepted column, though the
+// scheduler's count still holds the rejected drafts.
+func TestSpecDecodeAsync(t *testing.T) {
+	bug, _ := runSpec(t, "v0.31\n  async_scheduling: true", "mtp")
+	if bug == 0 {
+		t.Fatal("v0.31 MTP async: no stale-slot-read; #55894 should show")
+	}
+	if fixed, _ := runSpec(t, "v0.31\n  async_scheduling: true\n  patches: [+55898]", "mtp"); fixed != 0 {
+		t.Fatalf("v0.31 +55898 async: %d stale-slot-reads", fixed)
+	}
+}

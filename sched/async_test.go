@@ -118,3 +118,43 @@ func TestAsyncManyRequestsEachGetMaxTokens(t *testing.T) {
 		t.Errorf("%d blocks still held", s.KV.Pool.NumHeld())
 	}
 }
+
+// Under speculative decoding the rejected drafts come off the scheduler's
+// count a step late: with every draft rejected, the step scheduled while
+// the previous one is in flight is counted K tokens ahead of the truth,
+// and its row carries the runner's exact count (one more token per step).
+func TestAsyncRejectedDraftsSubtractedAStepLate(t *testing.T) {
+	const k = 2
+	cfg := Config{MaxNumBatchedTokens: 64, MaxNumSeqs: 8, MaxModelLen: 1024, EnableChunkedPrefill: true, AsyncScheduling: true}
+	s := newTestSched(t, cfg, V022, 64)
+	s.Spec = Spec{Method: SpecNgram, K: k, Accept: Acceptance{Fixed: 0}}
+	r := addReq(s, 0, 10, 6)
+	var inFlight *Output
+	for step := 0; step < 20 && (s.HasUnfinished() || inFlight != nil); step++ {
+		out, err := s.Schedule(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Rows) == 1 && step > 0 {
+			row := out.Rows[0]
+			if want := 10 + step - 1; row.NumComputed != want || row.NumScheduled != 1+k || row.NumDrafts != k {
+				t.Errorf("step %d: row computed %d, %d scheduled, %d drafts; want %d, %d, %d", step, row.NumComputed, row.NumScheduled, row.NumDrafts, want, 1+k, k)
+			}
+			if step > 1 && r.NumComputedTokens != row.NumComputed+row.NumScheduled+k {
+				t.Errorf("step %d: the scheduler counts %d computed, want the runner's %d + %d scheduled + %d rejected in flight", step, r.NumComputedTokens, row.NumComputed, row.NumScheduled, k)
+			}
+		}
+		if inFlight != nil {
+			if _, err := s.Update(inFlight, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inFlight = out
+		if len(out.Rows) == 0 {
+			inFlight = nil
+		}
+	}
+	if r.Status != Finished || r.NumOutputTokens != 6 || r.NumOutputPlaceholders != 0 {
+		t.Errorf("request: %v, %d tokens, %d placeholders; want finished, 6, 0", r.Status, r.NumOutputTokens, r.NumOutputPlaceholders)
+	}
+}
