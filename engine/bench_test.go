@@ -58,6 +58,14 @@ func BenchmarkReplayAzureConvQwen3NextMTP(b *testing.B) {
 	benchQwen3Next(b, "engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=3", "engine.speculative.acceptance_rate=0.7")
 }
 
+// BenchmarkReplayAzureConvQwen3NextMTPAsync is the same under async
+// scheduling: every step is scheduled while the one before is in flight
+// (no bulk replay: each step has a queued twin).
+func BenchmarkReplayAzureConvQwen3NextMTPAsync(b *testing.B) {
+	benchQwen3Next(b, "engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=3", "engine.speculative.acceptance_rate=0.7",
+		"engine.async_scheduling=true")
+}
+
 // BenchmarkReplayAzureConvQwen3Next is the same without speculative
 // decoding, its baseline.
 func BenchmarkReplayAzureConvQwen3Next(b *testing.B) { benchQwen3Next(b) }
