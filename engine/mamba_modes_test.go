@@ -44,6 +44,15 @@ func TestMambaModesRolloutsRestoreClean(t *testing.T) {
 		if rep.PrefixCache == nil || rep.PrefixCache.HitTokens == 0 || restored != rep.PrefixCache.HitTokens {
 			t.Errorf("%s: prefix cache %+v, step records' hits %d: want hits, restored through the Mamba groups", mode, rep.PrefixCache, restored)
 		}
+		var mambaGroups int
+		for _, g := range rep.PrefixCache.Groups {
+			if g.Kind == "mamba "+mode {
+				mambaGroups++
+			}
+		}
+		if mambaGroups == 0 || rep.PrefixCache.MambaCacheMode != mode {
+			t.Errorf("%s: report groups %+v, mode %q: want the Mamba groups' lines", mode, rep.PrefixCache.Groups, rep.PrefixCache.MambaCacheMode)
+		}
 		if rep.Finished != rep.Requests {
 			t.Errorf("%s: %d of %d finished", mode, rep.Finished, rep.Requests)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"statesim/backend"
 	"statesim/check"
@@ -91,8 +92,9 @@ func (r *runner) finishReport() {
 
 // prefixReport is the prefix cache's section: vLLM's counters, overall
 // and per KV cache group. Every group serves the same hit (the
-// coordinator's common length), so each attention group reports the same
-// tokens; a Mamba mode's group would add its own line.
+// coordinator's common length: a hit must exist in every group), so each
+// group reports the same tokens; what the Mamba groups cut from the
+// attention groups' own hits is counted apart (DroppedHitTokens).
 func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats) *report.RPrefixCache {
 	pc := &report.RPrefixCache{
 		Requests: st.Requests, QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: ratio(st.Hits, st.Queries),
@@ -102,6 +104,14 @@ func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats)
 	for g := 0; g < len(kv.NewTable().Attn); g++ {
 		pc.Groups = append(pc.Groups, report.RPrefixGroup{Group: int(kv.PoolGroup(g)), Kind: "attention",
 			QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: pc.HitRate})
+	}
+	if mode := kv.MambaMode(); mode != statecache.MambaNone {
+		pc.MambaCacheMode, pc.DroppedHitTokens = mode.String(), kv.DroppedHitTokens()
+		for g := 0; g < len(kv.NewTable().Mamba); g++ {
+			pc.Groups = append(pc.Groups, report.RPrefixGroup{Group: int(kv.MambaPoolGroup(g)), Kind: "mamba " + mode.String(),
+				QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: pc.HitRate})
+		}
+		sort.Slice(pc.Groups, func(i, j int) bool { return pc.Groups[i].Group < pc.Groups[j].Group })
 	}
 	return pc
 }

@@ -602,7 +602,7 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 	}
 	for _, q := range r.s.Running {
 		rec.BlocksHeldByRunning += q.Blocks.NumHeld()
-		rec.StateBlocksHeld += len(q.Blocks.Mamba) + len(q.Blocks.Spec)
+		rec.StateBlocksHeld += q.Blocks.StateBlocksHeld()
 	}
 	if r.opt.Detail&step.Holdings != 0 {
 		for _, q := range r.s.Running {
@@ -614,9 +614,21 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 					hold(b)
 				}
 			}
-			for _, b := range q.Blocks.Mamba {
-				if b != 0 {
-					hold(b)
+			if q.Blocks.MambaT != nil {
+				// A Mamba cache mode: every real block of each group's
+				// table (running, copy source, cached boundaries).
+				for g := range q.Blocks.MambaT {
+					for _, b := range q.Blocks.MambaT[g].Blocks {
+						if b != 0 {
+							hold(b)
+						}
+					}
+				}
+			} else {
+				for _, b := range q.Blocks.Mamba {
+					if b != 0 {
+						hold(b)
+					}
 				}
 			}
 			for _, b := range q.Blocks.Spec {

@@ -40,6 +40,12 @@ func Write(run *Run, dir string) ([]string, error) {
 			render func(*Run, draw.Canvas)
 		}{"prefix", prefixChart})
 	}
+	if run.HeldPerRequest {
+		charts = append(charts, struct {
+			suffix string
+			render func(*Run, draw.Canvas)
+		}{"held", heldChart})
+	}
 	for _, c := range charts {
 		fs, err := save(dir, base+"-"+c.suffix, figW, figH, func(dc draw.Canvas) { c.render(run, dc) })
 		if err != nil {
@@ -431,6 +437,43 @@ func prefixChart(run *Run, dc draw.Canvas) {
 	}
 	x0, x1 := float64(run.Bins[0].FirstStep), float64(run.Bins[len(run.Bins)-1].LastStep)
 	p.Y.Min, p.Y.Max = 0, 100
+	p.X.Min, p.X.Max = x0, max(x1, x0+1)
+	withLegend(dc, p, leg, 3.3*vg.Inch)
+}
+
+// heldChart shows the blocks held per running request over steps: the
+// most one request held in each bin and the mean over the bin's running
+// requests. A Mamba cache mode shows here: align holds at most 2 + K
+// state blocks per group, all one per block of tokens.
+func heldChart(run *Run, dc draw.Canvas) {
+	p := newPlot(fmt.Sprintf("%s: blocks held per request", run.Name), stepsLabel(run), "blocks")
+	p.X.Tick.Marker, p.Y.Tick.Marker = intTicks{}, intTicks{}
+	leg := newLegend()
+	var most, mean plotter.XYs
+	top := 1.0
+	for i := range run.Bins {
+		b := &run.Bins[i]
+		x := float64(b.LastStep)
+		if b.MaxHeldPerRequest >= 0 {
+			most = append(most, plotter.XY{X: x, Y: float64(b.MaxHeldPerRequest)})
+			top = max(top, float64(b.MaxHeldPerRequest))
+		}
+		if b.HeldBy > 0 {
+			mean = append(mean, plotter.XY{X: x, Y: float64(b.HeldTotal) / float64(b.HeldBy)})
+		}
+	}
+	if len(most) > 0 {
+		l := line(most, blue, vg.Points(2), false)
+		p.Add(l)
+		leg.Add("most by one request (max in bin)", l)
+	}
+	if len(mean) > 0 {
+		l := line(mean, orange, vg.Points(1.5), false)
+		p.Add(l)
+		leg.Add("mean per running request", l)
+	}
+	x0, x1 := float64(run.Bins[0].FirstStep), float64(run.Bins[len(run.Bins)-1].LastStep)
+	p.Y.Min, p.Y.Max = 0, top*1.08
 	p.X.Min, p.X.Max = x0, max(x1, x0+1)
 	withLegend(dc, p, leg, 3.3*vg.Inch)
 }

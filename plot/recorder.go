@@ -31,6 +31,11 @@ type Step struct {
 	// Prefix caching: the step's lookups and hits in tokens (requests
 	// back from preemption apart, as vLLM counts them).
 	PrefixQueries, PrefixHits int64
+	// Blocks held per running request: the most one request holds (-1:
+	// unknown, the record had no Held list), and all of them over how
+	// many requests.
+	HeldMax           int32
+	HeldTotal, HeldBy int32
 }
 
 // Run is a recorded run: its steps (binned, with exact markers), its
@@ -50,6 +55,9 @@ type Run struct {
 	FromTrace bool
 	// PrefixCaching: the run cached by prefix (the prefix chart).
 	PrefixCaching bool
+	// HeldPerRequest: the records listed each request's blocks (the held
+	// chart).
+	HeldPerRequest bool
 }
 
 // Recorder builds a Run from the engine's step records:
@@ -81,6 +89,10 @@ func (r *Recorder) Observe(rec *step.Record) {
 	}
 	st.HighestSlot = rec.HighestSlot
 	st.PrefixQueries, st.PrefixHits = rec.PrefixQueries, rec.PrefixHits
+	st.heldPerRequest(rec)
+	if st.HeldMax >= 0 {
+		r.run.HeldPerRequest = true
+	}
 	r.run.add(&st)
 	for _, f := range rec.Finished {
 		r.run.TTFT = append(r.run.TTFT, sim.Time(f.FirstTokenNS-f.ArrivalNS).Seconds())
@@ -89,6 +101,26 @@ func (r *Recorder) Observe(rec *step.Record) {
 			r.run.ITL = append(r.run.ITL, sim.Time(f.LastTokenNS-f.FirstTokenNS).Seconds()/float64(f.NumOutputTokens-1))
 		}
 	}
+}
+
+// heldPerRequest reads the blocks each running request holds from the
+// record's Held list (one entry per table entry, a table's together).
+func (st *Step) heldPerRequest(rec *step.Record) {
+	st.HeldMax, st.HeldTotal, st.HeldBy = -1, int32(rec.BlocksHeldByRunning), int32(rec.Running)
+	if len(rec.Held) == 0 {
+		return
+	}
+	st.HeldMax, st.HeldBy = 0, 0
+	for i := 0; i < len(rec.Held); {
+		j := i
+		for j < len(rec.Held) && rec.Held[j].Table == rec.Held[i].Table {
+			j++
+		}
+		st.HeldMax = max(st.HeldMax, int32(j-i))
+		st.HeldBy++
+		i = j
+	}
+	st.HeldTotal = int32(len(rec.Held))
 }
 
 // addRow counts one row's scheduled tokens under its kind: decoding,

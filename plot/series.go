@@ -26,6 +26,10 @@ type Bin struct {
 	Steps                           int64
 	// PrefixQueries and PrefixHits sum the bin's steps (tokens).
 	PrefixQueries, PrefixHits int64
+	// MaxHeldPerRequest is the most blocks one running request held (-1:
+	// unknown); HeldTotal over HeldBy the mean per running request.
+	MaxHeldPerRequest int32
+	HeldTotal, HeldBy int64
 }
 
 func (s *Step) tokens() int32 { return s.Decode + s.Extend + s.Prefill + s.NewCut }
@@ -34,7 +38,8 @@ func newBin(s *Step) Bin {
 	return Bin{FirstStep: s.Step, LastStep: s.Step, StartNS: s.StartNS, EndNS: s.EndNS, Busiest: *s,
 		MaxBlocksHeld: s.BlocksHeld, MaxSlotsHeld: s.SlotsHeld, MinFreeQueue: s.FreeQueue, HighestSlot: s.HighestSlot,
 		MaxWaiting: s.Waiting, MaxRunning: s.Running, MaxRows: s.Rows, Preempted: int64(s.Preempted), Steps: 1,
-		PrefixQueries: s.PrefixQueries, PrefixHits: s.PrefixHits}
+		PrefixQueries: s.PrefixQueries, PrefixHits: s.PrefixHits,
+		MaxHeldPerRequest: s.HeldMax, HeldTotal: int64(s.HeldTotal), HeldBy: int64(s.HeldBy)}
 }
 
 // merge folds o (the later bin) into b.
@@ -54,6 +59,9 @@ func (b *Bin) merge(o *Bin) {
 	b.Steps += o.Steps
 	b.PrefixQueries += o.PrefixQueries
 	b.PrefixHits += o.PrefixHits
+	b.MaxHeldPerRequest = max(b.MaxHeldPerRequest, o.MaxHeldPerRequest)
+	b.HeldTotal += o.HeldTotal
+	b.HeldBy += o.HeldBy
 }
 
 // Marker is an exact step with a count of events there.

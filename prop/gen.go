@@ -46,6 +46,21 @@ type Config struct {
 	// per-token rate in percent.
 	SpecMethods        []string
 	MinSpecK, MaxSpecK int
+	// CacheModes lists the prefix-caching settings to draw (Params.
+	// CacheMode: "", on, align, all; empty: off). MaxShared > 0 draws each
+	// request's shared prefix, 0..MaxShared ids of HashBlock tokens from
+	// one of Families prompts.
+	CacheModes           []string
+	MaxShared, HashBlock int
+	Families             int
+}
+
+// Prefix is c drawing prefix caching in modes (on, align, all; "" off)
+// over prompts that share up to maxShared ids of hashBlock tokens, in
+// three families.
+func Prefix(c Config, hashBlock, maxShared int, modes ...string) Config {
+	c.CacheModes, c.HashBlock, c.MaxShared, c.Families = modes, hashBlock, maxShared, 3
+	return c
 }
 
 // Spec is c drawing speculative decoding with methods and K in lo..hi.
@@ -172,6 +187,14 @@ func (c *Config) Validate() error {
 	if len(c.SpecMethods) > 0 && (c.MinSpecK < 1 || c.MaxSpecK < c.MinSpecK || c.MaxSpecK > 16) {
 		return fmt.Errorf("num_speculative_tokens range [%d, %d] is empty or outside [1, 16]", c.MinSpecK, c.MaxSpecK)
 	}
+	for _, m := range c.CacheModes {
+		if m != "" && m != "on" && m != "align" && m != "all" {
+			return fmt.Errorf("prefix caching mode %q: want on, align, all or \"\" (off)", m)
+		}
+	}
+	if c.MaxShared < 0 || c.MaxShared > 0 && (c.HashBlock < 1 || c.Families < 1) {
+		return fmt.Errorf("shared prefixes: %d ids of %d tokens in %d families", c.MaxShared, c.HashBlock, c.Families)
+	}
 	if c.MaxBits > 64 || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
 		return fmt.Errorf("bad bounds: bits ≤ 64, gaps, extra blocks and threshold ≥ 0")
 	}
@@ -193,11 +216,16 @@ func Gen(c Config) gopter.Gen {
 	for i, b := range c.ChunkedPrefill {
 		bools[i] = b
 	}
-	req := gen.Struct(reflect.TypeOf(Request{}), map[string]gopter.Gen{
+	reqFields := map[string]gopter.Gen{
 		"GapUS":  intRange(0, c.MaxGapUS),
 		"Prompt": intRange(c.MinPrompt, c.MaxPrompt),
 		"Output": intRange(c.MinOutput, c.MaxOutput),
-	})
+		"Family": gen.Const(0), "Shared": gen.Const(0),
+	}
+	if c.MaxShared > 0 {
+		reqFields["Family"], reqFields["Shared"] = intRange(0, c.Families-1), intRange(0, c.MaxShared)
+	}
+	req := gen.Struct(reflect.TypeOf(Request{}), reqFields)
 	spec := map[string]gopter.Gen{
 		"SpecMethod": gen.Const(""), "SpecK": gen.Const(0), "SpecAccepted": gen.Const(-1), "SpecRatePct": gen.Const(0),
 	}
@@ -226,6 +254,11 @@ func Gen(c Config) gopter.Gen {
 		"Backend":        consts(c.Backends),
 		"CUDAGraphMode":  gen.Const(c.CUDAGraphMode),
 		"Patches":        gen.Const(c.Patches),
+		"CacheMode":      gen.Const(""),
+		"HashBlock":      gen.Const(c.HashBlock),
+	}
+	if len(c.CacheModes) > 0 {
+		fields["CacheMode"] = consts(c.CacheModes)
 	}
 	for k, g := range spec {
 		fields[k] = g

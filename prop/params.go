@@ -17,6 +17,10 @@ type Request struct {
 	GapUS  int
 	Prompt int
 	Output int
+	// Shared leading hash blocks (Params.HashBlock tokens each) of prompt
+	// Family: requests of one family share them, as a trace's equal
+	// leading hash_ids do (0: a prompt of the request's own).
+	Family, Shared int
 }
 
 // Params is one generated scenario. Fields are plain values so that
@@ -55,6 +59,38 @@ type Params struct {
 	SpecRatePct  int
 	// AsyncScheduling is engine.async_scheduling.
 	AsyncScheduling bool
+	// CacheMode is prefix caching: "" off, "on" with the release's
+	// Mamba cache mode, "align" or "all" that mode (hybrids; releases
+	// before the modes take their own). Where vLLM would refuse the pair
+	// or statesim does not model it (v0, numeric backends, no attention
+	// layer, no chunked prefill on a hybrid, speculative decoding on a
+	// hybrid) caching stays off. HashBlock is the tokens per shared hash
+	// id of the requests' prompts.
+	CacheMode string
+	HashBlock int
+}
+
+// prefixCaching is whether p runs with prefix caching, and the mode to
+// ask for ("" for the release's).
+func (p *Params) prefixCaching() (bool, string) {
+	if p.CacheMode == "" || p.Version == "v0" || p.Backend != "symbolic" {
+		return false, ""
+	}
+	sh := p.Shape()
+	if sh.NumAttentionLayers() == 0 {
+		return false, ""
+	}
+	if sh.NumMambaLayers() == 0 {
+		return true, ""
+	}
+	if !p.ChunkedPrefill || p.specK() > 0 {
+		return false, ""
+	}
+	mode := p.CacheMode
+	if mode == "on" || p.Version == "v0.13" || p.Version == "v0.14" {
+		mode = "" // before #30877 (v0.15) there is no mode to ask for
+	}
+	return true, mode
 }
 
 // specK is K as run (0 when speculative decoding is off).
@@ -111,10 +147,18 @@ func (p *Params) NumGPUBlocks() int {
 	l := sh.Layout(blockSize)
 	most := 0
 	k := p.specK()
+	on, _ := p.prefixCaching()
 	for _, r := range p.Requests {
 		// 1 + K state columns per Mamba group, and room for K drafts
 		// and K lookahead slots past the request's last token.
-		n := l.NumMambaGroups()*(1+k) + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output+2*k, l.BlockSize)
+		perGroup := 1 + k
+		if on {
+			// A Mamba cache mode (K = 0): align holds the copy source
+			// beside the running block, all a block per block of tokens
+			// (either may be the release's choice).
+			perGroup = max(2, ceilDiv(r.Prompt+r.Output, l.BlockSize))
+		}
+		n := l.NumMambaGroups()*perGroup + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output+2*k, l.BlockSize)
 		most = max(most, n)
 	}
 	return max(2, 1+most+p.ExtraBlocks)
@@ -130,6 +174,11 @@ func (p *Params) budget() int {
 		for _, r := range p.Requests {
 			b = max(b, r.Prompt+r.Output)
 		}
+	}
+	if on, _ := p.prefixCaching(); on {
+		// Align mode needs a block within the budget (#34445).
+		sh := p.Shape()
+		b = max(b, sh.Layout(blockSize).BlockSize)
 	}
 	return b
 }
@@ -170,8 +219,14 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
 	}
 	e.AsyncScheduling = p.AsyncScheduling
+	if on, mode := p.prefixCaching(); on {
+		e.EnablePrefixCaching, e.MambaCacheMode = true, mode
+	}
 	sc.Workload = workload.Spec{Kind: "trace", Path: tracePath,
 		PromptLen: workload.Dist{Kind: "trace"}, OutputLen: workload.Dist{Kind: "trace"}}
+	if p.shares() {
+		sc.Workload.HashField, sc.Workload.HashBlockTokens = "hash_ids", p.HashBlock
+	}
 	sc.Backend.Kind = p.Backend
 	sc.Checks = scenarios.Checks{Keep: 3, MaxSteps: maxSteps}
 	sc.File = name
@@ -190,9 +245,40 @@ func (p *Params) TraceJSONL() []byte {
 		if i > 0 {
 			at += r.GapUS
 		}
-		fmt.Fprintf(&b, "{\"timestamp\": %d.%06d, \"input_tokens\": %d, \"output_tokens\": %d}\n", at/1e6, at%1e6, r.Prompt, r.Output)
+		fmt.Fprintf(&b, "{\"timestamp\": %d.%06d, \"input_tokens\": %d, \"output_tokens\": %d", at/1e6, at%1e6, r.Prompt, r.Output)
+		if p.shares() {
+			// The family's ids first, then the request's own: one id per
+			// HashBlock tokens, the last one partial.
+			b.WriteString(", \"hash_ids\": [")
+			shared := min(r.Shared, r.Prompt/p.HashBlock)
+			for k := range ceilDiv(r.Prompt, p.HashBlock) {
+				if k > 0 {
+					b.WriteString(", ")
+				}
+				id := 1_000_000*(i+1) + k
+				if k < shared {
+					id = r.Family*1000 + k
+				}
+				fmt.Fprintf(&b, "%d", id)
+			}
+			b.WriteString("]")
+		}
+		b.WriteString("}\n")
 	}
 	return []byte(b.String())
+}
+
+// shares reports whether any request shares a prefix.
+func (p *Params) shares() bool {
+	if p.HashBlock <= 0 {
+		return false
+	}
+	for _, r := range p.Requests {
+		if r.Shared > 0 && r.Prompt >= p.HashBlock {
+			return true
+		}
+	}
+	return false
 }
 
 // String summarises the scenario on one line.
@@ -227,6 +313,22 @@ func (p *Params) String() string {
 	}
 	if len(p.Patches) > 0 {
 		fmt.Fprintf(&b, ", patches %v", p.Patches)
+	}
+	if on, mode := p.prefixCaching(); on {
+		if mode == "" {
+			mode = "the release's mode"
+		}
+		fmt.Fprintf(&b, ", prefix caching (%s)", mode)
+	}
+	if p.shares() {
+		fmt.Fprintf(&b, ", shared prefixes of %d-token ids [", p.HashBlock)
+		for i, r := range p.Requests {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%d×%d", r.Family, min(r.Shared, r.Prompt/p.HashBlock))
+		}
+		b.WriteString("]")
 	}
 	if k := p.specK(); k > 0 {
 		fmt.Fprintf(&b, ", %s K=%d ", p.SpecMethod, k)

@@ -134,6 +134,11 @@ type RPrefixCache struct {
 	CachedBlocks  int64          `json:"cached_blocks"`
 	EvictedBlocks int64          `json:"evicted_blocks"`
 	Groups        []RPrefixGroup `json:"groups"`
+	// MambaCacheMode is the Mamba groups' mode (align, all) on a hybrid;
+	// DroppedHitTokens the attention hit tokens given up because no Mamba
+	// state was cached at their end (a hit must exist in every group).
+	MambaCacheMode   string `json:"mamba_cache_mode,omitempty"`
+	DroppedHitTokens int64  `json:"dropped_hit_tokens,omitempty"`
 }
 
 // RPrefixGroup is one KV cache group's hits.
@@ -317,6 +322,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		for _, g := range pc.Groups {
 			p("  group %d (%s): %d of %d tokens (%.1f%%)\n", g.Group, g.Kind, g.HitTokens, g.QueryTokens, 100*g.HitRate)
+		}
+		if pc.MambaCacheMode != "" {
+			p("  mamba_cache_mode %s: %d attention hit tokens dropped for want of a Mamba state at their end\n", pc.MambaCacheMode, pc.DroppedHitTokens)
 		}
 	}
 	if r.MisclassifiedRows > 0 {

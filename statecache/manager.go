@@ -122,6 +122,10 @@ type KVCacheManager struct {
 	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
 	// keeps one MambaManager per KV cache group); nil otherwise.
 	mamba []*MambaManager
+	// dropped: attention hit tokens the lookups gave up because no Mamba
+	// state was cached at their end (VLLM-FACTS-CURRENT §2.3, known
+	// limits of align).
+	dropped int64
 }
 
 // SharedRefs is how many table entries name a block another table also
@@ -270,8 +274,15 @@ func (m *KVCacheManager) GetComputedBlocks(t *BlockTable, hashes []BlockHash, nu
 	}
 	hit := m.coord.FindLongestCacheHit(m.Pool, hashes, numTokens-1)
 	m.Pool.RecordQuery(numTokens, hit, preempted)
+	if m.mamba != nil {
+		m.dropped += int64(m.coord.FirstRuleHit() - hit)
+	}
 	return hit
 }
+
+// DroppedHitTokens is how many attention hit tokens the lookups so far
+// gave up for want of a Mamba state at their end (0 without Mamba modes).
+func (m *KVCacheManager) DroppedHitTokens() int64 { return m.dropped }
 
 // AllocateSlots is vLLM's allocate_slots with prefix caching, in its
 // order (kv_cache_manager.py @ 003df296): the blocks the numComputed
@@ -611,6 +622,20 @@ func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 		t.Attn[g.i] = bs[:0]
 	}
 	return nil
+}
+
+// StateBlocksHeld counts t's Mamba state blocks: its slots (and
+// speculative columns), or with a Mamba cache mode every real block of
+// its groups' tables.
+func (t *BlockTable) StateBlocksHeld() int {
+	if t.MambaT == nil {
+		return len(t.Mamba) + len(t.Spec)
+	}
+	n := 0
+	for i := range t.MambaT {
+		n += t.MambaT[i].held
+	}
+	return n
 }
 
 // NumHeld counts the blocks in t.

@@ -178,7 +178,15 @@ type HybridCoordinator struct {
 	dst       [][][]int32 // per rule: its groups' slices, lent to the rule
 	looked    []bool
 	rounds    int // of the last lookup (tests check the restarts happen)
+	// first: the first rule's hit in the last lookup's first round, in
+	// tokens (full attention's own, before the other rules trim it).
+	first int
 }
+
+// FirstRuleHit is the last lookup's hit by the first rule alone (full
+// attention's, when the layout has it), in tokens: what the other groups'
+// rules (a Mamba mode's state at the hit's end) cut it down from.
+func (c *HybridCoordinator) FirstRuleHit() int { return c.first }
 
 // NewHybridCoordinator takes the rules over groups 0..numGroups-1, each
 // group in exactly one rule.
@@ -263,6 +271,9 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 			}
 			c.looked[i] = true
 			cur = n * bs
+			if i == 0 && c.rounds == 1 {
+				c.first = cur
+			}
 		}
 		if cur >= hitLen {
 			break

@@ -59,6 +59,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&specs, "spec", "speculative decoding methods to draw (mtp, eagle, ngram; comma-separated); default off")
 	specK := fs.String("spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
 	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565")
+	var cacheModes stringList
+	fs.Var(&cacheModes, "prefix-caching", "prefix-caching settings to draw (comma-separated: on = the release's Mamba cache mode, align, all, off); with it the prompts share prefixes (--shared ids of --hash-block tokens); default off")
+	shared := fs.Int("shared", 3, "most shared hash ids per prompt (with --prefix-caching)")
+	hashBlock := fs.Int("hash-block", 64, "tokens per shared hash id (with --prefix-caching)")
 	var props stringList
 	fs.Var(&props, "property", "property to check (repeatable or comma-separated; default all)")
 	var sets setFlags
@@ -128,6 +132,19 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		cfg = prop.Spec(cfg, klo, khi, specs...)
 		if err := cfg.Validate(); err != nil {
 			return bad("--spec: %v", err)
+		}
+	}
+	if len(cacheModes) > 0 {
+		var modes []string
+		for _, m := range cacheModes {
+			if m == "off" {
+				m = ""
+			}
+			modes = append(modes, m)
+		}
+		cfg = prop.Prefix(cfg, *hashBlock, *shared, modes...)
+		if err := cfg.Validate(); err != nil {
+			return bad("--prefix-caching: %v", err)
 		}
 	}
 	if err := cfg.Validate(); err != nil && len(models) > 0 {

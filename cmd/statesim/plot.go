@@ -12,6 +12,7 @@ import (
 	"statesim/plot"
 	"statesim/scenarios"
 	"statesim/statecache"
+	"statesim/step"
 )
 
 func init() {
@@ -56,7 +57,8 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 			return exitBadInput
 		}
 		rec := plot.NewRecorder()
-		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
+		// Holdings: each request's blocks, for the held-per-request chart.
+		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe, Detail: step.Holdings})
 		if err != nil {
 			return reportRunError(stderr, err)
 		}

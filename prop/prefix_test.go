@@ -1,0 +1,48 @@
+package prop
+
+import (
+	"strings"
+	"testing"
+)
+
+// Prefix-sharing scenarios with Mamba cache modes. The search finds the
+// align-mode stall (a long_prefill_token_threshold below the Mamba block
+// rounds every chunk to 0) and shrinks it to one request; with the
+// threshold off the same modes keep every state read and the block
+// counts honest over the shared prefixes (a small search: the big runs
+// are in docs/bugs.md).
+func TestPrefixSearch(t *testing.T) {
+	r := NewRunner(t.TempDir(), nil)
+	c := Prefix(BugA("v0.31"), 64, 3, "align", "all", "on")
+	c.Presets = []string{"tiny-hybrid"}
+	res := gdnSearchWith(t, r, c, "liveness", 100)
+	if res.Holds {
+		t.Fatalf("no align stall in %d scenarios", res.Trials)
+	}
+	if s := res.Shrunk; len(s.Requests) != 1 || s.CacheMode != "align" || s.LongPrefillTokenThreshold == 0 || s.LongPrefillTokenThreshold >= 32 {
+		t.Errorf("shrunk to %s: want one request in align mode with a threshold under the 32-token block", s)
+	}
+	c.MaxLongPrefill = 0
+	for _, p := range []string{"stale-slot-read", "conservation", "liveness"} {
+		if res := gdnSearchWith(t, r, c, p, 40); !res.Holds {
+			t.Errorf("%s: %v on %s", p, res.Err, res.Shrunk)
+		}
+	}
+	// The generated scenarios do share prefixes and cache them.
+	sharedRuns := 0
+	for i := int64(0); i < 20; i++ {
+		p := Sample(c, i)
+		if !p.shares() {
+			continue
+		}
+		if o := r.Run(p); o.Err == nil && o.Report.PrefixCache != nil && o.Report.PrefixCache.HitTokens > 0 {
+			sharedRuns++
+		}
+		if !strings.Contains(p.String(), "shared prefixes") {
+			t.Errorf("description without its shared prefixes: %s", p)
+		}
+	}
+	if sharedRuns == 0 {
+		t.Error("no generated scenario hit a shared prefix")
+	}
+}
