@@ -32,9 +32,13 @@ const window = sim.Second
 
 // tokens records the running step's tokens, sampled at its end, now.
 func (m *metrics) tokens(now sim.Time) {
-	for w := int64(now / window); m.win < w; m.win++ {
-		m.rate.Add(float64(m.winTokens) / window.Seconds())
-		m.winTokens = 0
+	// A cheap test before dividing, as this runs once per step (a product
+	// that overflows only sends it to the exact loop).
+	if sim.Time(m.win+1)*window <= now {
+		for w := int64(now / window); m.win < w; m.win++ {
+			m.rate.Add(float64(m.winTokens) / window.Seconds())
+			m.winTokens = 0
+		}
 	}
 	m.winTokens += m.stepTokens
 	m.stepTokens = 0

@@ -228,7 +228,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.tw = newTraceWriter(opt.Trace)
 	}
 	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
-	r.bulk = !opt.stepByStep && !sc.Engine.AsyncScheduling && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
+	r.bulk = !opt.stepByStep && !sc.Engine.AsyncScheduling && r.kv.MambaMode() == statecache.MambaNone && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
 		return nil, err
 	}

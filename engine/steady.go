@@ -16,9 +16,11 @@ import (
 // model, the metrics and the counters exactly as one stepped alone would
 // be, in the same order; the scheduler, backend and checker then apply
 // them at once. Nothing observes single steps on this path (Run turns it
-// off for a trace, an observer, record details, a user policy or another
-// backend), and TestBulkMatchesStepByStep holds its reports to the bytes
-// of stepping one by one.
+// off for a trace, an observer unless SkipSteady, record details, a user
+// policy, another backend, async scheduling and a Mamba cache mode other
+// than none, whose per-block states it does not model), and
+// TestBulkMatchesStepByStep holds its reports, records and final state to
+// those of stepping one by one.
 func (r *runner) steady() {
 	r.clean = false
 	k0 := r.s.SteadySteps()
