@@ -135,3 +135,16 @@ func BenchmarkReplaySessions(b *testing.B) {
 func BenchmarkReplaySessionsPrefixCaching(b *testing.B) {
 	benchScenario(b, "sessions-chat", "engine.enable_prefix_caching=true")
 }
+
+// BenchmarkPrefixCachingMemory replays 1x, 4x and 16x the GRPO rollouts
+// (2, 8, 32 training steps, 512 rollouts each) with prefix caching on a
+// pool the trace wraps many times: B/op, all the bytes a replay
+// allocates, stays flat in trace length, so nothing it holds can grow
+// with it (issue 15: block hashes and cached blocks bounded by the pool).
+func BenchmarkPrefixCachingMemory(b *testing.B) {
+	for _, c := range []struct{ name, steps string }{{"1x", "2"}, {"4x", "8"}, {"16x", "32"}} {
+		b.Run(c.name, func(b *testing.B) {
+			benchScenario(b, "rollouts-shared-prefix", "engine.num_gpu_blocks_override=40000", "workload.steps="+c.steps)
+		})
+	}
+}

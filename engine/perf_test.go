@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"statesim/report"
 	"statesim/scenarios"
 )
 
@@ -103,4 +104,41 @@ func TestNoAllocationPerStep(t *testing.T) {
 	if long > short+100 {
 		t.Errorf("%d allocations for %d steps, %d for %d: something allocates per step or request", short, s1, long, s2)
 	}
+}
+
+// With prefix caching, what a run holds is bounded by the pool and the
+// requests in flight, not by the trace: the cached-block table and the
+// blocks' records are arrays over the pool, and a request's block hashes
+// live in its recycled object. Four times the rollouts (the same prompts
+// every training step, new completions) must reuse the same request
+// objects and allocate almost nothing more.
+func TestPrefixCachingMemoryFlat(t *testing.T) {
+	run := func(steps string) (objects int, mallocs uint64, rep *report.Report) {
+		sc, err := scenarios.Load("rollouts-shared-prefix", []string{"workload.prompts=2", "workload.rollouts_per_prompt=8",
+			"engine.num_gpu_blocks_override=2000", "workload.steps=" + steps}) // a pool the trace wraps many times
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		rep, err = Run(sc, Options{newRequests: &objects})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&b)
+		return objects, b.Mallocs - a.Mallocs, rep
+	}
+	o1, m1, r1 := run("3")
+	o4, m4, r4 := run("12")
+	if r4.Finished != 4*r1.Finished || r4.PrefixCache.HitTokens <= 3*r1.PrefixCache.HitTokens || r4.PrefixCache.EvictedBlocks < 2*2000 {
+		t.Fatalf("the long run should finish 4x the requests and keep hitting and evicting: %d and %d finished, hits %d and %d, evictions %d",
+			r1.Finished, r4.Finished, r1.PrefixCache.HitTokens, r4.PrefixCache.HitTokens, r4.PrefixCache.EvictedBlocks)
+	}
+	if o4 > o1 || o4 > 16 {
+		t.Errorf("%d request objects for %d requests, %d for %d (16 in flight): memory grows with the trace", o1, r1.Requests, o4, r4.Requests)
+	}
+	if m4 > m1+100 {
+		t.Errorf("%d allocations for %d requests, %d for %d: something allocates per request", m1, r1.Requests, m4, r4.Requests)
+	}
+	t.Logf("%d and %d requests: %d and %d request objects, %d and %d allocations, %d blocks evicted", r1.Requests, r4.Requests, o1, o4, m1, m4, r4.PrefixCache.EvictedBlocks)
 }
