@@ -443,7 +443,10 @@ func (s *Symbolic) SteadyDecodes(out *sched.Output, k int) (stepBytes int64, ok 
 	for i := range out.Rows {
 		r := out.Rows[i].Req
 		c := r.NumComputedTokens
-		if r.Blocks.HitBlocks() > 0 || !s.Prov.DecodesLeased(&r.Blocks, r.ID, c, c+k, s.bs) {
+		// A hit row's reads of its hit blocks are checked once
+		// (checkHits), again only after a clobber, which DecodesLeased
+		// rules out.
+		if (r.Blocks.HitBlocks() > 0 && !r.Blocks.HitChecked()) || !s.Prov.DecodesLeased(&r.Blocks, r.ID, c, c+k, s.bs) {
 			return 0, false
 		}
 		if len(r.Blocks.Mamba) > 0 {

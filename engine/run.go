@@ -252,6 +252,17 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 				buf = buf[:0]
 			}
 		}
+		if pool := r.kv.Pool; pool.PrefixCaching() {
+			// What the cache says each block holds, and the eviction order.
+			for b := int32(1); b < int32(pool.NumBlocks()); b++ {
+				buf = fmt.Appendf(buf, "%d %+v %d\n", b, pool.Record(b), pool.RefCount(b))
+				if len(buf) > 1<<15 {
+					opt.digest.Write(buf)
+					buf = buf[:0]
+				}
+			}
+			buf = fmt.Appendf(buf, "%v %+v\n", pool.FreeQueue(), pool.Stats())
+		}
 		opt.digest.Write(buf)
 	}
 	if opt.Following && tracer != nil {

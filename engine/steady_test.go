@@ -33,7 +33,14 @@ func TestBulkMatchesStepByStep(t *testing.T) {
 			"engine.state_index_bits=24", "engine.vllm_version=v0.14", "engine.scheduling_policy=priority"}, true},
 		{"azure-conv", []string{"workload.limit=300", "engine.vllm_version=v0.19"}, true},
 		{"azure-conv", []string{"workload.limit=300", "model.preset=attention-only-3b", "engine.enable_prefix_caching=false"}, true},
-		{"azure-conv", []string{"workload.limit=100", "model.preset=attention-only-3b", "engine.enable_prefix_caching=true"}, false},
+		// Prefix caching: blocks cached as decodes fill them, hits on
+		// shared prompts, evictions and preemptions on small pools.
+		{"azure-conv", []string{"workload.limit=300", "model.preset=attention-only-3b", "engine.enable_prefix_caching=true"}, true},
+		{"azure-conv", []string{"workload.limit=600", "workload.rate_scale=6", "model.preset=attention-only-3b", "engine.enable_prefix_caching=true",
+			"engine.num_gpu_blocks_override=700"}, true},
+		{"sessions-chat", []string{"workload.sessions=16", "workload.turns_per_session=3"}, true},
+		{"rollouts-shared-prefix", []string{"workload.prompts=2", "workload.rollouts_per_prompt=8", "workload.steps=2", "engine.num_gpu_blocks_override=1500"}, true},
+		{"mooncake-attention", []string{"workload.limit=60"}, true},
 		// FULL decode graphs replaying the persistent state-index buffer.
 		{"azure-conv", []string{"workload.limit=300", "engine.cudagraph_mode=full_and_piecewise", "engine.vllm_version=v0.31", "engine.enable_prefix_caching=false"}, true},
 		// The step limit reached inside a stretch of steady steps.

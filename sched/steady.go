@@ -9,8 +9,10 @@ import (
 // SteadySteps is how many steps from the next would schedule the last
 // step's batch again, every row one token further: 0 unless the last step
 // gave each running request one decode token (none prefilling, none
-// preempted) on the decode path, nothing waits, and the V1 policy runs
-// without prefix caching (whose per-step caching is state). Such a step
+// preempted) on the decode path, nothing waits, and the V1 policy runs.
+// With prefix caching a decode step caches a block only when it fills
+// one, so the bound stops a step short of that (the filling step caches
+// it in its own step, as vLLM does). Such a step
 // leaves everything V1 reads as it was but the counts, until a row
 // finishes (max_tokens, max_model_len) or reaches the end of its last
 // block (a new block, or the next block's records): the bound returned.
@@ -23,11 +25,15 @@ func (s *Scheduler) SteadySteps() int {
 	n := len(out.Rows)
 	if _, v1 := s.Policy.(V1); !v1 || s.ForcePrefill || n == 0 || n != len(s.Running) || len(s.Waiting) > 0 ||
 		len(out.Preempted) > 0 || out.NumDecodes != n || out.NumScheduledTokens != n || n > s.Cfg.MaxNumBatchedTokens ||
-		behaviours[s.Version].Reorder == ReorderNone || s.KV.PrefixCaching() || s.Cfg.AsyncScheduling ||
+		behaviours[s.Version].Reorder == ReorderNone || s.Cfg.AsyncScheduling ||
 		s.Spec.On() { // every speculative step draws its acceptances and moves the state columns
 		return 0
 	}
 	bs := s.KV.BlockSize()
+	fill := 0 // steps to the block's end that may be replayed
+	if s.KV.PrefixCaching() {
+		fill = 1 // the step that fills it caches it (cacheRunning)
+	}
 	k := math.MaxInt
 	for i := range out.Rows {
 		row := &out.Rows[i]
@@ -40,7 +46,7 @@ func (s *Scheduler) SteadySteps() int {
 		// Step j (from 1) computes position c+j-1 and samples token
 		// NumOutputTokens+j: it must not finish, and must fit c's block.
 		k = min(k, r.MaxTokens-r.NumOutputTokens-1, s.Cfg.MaxModelLen-r.NumTokens()-1,
-			r.Blocks.Covered()-c, (c/bs+1)*bs-c)
+			r.Blocks.Covered()-c, (c/bs+1)*bs-c-fill)
 	}
 	return max(k, 0)
 }
