@@ -21,8 +21,8 @@ import (
 // A read is explained only by the reader's own state after exactly its
 // computed tokens in the column it reads: another column, one written over
 // drafts the sampler rejected (more tokens than were accepted), or
-// another request's bytes is a stale-slot-read naming both sides. The
-// state lease shortcut is not taken: the columns do not share a record.
+// another request's bytes is a stale-slot-read naming both sides. A clean
+// decode takes the column lease (statecache.SpecDecode) instead.
 func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 	r := row.Req
 	t := &r.Blocks
@@ -31,7 +31,16 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 	c, q := row.NumComputed, row.NumScheduled
 	decode := row.Path == sched.PathDecode || row.Graph == sched.GraphFull
 	acc := min(r.AcceptedColumn(), k)
+	if decode && c > 0 && row.KernelSlots == nil {
+		// The common case: the columns hold only this request's writes,
+		// one record per column for all groups (statecache's column
+		// lease); the slots were counted in HighestSlot when leased.
+		if _, ok := s.Prov.SpecDecode(t, r.ID, c, acc, q, k, s.step); ok {
+			return
+		}
+	}
 	s.Prov.SettleState(t)
+	defer s.Prov.LeaseColumns(t, r.ID, k)
 	if decode && c == 0 {
 		slot := t.Column(0, acc, k)
 		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 
 	"statesim/check"
+	"statesim/report"
 	"statesim/scenarios"
 )
 
@@ -79,5 +82,51 @@ func TestSpecDecodeAsync(t *testing.T) {
 	}
 	if fixed, _ := runSpec(t, "v0.31\n  async_scheduling: true\n  patches: [+55898]", "mtp"); fixed != 0 {
 		t.Fatalf("v0.31 +55898 async: %d stale-slot-reads", fixed)
+	}
+}
+
+// The column lease (statecache.SpecDecode) against the plain checks, which
+// read and write every column of every group every step: the same
+// reports and --trace bytes, with #55894's stale reads firing (v0.31 MTP),
+// clean (+55898), EAGLE, ngram, fixed acceptance and a pool small enough
+// to preempt.
+func TestSpecColumnLeaseMatchesPlain(t *testing.T) {
+	cases := []struct {
+		name, version, method string
+		sets                  []string
+		stale                 bool
+	}{
+		{"mtp-55894", "v0.31", "mtp", nil, true},
+		{"mtp-55898", "v0.31\n  patches: [+55898]", "mtp", nil, false},
+		{"eagle", "v0.31\n  patches: [+55898]", "eagle", []string{"engine.speculative.acceptance_rate=0.3"}, false},
+		{"ngram-fixed", "v0.31", "ngram", []string{"engine.speculative.accepted=2"}, false},
+		{"preempt", "v0.31\n  patches: [+55898]", "mtp", []string{"engine.num_gpu_blocks_override=60"}, false},
+		{"async-55894", "v0.31\n  async_scheduling: true", "mtp", nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			y := strings.NewReplacer("VERSION", c.version, "METHOD", c.method).Replace(specScenario)
+			run := func(plain bool) (string, string, *report.Report) {
+				sc, err := scenarios.Parse([]byte(y), "mtp.yaml", c.sets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := sha256.New()
+				rep, err := Run(sc, Options{Trace: h, plainChecks: plain})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return reportJSON(t, rep), fmt.Sprintf("%x", h.Sum(nil)), rep
+			}
+			fast, fastTrace, rep := run(false)
+			plain, plainTrace, _ := run(true)
+			if got := rep.Count(check.StaleSlotRead) > 0; got != c.stale {
+				t.Fatalf("stale-slot-reads %d, want some: %v", rep.Count(check.StaleSlotRead), c.stale)
+			}
+			if fast != plain || fastTrace != plainTrace {
+				t.Errorf("the column lease and the plain checks disagree")
+			}
+		})
 	}
 }

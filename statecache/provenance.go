@@ -288,6 +288,11 @@ type lease struct {
 	tokens  int32
 	writer  RequestID
 	step    int64
+	// spec: the state columns under speculative decoding are leased,
+	// one record per column in cols (see spec_lease.go); specK is K.
+	spec  bool
+	specK int
+	cols  []colRecord
 }
 
 // kvGroup is one attention group's check cache: ok leading blocks are
@@ -352,7 +357,11 @@ func (ps *Provenances) stateLeased(t *BlockTable, req RequestID, computed int) b
 // SettleState writes t's Mamba state lease, if any, back to its slots.
 func (ps *Provenances) SettleState(t *BlockTable) {
 	st := &t.st
-	if st.ps == nil || !st.state {
+	if st.ps == nil {
+		return
+	}
+	st.ps.settleColumns(t)
+	if !st.state {
 		return
 	}
 	for _, b := range t.Mamba {

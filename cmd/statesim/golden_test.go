@@ -61,10 +61,11 @@ func hashCases() []hashCase {
 				cs = append(cs, hashCase{name: n + "@100k", args: []string{n, "--set", "workload.count=100000"}})
 			}
 			cs = append(cs, hashCase{name: n + "@10k", args: []string{n, "--set", "workload.count=10000"}})
-		case "azure-conv", "wrap32":
-			// Their traces (a gigabyte and a third of one) cost more than
-			// the rest of the suite's traces together; the other
-			// built-ins pin the trace writer, the long tier these two.
+		case "azure-conv", "wrap32", "azure-conv-qwen3-next-mtp":
+			// Their traces (a gigabyte, a third of one, and 400 MB of
+			// spec steps) cost more than the rest of the suite's traces
+			// together; the other built-ins pin the trace writer, the
+			// long tier these.
 			cs = append(cs, hashCase{name: n, args: []string{n}, trace: longTests()})
 		default:
 			cs = append(cs, hashCase{name: n, args: []string{n}, trace: true})
