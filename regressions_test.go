@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +87,23 @@ func cudagraphStale() prop.Config {
 	return c
 }
 
+// cudagraphStaleMTP is the same dispatch under MTP: the uniform decode
+// length is 1 + K, so a prompt chunk of exactly 1 + K tokens replays the
+// spec-decode graph (#53051). #55898 is applied so that the search does
+// not stop at #55894's threshold first.
+func cudagraphStaleMTP() prop.Config {
+	c := prop.Spec(prop.GDN("v0.31", "qwen3-next-80b-a3b"), 1, 4, "mtp")
+	c.CUDAGraphMode = "full_and_piecewise"
+	c.Patches = []string{"+55898"}
+	return c
+}
+
+// also53059 adds open PR #53059's dispatch guard to the patches.
+func also53059(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+53059")
+	return "53059"
+}
+
 func gdnBudgetCut() prop.Config {
 	c := prop.GDN("v0.22", "qwen3-next-80b-a3b")
 	c.MinPrompt = 2
@@ -130,6 +148,7 @@ var regressions = []regression{
 	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "cudagraph-stale-qwen3-next", cfg: cudagraphStale, prop: "stale-slot-read", seed: 1, control: with53059},
+	{name: "cudagraph-stale-qwen3-next-mtp", cfg: cudagraphStaleMTP, prop: "stale-slot-read", seed: 1, control: also53059},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
 }
