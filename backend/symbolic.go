@@ -68,11 +68,16 @@ type Symbolic struct {
 	// of KV reads through a hit (checkHits).
 	KV      *statecache.KVCacheManager
 	hitRows []int // rows whose hit blocks are checked once all rows wrote
-	layout  model.Layout
-	bs      int
-	stateRW int64 // bytes one Mamba layer moves to read+write a state
-	nMamba  int   // Mamba layers
-	step    int64
+	// AcceptedAtSchedule: rows carry their acceptances when executed
+	// (async scheduling draws them at schedule), so align mode's boundary
+	// copy runs in Execute; otherwise the engine calls PostProcess once
+	// the step's output is applied.
+	AcceptedAtSchedule bool
+	layout             model.Layout
+	bs                 int
+	stateRW            int64 // bytes one Mamba layer moves to read+write a state
+	nMamba             int   // Mamba layers
+	step               int64
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.
@@ -226,6 +231,13 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		s.Stats.MambaPrefillRows++
 	}
 	s.Stats.StateBytesMoved += s.stateRW * int64(s.nMamba)
+	if r.Blocks.MambaT != nil && len(r.Blocks.Spec) > 0 {
+		s.alignSpec(row, now)
+		if s.AcceptedAtSchedule {
+			s.PostProcess(row) // the runner knows the acceptances before the next step
+		}
+		return
+	}
 	if r.Blocks.MambaT != nil {
 		s.restoreState(row, now)
 	}

@@ -140,6 +140,20 @@ func setupErr(sc *scenarios.Scenario, format string, a ...any) error {
 	return &scenarios.InputError{File: sc.File, Msg: fmt.Sprintf(format, a...)}
 }
 
+// asyncScheduling is whether the scheduler runs one step ahead: asked
+// for, and not turned off by Mamba prefix caching (#33352, vllm/config/
+// vllm.py), which from #33997 leaves it on in align mode.
+func asyncScheduling(sc *scenarios.Scenario, mode statecache.ResolvedMambaMode) bool {
+	b := sc.Version().Behaviour()
+	if !sc.Engine.AsyncScheduling {
+		return false
+	}
+	if mode.PrefixCaching && mode.Mode != statecache.MambaNone && b.AsyncOffMambaPC {
+		return b.SpecSafeFree && mode.Mode == statecache.MambaAlign
+	}
+	return true
+}
+
 // Run replays a scenario and returns its report. An error means the run
 // could not be set up or a component broke; invariant violations are not
 // errors, they are the report.
@@ -173,7 +187,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	}
 	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, statecache.ManagerOptions{
 		EnablePrefixCaching: mode.PrefixCaching, FreeOrder: freeOrderOf(sc, mode.PrefixCaching), MambaCacheMode: mode.Mode,
-		NumSpeculativeBlocks: sc.Spec().K})
+		NumSpeculativeBlocks: sc.Spec().K, SpecSafeFree: sc.Version().Behaviour().SpecSafeFree})
 	if err != nil {
 		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
 	}
@@ -182,7 +196,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
 		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
 		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
-		StateKind: r.shape.StateKind(), MambaAlignBlockSize: alignBlockSize(kv), AsyncScheduling: sc.Engine.AsyncScheduling,
+		StateKind: r.shape.StateKind(), MambaAlignBlockSize: alignBlockSize(kv), AsyncScheduling: asyncScheduling(sc, mode),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	if sp := sc.Spec(); sp.On() {
@@ -198,6 +212,13 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r.sym.Prov.Plain = opt.plainChecks
 	r.sym.KV = r.kv
 	r.sym.Out, r.sym.Detail = &r.step, opt.Detail
+	if r.s.Spec.On() && mode.Mode == statecache.MambaAlign {
+		if r.s.Cfg.AsyncScheduling {
+			r.sym.AcceptedAtSchedule = true
+		} else {
+			r.s.OnAccepted = r.sym.PostProcess
+		}
+	}
 	r.be = r.sym
 	if k := sc.Backend.Kind; k != "symbolic" {
 		f, err := backend.Lookup(k)

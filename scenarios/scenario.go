@@ -458,7 +458,7 @@ func (s *Scenario) validatePrefixCaching() error {
 	case s.Model.Shape.NumAttentionLayers() == 0:
 		return fe(f, "a model without attention layers: statesim's prefix cache needs an attention group")
 	}
-	if res.Mode != statecache.MambaNone && s.Spec().K > 0 {
+	if res.Mode == statecache.MambaAll && s.Spec().K > 0 {
 		return fe(f, "%s", statecache.ErrSpecMambaPrefixCaching)
 	}
 	if res.Mode == statecache.MambaAlign {

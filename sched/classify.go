@@ -104,6 +104,15 @@ type Behaviour struct {
 	// stateful builder requires, not the minimum over every group (open
 	// PR #55898, for #55894; spec.go).
 	ThresholdMax bool
+	// AsyncOffMambaPC: async scheduling is turned off when Mamba prefix
+	// caching is on, align or all (#33352); with SpecSafeFree it stays on
+	// for align.
+	AsyncOffMambaPC bool
+	// SpecSafeFree: align mode's MambaManager frees on num_computed_tokens
+	// less K, since under async scheduling the count may include drafts
+	// the step in flight rejects, and async scheduling is allowed again
+	// with align (#33997).
+	SpecSafeFree bool
 }
 
 // Split is the split of builder k.
@@ -129,12 +138,12 @@ var (
 // patched entries at init). The releases' rows are written out here and
 // checked against their PR sets in TestReleasesArePRSets.
 var behaviours = [numPatched]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false},
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, true, true},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, true, true},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, true, true},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false},
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in

@@ -27,6 +27,8 @@ var prs = []pr{
 	{42430, V022, []int{37303}, "Mamba split forces only stateless rows (short extends decode)"},
 	{51565, V031, []int{42430}, "GDN split forces stateless rows"},
 	{51483, V031, []int{42430}, "Kimi-K3 KDA split forces stateless rows"},
+	{33352, V019, nil, "async scheduling off with Mamba prefix caching"},
+	{33997, V019, []int{33352}, "align mode frees on num_computed - K; async scheduling back on for align"},
 	{53059, numVersions, nil, "uniform-decode CUDA-graph dispatch requires no prefilling row (open)"},
 	{55898, numVersions, nil, "runner reorder threshold: the stateful builders' 1 + K wins over the drafter's 1 (open)"},
 }
@@ -34,12 +36,12 @@ var prs = []pr{
 const (
 	baseBits   = 3 // releases V013..V0 fit in 3 bits
 	baseMask   = 1<<baseBits - 1
-	numPatched = 1 << (baseBits + 7) // every release under every subset of prs
+	numPatched = 1 << (baseBits + 9) // every release under every subset of prs
 )
 
 func init() {
-	if len(prs) != 7 || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes 7 PRs and releases in 3 bits")
+	if len(prs) != 9 || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes 9 PRs and releases in 3 bits")
 	}
 	for set := 1; set < 1<<len(prs); set++ {
 		for rel := Version(0); rel < numVersions; rel++ {
@@ -95,6 +97,8 @@ func behaviourOf(set int) Behaviour {
 	}
 	b.GraphGuard = has(53059)
 	b.ThresholdMax = has(55898)
+	b.AsyncOffMambaPC = has(33352)
+	b.SpecSafeFree = has(33997)
 	return b
 }
 

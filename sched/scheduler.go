@@ -118,11 +118,16 @@ type Policy interface {
 // is short and the caller should preempt. With prefix caching the blocks
 // its known tokens fill are cached too.
 func (st *State) Allocate(r *Request, numTokens int) (bool, error) {
+	return st.allocate(r, numTokens, 0)
+}
+
+// allocate is Allocate whose numTokens include lookahead slots.
+func (st *State) allocate(r *Request, numTokens, lookahead int) (bool, error) {
 	if !st.KV.PrefixCaching() {
 		return st.KV.Allocate(r.ID, &r.Blocks, numTokens)
 	}
 	st.hashes(r)
-	return st.KV.AllocateSlots(r.ID, &r.Blocks, r.NumComputedTokens, 0, numTokens, r.NumTokens(), r.BlockHashes)
+	return st.KV.AllocateSlotsLookahead(r.ID, &r.Blocks, r.NumComputedTokens, 0, numTokens, lookahead, r.NumTokens(), r.BlockHashes)
 }
 
 // hashes brings r.BlockHashes up to r's known tokens.
@@ -390,14 +395,21 @@ func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i,
 		// next proposals past the scheduled tokens.
 		n += lookahead
 	}
-	if r.NumComputedTokens+n <= r.Blocks.Covered() { // a decode mostly fits
+	// Align mode's Mamba tables grow with the main model's tokens, which
+	// the lookahead-sized attention blocks can already cover.
+	la := max(lookahead, 0)
+	short := func() bool {
+		return r.NumComputedTokens+n > r.Blocks.Covered() ||
+			la > 0 && st.KV.MambaNeedsBlocks(&r.Blocks, r.NumComputedTokens+n-la)
+	}
+	if !short() { // a decode mostly fits
 		if st.KV.PrefixCaching() {
 			return true, st.cacheRunning(r, n)
 		}
 		return true, nil
 	}
-	for r.NumComputedTokens+n > r.Blocks.Covered() {
-		ok, err := st.Allocate(r, r.NumComputedTokens+n)
+	for short() {
+		ok, err := st.allocate(r, r.NumComputedTokens+n, la)
 		if err != nil {
 			return false, err
 		}
@@ -503,6 +515,11 @@ type Scheduler struct {
 	Version      Version
 	ForcePrefill bool
 	Graphs       Graphs // the CUDA-graph dispatch (cudagraph.go); zero: eager
+	// OnAccepted, when set, is called in Update for each sampling row
+	// under speculative decoding once its acceptance is drawn, before
+	// finished requests free their blocks: the model runner's
+	// post-step state copies (align mode's boundary copy) happen then.
+	OnAccepted func(row *Row)
 	// Batch is the model runner's persistent input batch: Rows come out in
 	// its row order (V0 keeps scheduling order).
 	Batch InputBatch
@@ -720,6 +737,9 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 		}
 		if spec {
 			s.specUpdate(row, now)
+			if s.OnAccepted != nil {
+				s.OnAccepted(row) // before the frees: the runner's copies come first
+			}
 			continue
 		}
 		s.emit(r, now)

@@ -219,6 +219,9 @@ type MambaSpec struct {
 	// NumSpeculativeBlocks is K (num_speculative_blocks); 0 without
 	// speculative decoding.
 	NumSpeculativeBlocks int
+	// SpecSafeFree: align mode's frees go by num_computed_tokens − K
+	// (#33997).
+	SpecSafeFree bool
 }
 
 // MambaNoneBlockSize is the Mamba block size without Mamba prefix caching:

@@ -22,6 +22,22 @@ type MambaTable struct {
 	// runs covers this many tokens; srcTokens: the copy source's.
 	tokens, srcTokens int
 	held              int // real blocks in Blocks
+	// worker is the model runner's running-state index + 1 (0: none),
+	// its mamba_state_idx, kept by the backend (SetWorkerIndex).
+	worker int
+}
+
+// WorkerIndex is the model runner's running-state index for t (its
+// mamba_state_idx after the last step), -1 when it has none: a new or
+// resumed request, or one whose table was freed.
+func (t *MambaTable) WorkerIndex() int { return t.worker - 1 }
+
+// SetWorkerIndex records the runner's running-state index.
+func (t *MambaTable) SetWorkerIndex(i int) { t.worker = i + 1 }
+
+// Holds reports whether block b is one of t's real blocks.
+func (t *MambaTable) Holds(b int32) bool {
+	return b != NullBlock && slices.Contains(t.Blocks, b)
 }
 
 // Held is how many real (non-null) blocks t holds.
@@ -87,6 +103,11 @@ func NewMambaManager(pool *BlockPool, spec MambaSpec, g int32) (*MambaManager, e
 // become null; a freed block with a hash stays findable in the free queue.
 func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComputed int) error {
 	b := m.Spec.BlockSize
+	if m.Spec.Mode == MambaAlign && m.Spec.SpecSafeFree {
+		// NOTE(tdoublep), #33997: under async scheduling the count may
+		// include drafts the step in flight rejects; assume all were.
+		numComputed = max(0, numComputed-m.Spec.NumSpeculativeBlocks)
+	}
 	if skipped := numComputed - 1; skipped > 0 {
 		m.freed = m.freed[:0]
 		for i := min(skipped/b, len(t.Blocks)) - 1; i >= 0 && t.Blocks[i] != NullBlock; i-- {
@@ -110,6 +131,15 @@ func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComp
 		}
 	}
 	return nil
+}
+
+// mainTokens is the tokens a table is sized for: align mode drops the
+// lookahead (num_tokens_main_model), the other modes keep it.
+func (m *MambaManager) mainTokens(numTokens, lookahead int) int {
+	if m.Spec.Mode == MambaAlign {
+		return numTokens - lookahead
+	}
+	return numTokens
 }
 
 // BlocksToAllocate is get_num_blocks_to_allocate for a request that will
@@ -230,6 +260,12 @@ func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens
 		return nil
 	}
 	if required < prev {
+		if k > 0 {
+			// Under async scheduling the previous step's count included
+			// drafts since rejected: the table is over-allocated (#33997's
+			// NOTE), and stays as it is.
+			return nil
+		}
 		return fmt.Errorf("mamba group %d: request %d needs %d blocks, holds %d", m.Group, req, required, prev)
 	}
 	switch {

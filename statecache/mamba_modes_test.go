@@ -74,11 +74,11 @@ func TestMaxBlocksPerRequest(t *testing.T) {
 		spec MambaSpec
 		want int
 	}{
-		{MambaSpec{MambaNone, 8192, 0}, 1},
-		{MambaSpec{MambaNone, 8192, 2}, 3},
-		{MambaSpec{MambaAlign, 544, 0}, 2},
-		{MambaSpec{MambaAlign, 544, 3}, 5},
-		{MambaSpec{MambaAll, 544, 0}, 16}, // cdiv(8192, 544)
+		{MambaSpec{MambaNone, 8192, 0, false}, 1},
+		{MambaSpec{MambaNone, 8192, 2, false}, 3},
+		{MambaSpec{MambaAlign, 544, 0, false}, 2},
+		{MambaSpec{MambaAlign, 544, 3, false}, 5},
+		{MambaSpec{MambaAll, 544, 0, false}, 16}, // cdiv(8192, 544)
 	}
 	for _, c := range cases {
 		if got := c.spec.MaxBlocksPerRequest(8192); got != c.want {

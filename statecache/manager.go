@@ -150,6 +150,8 @@ type ManagerOptions struct {
 	// MambaCacheMode is the Mamba groups' mode with prefix caching on
 	// (align or all; see ResolveMambaCacheMode).
 	MambaCacheMode MambaCacheMode
+	// SpecSafeFree: align mode frees on num_computed_tokens − K (#33997).
+	SpecSafeFree bool
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -157,9 +159,10 @@ type ManagerOptions struct {
 // (VLLM-FACTS-CURRENT §2.1: prefix caching on resolves to align or all).
 const ErrHybridPrefixCaching = "prefix caching on a hybrid model needs mamba_cache_mode align or all"
 
-// ErrSpecMambaPrefixCaching: speculative blocks in align/all mode are not
-// modelled (the speculative columns exist in mode none only).
-const ErrSpecMambaPrefixCaching = "speculative decoding with mamba_cache_mode align or all is not modelled yet: set engine.enable_prefix_caching false"
+// ErrSpecMambaPrefixCaching: speculative blocks in all mode are not
+// modelled; vLLM treats all + spec decode as broken (#39809) and resolves
+// a spec run's mode to align since #40454.
+const ErrSpecMambaPrefixCaching = "speculative decoding with mamba_cache_mode all is not modelled (vLLM picks align for spec decode since #40454; all + MTP was broken, #39809): use mamba_cache_mode align"
 
 type groupRef struct {
 	mamba bool
@@ -202,7 +205,7 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	if nm > 0 && o.MambaCacheMode == MambaNone {
 		return nil, fmt.Errorf("%s", ErrHybridPrefixCaching)
 	}
-	if nm > 0 && o.NumSpeculativeBlocks > 0 {
+	if nm > 0 && o.NumSpeculativeBlocks > 0 && o.MambaCacheMode == MambaAll {
 		return nil, fmt.Errorf("%s", ErrSpecMambaPrefixCaching)
 	}
 	if na == 0 {
@@ -212,7 +215,7 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	if nm > 0 {
 		// Page unification gives the Mamba groups the attention block
 		// size in align and all mode: one hash list serves every group.
-		spec := MambaSpec{Mode: o.MambaCacheMode, BlockSize: m.blockSize, NumSpeculativeBlocks: o.NumSpeculativeBlocks}
+		spec := MambaSpec{Mode: o.MambaCacheMode, BlockSize: m.blockSize, NumSpeculativeBlocks: o.NumSpeculativeBlocks, SpecSafeFree: o.SpecSafeFree}
 		var ids []int32
 		for i, g := range m.order {
 			if !g.mamba {
@@ -294,6 +297,15 @@ func (m *KVCacheManager) DroppedHitTokens() int64 { return m.dropped }
 // tokens fill are cached, before the step writes them. False when the
 // pool is short, the free hit blocks counting as allocations.
 func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, numComputed, hitTokens, numTokens, numKnown int, hashes []BlockHash) (bool, error) {
+	return m.AllocateSlotsLookahead(req, t, numComputed, hitTokens, numTokens, 0, numKnown, hashes)
+}
+
+// AllocateSlotsLookahead is AllocateSlots whose numTokens include
+// lookahead slots for the drafter (num_lookahead_tokens): align mode's
+// Mamba groups size their tables by the main model's tokens only
+// (num_tokens_main_model: draft models have no Mamba layers, and the
+// lookahead would break the alignment).
+func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, numComputed, hitTokens, numTokens, lookahead, numKnown int, hashes []BlockHash) (bool, error) {
 	if m.coord == nil {
 		return m.Allocate(req, t, numTokens)
 	}
@@ -317,7 +329,7 @@ func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, numComputed
 		need += max(want-len(t.Attn[g])-hb, 0)
 	}
 	for g, mm := range m.mamba {
-		need += mm.BlocksToAllocate(&t.MambaT[g], numTokens, computed, m.mambaHit(g, hitTokens))
+		need += mm.BlocksToAllocate(&t.MambaT[g], mm.mainTokens(numTokens, lookahead), computed, m.mambaHit(g, hitTokens))
 	}
 	if need > m.Pool.NumFree() {
 		return false, nil
@@ -348,7 +360,7 @@ func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, numComputed
 	for _, g := range m.order {
 		if g.mamba {
 			if m.mamba != nil {
-				if err := m.mamba[g.i].AllocateNewBlocks(req, &t.MambaT[g.i], numTokens); err != nil {
+				if err := m.mamba[g.i].AllocateNewBlocks(req, &t.MambaT[g.i], m.mamba[g.i].mainTokens(numTokens, lookahead)); err != nil {
 					return false, err // counted above: cannot happen
 				}
 			}
@@ -400,14 +412,35 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	return nil
 }
 
-// syncSlots points each Mamba group's slot at its running block. A lease
-// over the old slots is written back first: it covers the blocks it was
-// taken on.
+// MambaNeedsBlocks reports whether a Mamba group's table must grow for
+// a request to hold numTokens main-model tokens, when its attention
+// blocks (sized with the lookahead) already do.
+func (m *KVCacheManager) MambaNeedsBlocks(t *BlockTable, numTokens int) bool {
+	for g, mm := range m.mamba {
+		if mm.Spec.Mode == MambaAlign && mambaCeilDiv(numTokens, mm.Spec.BlockSize)+mm.Spec.NumSpeculativeBlocks > len(t.MambaT[g].Blocks) {
+			return true
+		}
+	}
+	return false
+}
+
+// syncSlots points each Mamba group's slot at its running block, and
+// under speculative decoding its columns 1..K at the K blocks after it
+// (align mode: the table's last 1 + K positions). A lease over the old
+// slots is written back first: it covers the blocks it was taken on.
 func (m *KVCacheManager) syncSlots(t *BlockTable) {
 	moved := false
 	for g, mm := range m.mamba {
 		if mm.State(&t.MambaT[g]).Running != t.Mamba[g] {
 			moved = true
+		}
+	}
+	if m.spec > 0 {
+		for g := range m.mamba {
+			bl := t.MambaT[g].Blocks
+			for j := 1; j <= m.spec; j++ {
+				t.Spec[g*m.spec+j-1] = bl[len(bl)-1-m.spec+j]
+			}
 		}
 	}
 	if !moved {

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"statesim/check"
+	"statesim/scenarios"
+	"statesim/step"
+)
+
+// alignMTP is hybridRollouts in align mode under MTP K = 3 with outputs
+// long enough to cross block boundaries while decoding (the drafts'
+// columns move with the running block), #55898 applied so #55894 stays
+// out of the way, and a pool that never preempts.
+func alignMTP(t *testing.T, seed int, sets ...string) *scenarios.Scenario {
+	return hybridRollouts(t, "align", 64, append([]string{fmt.Sprintf("seed=%d", seed),
+		"engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=3", "engine.speculative.acceptance_rate=0.6",
+		"workload.output_len.value=120", "engine.patches=[+55898]"}, sets...)...)
+}
+
+// Spec decode in align mode, sync and async: every state read (the
+// runner's columns from its own count, the copy at a boundary from
+// column num_accepted − 1, restores of boundaries the post-step copy
+// wrote) checks out, and later rollouts hit the cache.
+func TestAlignSpecClean(t *testing.T) {
+	for _, async := range []string{"false", "true"} {
+		for seed := 1; seed <= 3; seed++ {
+			var hits int64
+			rep, err := Run(alignMTP(t, seed, "engine.async_scheduling="+async), Options{Observe: func(r *step.Record) { hits += r.PrefixHits }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.TotalViolations() != 0 || rep.Finished != rep.Requests || hits == 0 {
+				t.Errorf("async %s seed %d: %d/%d finished, %d hit tokens, violations %+v", async, seed, rep.Finished, rep.Requests, hits, rep.Violations)
+			}
+		}
+	}
+}
+
+// The align-spec path's restore check can fail: without chunk alignment
+// a boundary's hash is cached over a state of fewer tokens, and a
+// rollout restoring it under MTP is caught.
+func TestAlignSpecRestoreMismatchCaught(t *testing.T) {
+	rep, err := Run(alignMTP(t, 1, "engine.max_num_batched_tokens=40"), Options{noChunkAlign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Count(check.StaleSlotRead) == 0 {
+		t.Fatalf("no stale-slot-read without chunk alignment under MTP: %+v", rep.Violations)
+	}
+	if v := rep.Violations[0]; !strings.Contains(v.Detail, "align, K = 3") || !strings.Contains(v.Detail, "the cache says block") {
+		t.Errorf("violation %s: want the align-spec restore naming the cache's claim", v.String())
+	}
+}
+
+// #33352 turns async scheduling off with Mamba prefix caching; #33997
+// turns it back on for align. A release with both keeps it in align and
+// drops it in all; removing #33997 drops it in align too; removing both
+// keeps it.
+func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
+	for _, c := range []struct {
+		mode, patches string
+		want          bool
+	}{
+		{"align", "[]", true},
+		{"all", "[]", false},
+		{"align", "[-33997]", false},
+		{"align", "[-33997, -33352]", true},
+		{"all", "[-33997, -33352]", true},
+	} {
+		sc := hybridRollouts(t, c.mode, 64, "engine.async_scheduling=true", "engine.patches="+c.patches)
+		mode, err := sc.MambaMode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := asyncScheduling(sc, mode); got != c.want {
+			t.Errorf("%s %s: async %v, want %v", c.mode, c.patches, got, c.want)
+		}
+	}
+	if _, err := scenarios.Parse([]byte("name: x\nmodel: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, patches: [-33352]}\n"), "x.yaml", nil); err == nil || !strings.Contains(err.Error(), "33997") || !strings.Contains(err.Error(), "33352") {
+		t.Errorf("removing #33352 under #33997: %v, want an error naming both", err)
+	}
+}
