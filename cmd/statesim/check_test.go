@@ -27,11 +27,11 @@ func TestCheckFindsAndReplaysBugA(t *testing.T) {
 }
 
 func TestCheckCleanWhenFixed(t *testing.T) {
-	code, out, errs := runCLI("check", "--trials", "60", "--out", t.TempDir())
+	code, out, errs := runCLI("check", "--trials", "20", "--out", t.TempDir())
 	if code != exitClean {
 		t.Fatalf("exit %d, want %d\n%s%s", code, exitClean, out, errs)
 	}
-	if !strings.Contains(out, "no-decode-before-prefill   ok (60 scenarios)") {
+	if !strings.Contains(out, "no-decode-before-prefill   ok (20 scenarios)") {
 		t.Errorf("output:\n%s", out)
 	}
 }

@@ -253,7 +253,7 @@ func TestOutputHashes(t *testing.T) {
 func TestRunPrintsTheReport(t *testing.T) {
 	for _, c := range []hashCase{
 		{name: "imposter", args: []string{"imposter"}, trace: true},
-		{name: "wrap16-mock", args: []string{"wrap16-mock", "--set", "workload.num_prompts=8"}, trace: true},
+		{name: "nemotron-h-imposter", args: []string{"nemotron-h-imposter"}, trace: true},
 	} {
 		var tr bytes.Buffer
 		text, js, err := render(c, &tr)
