@@ -9,6 +9,7 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 
+	"statesim/scenarios"
 	"statesim/sched"
 )
 
@@ -53,6 +54,61 @@ type Config struct {
 	CacheModes           []string
 	MaxShared, HashBlock int
 	Families             int
+	// PatchSets, when set, are the engine.patches to draw from (an empty
+	// set: the release as shipped), in place of Patches.
+	PatchSets [][]string
+	// Async lists the engine.async_scheduling values to draw (empty:
+	// off; the v0 control and the numeric backends run it off).
+	Async []bool
+	// CUDAGraphModes, when set, lists the engine.cudagraph_mode values to
+	// draw, in place of CUDAGraphMode.
+	CUDAGraphModes []string
+	// AvoidAlignStall: see Params.AvoidAlignStall.
+	AvoidAlignStall bool
+}
+
+// Matrix is c drawing every dimension the simulator models: every
+// release from v0.13, the hybrid presets and every built-in model config
+// with state layers (Mamba1, Mamba2, GDN, KDA, ...), speculative
+// decoding off or MTP, EAGLE or ngram with K in 1..4, async scheduling on
+// and off, prefix caching off, on (the release's mode), align and all
+// over shared-prefix prompts, and CUDA graphs off (eager) or
+// full_and_piecewise (vLLM's default). It steps around the known
+// align-long-prefill-stall hang. Callers pin a dimension by setting it
+// afterwards.
+func Matrix(c Config) Config {
+	c.Versions = Releases()
+	c.Presets = MatrixModels()
+	c.MinPrompt = 1
+	c.SpecMethods, c.MinSpecK, c.MaxSpecK = []string{"off", "mtp", "eagle", "ngram"}, 1, 4
+	c.Async = []bool{false, true}
+	c = Prefix(c, 64, 3, "", "on", "align", "all")
+	c.CUDAGraphModes = []string{"none", "full_and_piecewise"}
+	c.AvoidAlignStall = true
+	return c
+}
+
+// Releases lists the V1 releases sched models, oldest first.
+func Releases() []string {
+	var out []string
+	for _, v := range sched.VersionNames() {
+		if v != "v0" && v != "fixed" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// MatrixModels lists the hybrid presets, then every built-in model
+// config with state layers.
+func MatrixModels() []string {
+	out := slices.Clone(HybridPresets)
+	for _, m := range scenarios.BuiltinModels() {
+		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Prefix is c drawing prefix caching in modes (on, align, all; "" off)
@@ -180,8 +236,22 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, m := range c.SpecMethods {
-		if _, err := sched.ParseSpecMethod(m); err != nil || m == "" {
-			return fmt.Errorf("speculative method %q: want mtp, eagle or ngram", m)
+		if _, err := sched.ParseSpecMethod(m); m != "off" && (err != nil || m == "") {
+			return fmt.Errorf("speculative method %q: want off, mtp, eagle or ngram", m)
+		}
+	}
+	for _, set := range c.PatchSets {
+		for _, v := range c.Versions {
+			if r, err := sched.ParseVersion(v); err == nil && len(set) > 0 {
+				if _, err := sched.Patched(r, set); err != nil {
+					return fmt.Errorf("patch set %v on %s: %w", set, v, err)
+				}
+			}
+		}
+	}
+	for _, m := range c.CUDAGraphModes {
+		if _, err := sched.ParseCUDAGraphMode(m); err != nil {
+			return fmt.Errorf("cudagraph_mode: %w", err)
 		}
 	}
 	if len(c.SpecMethods) > 0 && (c.MinSpecK < 1 || c.MaxSpecK < c.MinSpecK || c.MaxSpecK > 16) {
@@ -230,8 +300,14 @@ func Gen(c Config) gopter.Gen {
 		"SpecMethod": gen.Const(""), "SpecK": gen.Const(0), "SpecAccepted": gen.Const(-1), "SpecRatePct": gen.Const(0),
 	}
 	if len(c.SpecMethods) > 0 {
+		methods := slices.Clone(c.SpecMethods)
+		for i, m := range methods {
+			if m == "off" {
+				methods[i] = ""
+			}
+		}
 		spec = map[string]gopter.Gen{
-			"SpecMethod":   consts(c.SpecMethods),
+			"SpecMethod":   consts(methods),
 			"SpecK":        intRange(c.MinSpecK, c.MaxSpecK),
 			"SpecAccepted": intRange(-1, c.MaxSpecK),
 			"SpecRatePct":  intRange(0, 100),
@@ -259,6 +335,22 @@ func Gen(c Config) gopter.Gen {
 	}
 	if len(c.CacheModes) > 0 {
 		fields["CacheMode"] = consts(c.CacheModes)
+	}
+	// The matrix's other dimensions draw nothing unless listed, so other
+	// configs generate what they did before.
+	fields["AvoidAlignStall"] = gen.Const(c.AvoidAlignStall)
+	if len(c.PatchSets) > 0 {
+		fields["Patches"] = patchSets(c.PatchSets)
+	}
+	if len(c.CUDAGraphModes) > 0 {
+		fields["CUDAGraphMode"] = consts(c.CUDAGraphModes)
+	}
+	if len(c.Async) > 0 {
+		a := make([]any, len(c.Async))
+		for i, x := range c.Async {
+			a[i] = x
+		}
+		fields["AsyncScheduling"] = choice(a)
 	}
 	for k, g := range spec {
 		fields[k] = g
@@ -366,6 +458,40 @@ func choice(xs []any) gopter.Gen {
 			}
 		})
 		res.Sieve = func(v any) bool { return slices.Contains(xs, v) }
+		return res
+	}
+}
+
+// patchSets draws one of sets (as a fresh slice) and shrinks towards the
+// front, like choice.
+func patchSets(sets [][]string) gopter.Gen {
+	idx := make([]any, len(sets))
+	for i := range sets {
+		idx[i] = i
+	}
+	pick := choice(idx)
+	find := func(v []string) int {
+		for i, s := range sets {
+			if slices.Equal(s, v) {
+				return i
+			}
+		}
+		return -1
+	}
+	return func(gp *gopter.GenParameters) *gopter.GenResult {
+		r := pick(gp)
+		i, _ := r.Retrieve()
+		res := gopter.NewGenResult(slices.Clone(sets[i.(int)]), func(v any) gopter.Shrink {
+			next := r.Shrinker(find(v.([]string)))
+			return func() (any, bool) {
+				j, ok := next()
+				if !ok {
+					return nil, false
+				}
+				return slices.Clone(sets[j.(int)]), true
+			}
+		})
+		res.Sieve = func(v any) bool { return find(v.([]string)) >= 0 }
 		return res
 	}
 }

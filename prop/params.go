@@ -68,6 +68,18 @@ type Params struct {
 	// id of the requests' prompts.
 	CacheMode string
 	HashBlock int
+	// AvoidAlignStall raises a long_prefill_token_threshold below the
+	// Mamba block to the block when the scenario runs in align mode (set
+	// by Config, never drawn): searches that are not after the
+	// align-long-prefill-stall hang step around it.
+	AvoidAlignStall bool
+}
+
+// async is engine.async_scheduling as run: vLLM's v0 control has no async
+// scheduler and the numeric backends do not model it, so there it stays
+// off.
+func (p *Params) async() bool {
+	return p.AsyncScheduling && p.Version != "v0" && p.Backend == "symbolic"
 }
 
 // prefixCaching is whether p runs with prefix caching, and the mode to
@@ -143,11 +155,17 @@ const blockSize = 16
 
 // NumGPUBlocks is the pool the scenario runs with, null block included.
 func (p *Params) NumGPUBlocks() int {
+	on, _ := p.prefixCaching()
+	return p.poolSize(p.specK(), on)
+}
+
+// poolSize is the smallest pool that fits the largest request alone
+// under K speculative tokens, with or without prefix caching, plus
+// ExtraBlocks.
+func (p *Params) poolSize(k int, on bool) int {
 	sh := p.Shape()
 	l := sh.Layout(blockSize)
 	most := 0
-	k := p.specK()
-	on, _ := p.prefixCaching()
 	for _, r := range p.Requests {
 		// 1 + K state columns per Mamba group, and room for K drafts
 		// and K lookahead slots past the request's last token.
@@ -156,12 +174,25 @@ func (p *Params) NumGPUBlocks() int {
 			// A Mamba cache mode (K = 0): align holds the copy source
 			// beside the running block, all a block per block of tokens
 			// (either may be the release's choice).
-			perGroup = max(2, ceilDiv(r.Prompt+r.Output, l.BlockSize))
+			perGroup = max(2, ceilDiv(r.Prompt+r.Output, l.BlockSize)) + k
 		}
 		n := l.NumMambaGroups()*perGroup + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output+2*k, l.BlockSize)
 		most = max(most, n)
 	}
 	return max(2, 1+most+p.ExtraBlocks)
+}
+
+// sizePool sets sc's num_gpu_blocks_override for the speculative tokens
+// and prefix caching sc runs with, which --set overrides may have changed
+// from what p drew.
+func (p *Params) sizePool(sc *scenarios.Scenario) {
+	k := 0
+	if sc.Engine.Speculative.Method != "" {
+		k = sc.Engine.Speculative.NumSpeculativeTokens
+	}
+	m, err := sc.MambaMode()
+	on := err == nil && m.PrefixCaching
+	sc.Engine.NumGPUBlocksOverride = p.poolSize(k, on)
 }
 
 // budget is max_num_batched_tokens as run: without chunked prefill (and
@@ -218,7 +249,7 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		e.Speculative = scenarios.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: k, Accepted: p.SpecAccepted,
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
 	}
-	e.AsyncScheduling = p.AsyncScheduling
+	e.AsyncScheduling = p.async()
 	if on, mode := p.prefixCaching(); on {
 		e.EnablePrefixCaching, e.MambaCacheMode = true, mode
 	}
@@ -232,6 +263,12 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	sc.File = name
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("generated scenario %s: %w", name, err)
+	}
+	if m, err := sc.MambaMode(); p.AvoidAlignStall && err == nil && m.PrefixCaching && m.Mode.String() == "align" {
+		if bs := sc.Model.Shape.Layout(blockSize).BlockSize; e.LongPrefillTokenThreshold > 0 && e.LongPrefillTokenThreshold < bs {
+			e.LongPrefillTokenThreshold = bs
+			sc.Description += fmt.Sprintf(" (raised to the Mamba block, %d: align)", bs)
+		}
 	}
 	return &sc, nil
 }
@@ -308,7 +345,7 @@ func (p *Params) String() string {
 	if p.CUDAGraphMode != "" && p.CUDAGraphMode != "none" {
 		fmt.Fprintf(&b, ", cudagraph_mode %s", p.CUDAGraphMode)
 	}
-	if p.AsyncScheduling {
+	if p.async() {
 		b.WriteString(", async scheduling")
 	}
 	if len(p.Patches) > 0 {

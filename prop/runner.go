@@ -55,7 +55,8 @@ func NewRunner(dir string, sets []string) *Runner {
 }
 
 // Build writes p's trace and returns its scenario, with the overrides
-// applied.
+// applied; the pool is sized for the speculative tokens and prefix
+// caching the overrides leave, unless they set num_gpu_blocks_override.
 func (r *Runner) Build(p *Params, name string) (*scenarios.Scenario, error) {
 	data := p.TraceJSONL()
 	sum := sha256.Sum256(data)
@@ -74,7 +75,23 @@ func (r *Runner) Build(p *Params, name string) (*scenarios.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.Parse(y, name, r.Sets)
+	if sc, err = scenarios.Parse(y, name, r.Sets); err != nil {
+		return nil, err
+	}
+	if !r.setsPool() {
+		p.sizePool(sc)
+	}
+	return sc, nil
+}
+
+// setsPool reports whether an override sets the pool itself.
+func (r *Runner) setsPool() bool {
+	for _, s := range r.Sets {
+		if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "engine.num_gpu_blocks_override" {
+			return true
+		}
+	}
+	return false
 }
 
 // Run runs p once (or returns the cached outcome).

@@ -24,7 +24,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--version V] [--patches +N,-N] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario",
 		run: cmdCheck,
 	}
@@ -48,17 +48,21 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	seed := fs.Int64("seed", 1, "search seed: the same seed generates the same scenarios")
 	trials := fs.Int("trials", 500, "generated scenarios per property")
-	version := fs.String("version", "fixed", "vLLM version the scenarios run: "+strings.Join(sched.VersionNames(), ", "))
+	versionFlag := fs.String("version", "fixed", "vLLM versions the scenarios run (comma-separated, or all: every release from v0.13): "+strings.Join(sched.VersionNames(), ", "))
+	matrix := fs.Bool("matrix", false, "draw every dimension: all releases, the hybrid presets and every built-in model, spec decode off/mtp/eagle/ngram, async on/off, prefix caching off/on/align/all, CUDA graphs none/full_and_piecewise; the other flags pin one")
+	var asyncs, graphs stringList
+	fs.Var(&asyncs, "async", "engine.async_scheduling values to draw: on, off (comma-separated); default off")
+	fs.Var(&graphs, "cudagraph", "engine.cudagraph_mode values to draw (comma-separated): none, piecewise, full_decode_only, full_and_piecewise")
 	bits := fs.String("bits", "64", "state_index_bits, N or LO-HI; below 64 draws the tiny hybrid with pools of hundreds of blocks, where the wrap is reachable")
 	outDir := fs.String("out", "statesim-check", "directory for shrunk counterexamples")
 	shrinks := fs.Int("max-shrinks", 1000, "successful shrink steps at most per counterexample")
 	backendKind := fs.String("backend", "symbolic", "backend the scenarios run on: symbolic, mock, or cuda (a binary built with `make cuda`, on a GPU)")
 	var models stringList
-	fs.Var(&models, "model", "models to draw (repeatable or comma-separated): presets or built-in configs, e.g. qwen3-next-80b-a3b or kimi-linear-48b-a3b (the GDN builder's models); default the hybrid presets")
+	fs.Var(&models, "model", "models to draw (repeatable or comma-separated): presets or built-in configs, e.g. qwen3-next-80b-a3b or kimi-linear-48b-a3b (the GDN builder's models), or all (every hybrid preset and built-in config); default the hybrid presets")
 	var specs, patches stringList
-	fs.Var(&specs, "spec", "speculative decoding methods to draw (mtp, eagle, ngram; comma-separated); default off")
+	fs.Var(&specs, "spec", "speculative decoding methods to draw (off, mtp, eagle, ngram; comma-separated); default off")
 	specK := fs.String("spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
-	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565")
+	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059")
 	var cacheModes stringList
 	fs.Var(&cacheModes, "prefix-caching", "prefix-caching settings to draw (comma-separated: on = the release's Mamba cache mode, align, all, off); with it the prompts share prefixes (--shared ids of --hash-block tokens); default off")
 	shared := fs.Int("shared", 3, "most shared hash ids per prompt (with --prefix-caching)")
@@ -84,9 +88,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if *shrinks < 1 {
 		return bad("--max-shrinks must be >= 1, got %d", *shrinks)
 	}
-	if _, err := sched.ParseVersion(*version); err != nil {
+	versions, err := parseVersions(*versionFlag)
+	if err != nil {
 		return bad("--version: %v", err)
 	}
+	version := &versions[0]
 	lo, hi, err := parseBits(*bits)
 	if err != nil {
 		return bad("--bits: %v", err)
@@ -94,6 +100,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	ps, err := prop.ByName(props)
 	if err != nil {
 		return bad("--property: %v", err)
+	}
+	if len(models) == 1 && models[0] == "all" {
+		models = prop.MatrixModels()
 	}
 	cfg := prop.DefaultConfig()
 	if lo < 64 {
@@ -115,19 +124,47 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		cfg.Presets = append(slices.Clone(cfg.Presets), prop.GDNModels...)
 		cfg.MinPrompt = 1
 	}
-	cfg.Versions = []string{*version}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *matrix {
+		cfg = prop.Matrix(cfg)
+		if len(models) > 0 {
+			cfg.Presets = models
+		}
+	}
+	if !*matrix || given["version"] {
+		cfg.Versions = versions
+	}
 	cfg.MinBits, cfg.MaxBits = lo, hi
 	if len(patches) > 0 {
-		v, _ := sched.ParseVersion(*version)
-		if _, err := sched.Patched(v, patches); err != nil {
+		sets, err := parsePatchSets(patches)
+		if err != nil {
 			return bad("--patches: %v", err)
 		}
-		cfg.Patches = patches
+		for _, v := range cfg.Versions {
+			r, _ := sched.ParseVersion(v)
+			for _, set := range sets {
+				if len(set) == 0 {
+					continue
+				}
+				if _, err := sched.Patched(r, set); err != nil {
+					return bad("--patches: %s: %v", v, err)
+				}
+			}
+		}
+		if len(sets) == 1 {
+			cfg.Patches = sets[0]
+		} else {
+			cfg.PatchSets = sets
+		}
 	}
-	if len(specs) > 0 {
+	if len(specs) > 0 || *matrix && given["spec-k"] {
 		klo, khi, err := parseRange(*specK, 1, 16)
 		if err != nil {
 			return bad("--spec-k: %v", err)
+		}
+		if len(specs) == 0 {
+			specs = cfg.SpecMethods
 		}
 		cfg = prop.Spec(cfg, klo, khi, specs...)
 		if err := cfg.Validate(); err != nil {
@@ -145,6 +182,21 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		cfg = prop.Prefix(cfg, *hashBlock, *shared, modes...)
 		if err := cfg.Validate(); err != nil {
 			return bad("--prefix-caching: %v", err)
+		}
+	}
+	if len(asyncs) > 0 {
+		cfg.Async = nil
+		for _, a := range asyncs {
+			if a != "on" && a != "off" {
+				return bad("--async: %q: want on or off", a)
+			}
+			cfg.Async = append(cfg.Async, a == "on")
+		}
+	}
+	if len(graphs) > 0 {
+		cfg.CUDAGraphModes = graphs
+		if err := cfg.Validate(); err != nil {
+			return bad("--cudagraph: %v", err)
 		}
 	}
 	if err := cfg.Validate(); err != nil && len(models) > 0 {
@@ -173,7 +225,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 
-	fmt.Fprintf(stdout, "statesim check: seed %d, %d trials per property, vLLM %s, %s-bit state index", *seed, *trials, *version, *bits)
+	fmt.Fprintf(stdout, "statesim check: seed %d, %d trials per property, vLLM %s, %s-bit state index", *seed, *trials, strings.Join(cfg.Versions, ","), *bits)
+	if *matrix {
+		fmt.Fprintf(stdout, ", matrix")
+	}
+	if len(asyncs) > 0 {
+		fmt.Fprintf(stdout, ", async %s", asyncs.String())
+	}
+	if len(graphs) > 0 {
+		fmt.Fprintf(stdout, ", cudagraph_mode %s", graphs.String())
+	}
 	if len(models) > 0 {
 		fmt.Fprintf(stdout, ", models %s", strings.Join(models, ", "))
 	}
@@ -306,6 +367,49 @@ func validateSets(r *prop.Runner, cfg prop.Config, seed int64) error {
 		return fmt.Errorf("--set: %w", err)
 	}
 	return err
+}
+
+// parseVersions reads a comma-separated list of vllm_version names, or
+// all: every V1 release modelled.
+func parseVersions(s string) ([]string, error) {
+	if s == "all" {
+		return prop.Releases(), nil
+	}
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if _, err := sched.ParseVersion(v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parsePatchSets reads --patches: one set, or several separated by "/"
+// (none: the release as shipped).
+func parsePatchSets(list []string) ([][]string, error) {
+	var sets [][]string
+	var cur []string
+	for _, p := range list {
+		for i, part := range strings.Split(p, "/") {
+			if i > 0 {
+				sets, cur = append(sets, cur), nil
+			}
+			if part = strings.TrimSpace(part); part != "" && part != "none" {
+				cur = append(cur, part)
+			}
+		}
+	}
+	sets = append(sets, cur)
+	for _, set := range sets {
+		for _, p := range set {
+			if !strings.HasPrefix(p, "+") && !strings.HasPrefix(p, "-") {
+				return nil, fmt.Errorf("%q: want +N or -N", p)
+			}
+		}
+	}
+	return sets, nil
 }
 
 // parseRange reads N or LO-HI within [min, max].
