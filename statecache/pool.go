@@ -303,6 +303,26 @@ func (p *BlockPool) FreeBlocks(req RequestID, blocks []int32) error {
 	if err := p.release(req, blocks); err != nil {
 		return err
 	}
+	if p.order == FreshToHead && p.pc != nil {
+		// One pass: cached blocks to the tail in order, fresh ones (a
+		// request's partial last block, mostly) gathered and put at the
+		// head in order, as the two passes below would.
+		fresh := p.pc.fresh[:0]
+		for _, b := range blocks {
+			if !p.freeable(b) {
+				continue
+			}
+			if p.pc.rec[b].Cached {
+				p.queue(b, false)
+			} else {
+				p.holder[b] = NoRequest
+				fresh = append(fresh, b)
+			}
+		}
+		p.q.PrependN(fresh)
+		p.pc.fresh = fresh[:0]
+		return nil
+	}
 	if p.order == FreshToHead {
 		for i := len(blocks) - 1; i >= 0; i-- {
 			if b := blocks[i]; p.freeable(b) && !p.isCached(b) {

@@ -114,10 +114,10 @@ func BenchmarkPoolPopPush(b *testing.B) {
 }
 
 // TestBlockTableMatchesMap: random puts, deletes and lookups on a small
-// table (so probe runs collide and wrap) agree with a Go map.
+// table (so probe runs collide and wrap) agree with a Go map, with two
+// keys that share a tag (a match the head's record must refuse).
 func TestBlockTableMatchesMap(t *testing.T) {
-	tab := newBlockTable(6) // 16 slots
-	ref := map[BlockKey]int32{}
+	const perKey = 8
 	x := uint64(1)
 	rnd := func(n int) int { x = mix(x + 0x9e3779b97f4a7c15); return int(x % uint64(n)) }
 	keys := make([]BlockKey, 12) // fewer keys than slots, as the pool guarantees
@@ -127,11 +127,35 @@ func TestBlockTableMatchesMap(t *testing.T) {
 			keys[i].Hash = BlockHash(mix(uint64(i)))
 		}
 	}
+	// keys[1] and keys[0]: products one apart, the same top 32 bits.
+	const fib = 0x9e3779b97f4a7c15
+	inv := uint64(fib)
+	for range 6 {
+		inv *= 2 - fib*inv // Newton: fib·inv ≡ 1 mod 2^64
+	}
+	p0 := (uint64(keys[0].Hash) ^ uint64(uint32(keys[0].Group))<<32) * fib
+	keys[1] = BlockKey{BlockHash((p0+1)*inv ^ uint64(uint32(keys[0].Group))<<32), keys[0].Group}
+	if tag(keys[0]) != tag(keys[1]) || keys[0] == keys[1] {
+		t.Fatalf("keys %v and %v: tags %#x and %#x", keys[0], keys[1], tag(keys[0]), tag(keys[1]))
+	}
+	// A key's heads come from its own range, their records naming it.
+	rec := make([]PrefixRecord, 1+perKey*len(keys))
+	first := map[BlockKey]int{}
+	for i, k := range keys {
+		if _, ok := first[k]; !ok {
+			first[k] = i
+		}
+		for j := range perKey {
+			rec[1+perKey*first[k]+j] = PrefixRecord{Hash: k.Hash, Group: k.Group, Cached: true}
+		}
+	}
+	tab := newBlockTable(6, rec) // 16 slots
+	ref := map[BlockKey]int32{}
 	for step := range 20000 {
 		k := keys[rnd(len(keys))]
 		switch rnd(3) {
 		case 0:
-			c := int32(1 + rnd(100))
+			c := int32(1 + perKey*first[k] + rnd(perKey))
 			tab.put(k, c)
 			ref[k] = c
 		case 1:

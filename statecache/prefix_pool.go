@@ -63,7 +63,7 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 func PrefixCachingHostBytes(numBlocks int) int64 {
 	const (
 		perBlock = 4*4 + 40 // prev, ref, dupNext, dupPrev; PrefixRecord
-		perSlot  = 16       // tableSlot: hash, group, chain head
+		perSlot  = 8        // tableSlot: tag, chain head
 	)
 	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
 }
@@ -82,7 +82,8 @@ type prefixCache struct {
 	numCached        int
 	step             int64
 	stats            PrefixCacheStats
-	sink             int32 // keeps prefetch reads alive
+	sink             int32   // keeps prefetch reads alive
+	fresh            []int32 // FreeBlocks' scratch
 }
 
 func newPrefixCache(n int) *prefixCache {
@@ -91,8 +92,8 @@ func newPrefixCache(n int) *prefixCache {
 		rec:     make([]PrefixRecord, n),
 		dupNext: make([]int32, n),
 		dupPrev: make([]int32, n),
-		table:   newBlockTable(n),
 	}
+	c.table = newBlockTable(n, c.rec)
 	for b := range c.rec {
 		c.rec[b] = PrefixRecord{Group: -1, Writer: NoRequest}
 	}
@@ -112,7 +113,7 @@ func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
 
 func (c *prefixCache) uncache(b int32) {
 	k := BlockKey{c.rec[b].Hash, c.rec[b].Group}
-	i, _ := c.table.probe(k) // a cached block's key is in the table
+	i, _ := c.table.probe(k, b) // a cached block's key is in the table
 	head, next := c.table.slots[i].head, c.dupNext[b]
 	switch {
 	case b == head && next == noBlock:
@@ -135,7 +136,7 @@ func (c *prefixCache) uncache(b int32) {
 
 func (c *prefixCache) insert(b int32, k BlockKey) {
 	c.dupNext[b] = noBlock
-	if i, ok := c.table.probe(k); ok {
+	if i, ok := c.table.probe(k, NullBlock); ok {
 		head := c.table.slots[i].head
 		tail := c.dupPrev[head]
 		c.dupNext[tail] = b
@@ -143,8 +144,7 @@ func (c *prefixCache) insert(b int32, k BlockKey) {
 		c.dupPrev[head] = b
 	} else {
 		c.dupPrev[b] = b
-		c.table.slots[i] = tableSlot{k.Hash, k.Group, b}
-		c.table.n++
+		c.table.set(i, k, b) // b's record names k (CacheFullBlocks)
 	}
 	c.rec[b].Cached = true
 	c.numCached++

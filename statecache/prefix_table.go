@@ -8,32 +8,36 @@ package statecache
 // allocate nothing (a Go map, churned by evictions, occasionally does). It
 // is never iterated.
 //
-// The table is far larger than a CPU cache on a real pool (120k blocks:
-// 4 MiB), and keys are hashes, so every operation's first probe is a cache
-// miss. A slot is 16 bytes (four to a cache line; the chain's tail lives
-// with its blocks, prefix_pool.go), each operation probes once, and the
+// The table is larger than a core's cache on a real pool, and keys are
+// hashes, so an operation's first probe is usually a cache miss. So a slot
+// is 8 bytes, eight to a cache line (120k blocks: 2 MiB): the chain's head
+// and a tag, the top 32 bits of the key's product, whose top bits are the
+// slot's home (deletion re-homes entries from the tag alone). The key
+// itself is the head's record (rec: a chain's blocks are cached under its
+// key), read only when a tag matches. Each operation probes once, and the
 // pool's batch operations touch a batch's slots before working on them
-// (prefetch), so that the misses overlap instead of queueing.
+// (prefetch), so that their misses overlap instead of queueing.
 type blockTable struct {
 	slots []tableSlot
 	mask  uint64
-	shift uint8 // 64 − log2(len(slots))
+	shift uint8 // 32 − log2(len(slots)); len(slots) ≤ 2^32: block ids are int32
 	n     int
+	rec   []PrefixRecord
 }
 
 type tableSlot struct {
-	hash  BlockHash
-	group int32
-	head  int32 // NullBlock (never cached): the slot is empty
+	tag  uint32
+	head int32 // NullBlock (never cached): the slot is empty
 }
 
-func newBlockTable(numBlocks int) blockTable {
+// newBlockTable sizes a table for numBlocks blocks whose records are rec.
+func newBlockTable(numBlocks int, rec []PrefixRecord) blockTable {
 	size := tableSlots(numBlocks)
-	shift := uint8(64)
-	for 1<<(64-shift) < size {
-		shift--
+	bits := uint8(0)
+	for 1<<bits < size {
+		bits++
 	}
-	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: shift}
+	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, rec: rec}
 }
 
 // tableSlots is the power of two ≥ 2·numBlocks: probe runs stay short at
@@ -46,22 +50,33 @@ func tableSlots(numBlocks int) int {
 	return size
 }
 
-// home is k's first slot: Fibonacci hashing, the top bits of one
-// multiplication, which every bit of the key reaches. A block hash is
-// already a mix's output; a full mix here cost more than the probe.
-func (t *blockTable) home(k BlockKey) uint64 {
-	return ((uint64(k.Hash) ^ uint64(uint32(k.Group))<<32) * 0x9e3779b97f4a7c15) >> (t.shift & 63) // shift ≤ 63: the table has ≥ 2 slots
+// tag is Fibonacci hashing's product's top 32 bits: one multiplication,
+// which every bit of the key reaches (a block hash is already a mix's
+// output; a full mix cost more than the probe).
+func tag(k BlockKey) uint32 {
+	return uint32(((uint64(k.Hash) ^ uint64(uint32(k.Group))<<32) * 0x9e3779b97f4a7c15) >> 32)
+}
+
+// home is the first slot of keys with tag tg: its top bits.
+func (t *blockTable) home(tg uint32) uint64 { return uint64(tg >> (t.shift & 31)) }
+
+// holds: the chain at head is cached under k.
+func (t *blockTable) holds(head int32, k BlockKey) bool {
+	r := &t.rec[head]
+	return r.Hash == k.Hash && r.Group == k.Group
 }
 
 // probe is k's slot index and true, or the empty slot where k would go
-// and false.
-func (t *blockTable) probe(k BlockKey) (uint64, bool) {
-	for i := t.home(k); ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
+// and false. hint, when not NullBlock, is a block known to be cached
+// under k: a slot headed by it matches without reading a record.
+func (t *blockTable) probe(k BlockKey, hint int32) (uint64, bool) {
+	tg := tag(k)
+	for i := t.home(tg); ; i = (i + 1) & t.mask {
+		s := t.slots[i]
 		if s.head == NullBlock {
 			return i, false
 		}
-		if s.hash == k.Hash && s.group == k.Group {
+		if s.tag == tg && (s.head == hint || t.holds(s.head, k)) {
 			return i, true
 		}
 	}
@@ -69,7 +84,7 @@ func (t *blockTable) probe(k BlockKey) (uint64, bool) {
 
 // lookup is the head of k's chain, or NullBlock.
 func (t *blockTable) lookup(k BlockKey) int32 {
-	if i, ok := t.probe(k); ok {
+	if i, ok := t.probe(k, NullBlock); ok {
 		return t.slots[i].head
 	}
 	return NullBlock
@@ -78,28 +93,34 @@ func (t *blockTable) lookup(k BlockKey) int32 {
 // prefetch reads k's home slot, so that a loop of prefetches issues its
 // cache misses together; the caller keeps the result (or the compiler
 // drops the read).
-func (t *blockTable) prefetch(k BlockKey) int32 { return t.slots[t.home(k)].head }
+func (t *blockTable) prefetch(k BlockKey) int32 { return t.slots[t.home(tag(k))].head }
 
 // prefetchRun reads k's home slot and the slot a cache line on, where a
 // deletion's backward shift usually ends.
 func (t *blockTable) prefetchRun(k BlockKey) int32 {
-	i := t.home(k)
-	return t.slots[i].head ^ t.slots[(i+4)&t.mask].head
+	i := t.home(tag(k))
+	return t.slots[i].head ^ t.slots[(i+8)&t.mask].head
 }
 
-// put sets k's head, adding k when new.
+// set makes empty slot i (probe's answer for k) k's, headed by head,
+// whose record must already name k.
+func (t *blockTable) set(i uint64, k BlockKey, head int32) {
+	t.slots[i] = tableSlot{tag(k), head}
+	t.n++
+}
+
+// put sets k's head, adding k when new; head's record must name k.
 func (t *blockTable) put(k BlockKey, head int32) {
-	i, ok := t.probe(k)
-	if !ok {
-		t.slots[i].hash, t.slots[i].group = k.Hash, k.Group
-		t.n++
+	if i, ok := t.probe(k, NullBlock); ok {
+		t.slots[i].head = head
+	} else {
+		t.set(i, k, head)
 	}
-	t.slots[i].head = head
 }
 
 // del removes k, if present.
 func (t *blockTable) del(k BlockKey) {
-	if i, ok := t.probe(k); ok {
+	if i, ok := t.probe(k, NullBlock); ok {
 		t.deleteAt(i)
 	}
 }
@@ -107,12 +128,14 @@ func (t *blockTable) del(k BlockKey) {
 // deleteAt empties slot i, shifting later entries of its probe run back
 // so that no lookup passes an empty slot before its key.
 func (t *blockTable) deleteAt(i uint64) {
-	for j := (i + 1) & t.mask; t.slots[j].head != NullBlock; j = (j + 1) & t.mask {
-		s := &t.slots[j]
-		h := t.home(BlockKey{s.hash, s.group})
+	for j := (i + 1) & t.mask; ; j = (j + 1) & t.mask {
+		s := t.slots[j]
+		if s.head == NullBlock {
+			break
+		}
 		// Entry j may fill hole i when its home is not in (i, j] cyclically.
-		if (j-h)&t.mask >= (j-i)&t.mask {
-			t.slots[i] = *s
+		if (j-t.home(s.tag))&t.mask >= (j-i)&t.mask {
+			t.slots[i] = s
 			i = j
 		}
 	}
