@@ -75,8 +75,13 @@ func underV031(p *prop.Params) string { p.Version = "v0.31"; return "fixed" }
 
 // gdnBudgetCut is the GDN search over prompts of two tokens or more: the
 // imposter is a new request cut to one token by the budget.
-// with53059 is the same requests under open PR #53059's runner guard.
-func with53059(p *prop.Params) string { p.Patches = []string{"+53059"}; return "53059" }
+// with53059 is the same requests under open PR #53059's runner guard, on
+// the V1 runner: the PR edits GPUModelRunner._is_uniform_decode only, and
+// v0.31 defaults to Model Runner V2, where it changes nothing.
+func with53059(p *prop.Params) string {
+	p.Patches, p.ModelRunner = []string{"+53059"}, "v1"
+	return "53059"
+}
 
 // cudagraphStale is the GDN search at v0.31 (the builder fixed by #51565)
 // with vLLM's default FULL_AND_PIECEWISE graphs: the shape-only dispatch
@@ -98,11 +103,33 @@ func cudagraphStaleMTP() prop.Config {
 	return c
 }
 
-// also53059 adds open PR #53059's dispatch guard to the patches.
+// also53059 adds open PR #53059's dispatch guard to the patches, on the
+// V1 runner (see with53059).
 func also53059(p *prop.Params) string {
-	p.Patches = append(slices.Clone(p.Patches), "+53059")
+	p.Patches, p.ModelRunner = append(slices.Clone(p.Patches), "+53059"), "v1"
 	return "53059"
 }
+
+// cudagraphStaleV2 is cudagraphStale with #53059 patched in under Model
+// Runner V2 (v0.31's default, named explicitly): V2's
+// CudaGraphManager.get_cudagraph_runtime_mode dispatches by shape alone,
+// so the patch does not close the class there.
+func cudagraphStaleV2() prop.Config {
+	c := cudagraphStale()
+	c.Patches, c.ModelRunner = []string{"+53059"}, "v2"
+	return c
+}
+
+// cudagraphStaleMTPV2 is the (1 + K)-token form (#53051) the same way.
+func cudagraphStaleMTPV2() prop.Config {
+	c := cudagraphStaleMTP()
+	c.Patches, c.ModelRunner = append(slices.Clone(c.Patches), "+53059"), "v2"
+	return c
+}
+
+// onV1 is the same requests and patches on the V1 runner, where #53059's
+// guard is on the dispatch path.
+func onV1(p *prop.Params) string { p.ModelRunner = "v1"; return "on-v1" }
 
 func gdnBudgetCut() prop.Config {
 	c := prop.GDN("v0.22", "qwen3-next-80b-a3b")
@@ -149,6 +176,8 @@ var regressions = []regression{
 	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "cudagraph-stale-qwen3-next", cfg: cudagraphStale, prop: "stale-slot-read", seed: 1, control: with53059},
 	{name: "cudagraph-stale-qwen3-next-mtp", cfg: cudagraphStaleMTP, prop: "stale-slot-read", seed: 1, control: also53059},
+	{name: "cudagraph-stale-qwen3-next-53059-v2", cfg: cudagraphStaleV2, prop: "stale-slot-read", seed: 1, control: onV1},
+	{name: "cudagraph-stale-qwen3-next-mtp-53059-v2", cfg: cudagraphStaleMTPV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
 }

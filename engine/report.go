@@ -10,6 +10,7 @@ import (
 	"statesim/model"
 	"statesim/report"
 	"statesim/scenarios"
+	"statesim/sched"
 	"statesim/statecache"
 )
 
@@ -25,6 +26,12 @@ func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks
 		Cache: report.RCache{NumGPUBlocks: nBlocks, FromOverride: sc.Engine.NumGPUBlocksOverride > 0, BlockSize: l.BlockSize,
 			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
 			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
+	}
+	if sc.Version() != sched.V0 {
+		r.ModelRunner = sc.ModelRunner().String()
+	}
+	if sc.GuardIgnored() {
+		r.Notes = append(r.Notes, "engine.patches +53059 changes nothing under model runner v2: the PR edits V1's GPUModelRunner._is_uniform_decode only, and V2's CudaGraphManager.get_cudagraph_runtime_mode still dispatches by shape")
 	}
 	if sh.NumMambaLayers() > 0 {
 		r.Model.DInner, r.Model.DState = sh.DInner(), sh.MambaDState

@@ -149,12 +149,6 @@ type classifier struct {
 	guard      bool
 }
 
-// withGraphs sets the observer's dispatch rule from a scenario's
-// engine.cudagraph_mode, engine.patches and max_num_seqs. Its reading of
-// vLLM (gpu_model_runner.py _is_uniform_decode, K = 0): a step replays the
-// FULL decode graph when every row has exactly one token, the batch fits a
-// captured size (min(max_num_seqs, 512)), and, with #53059, no row's
-// prompt is still being computed.
 // withSpec sets the observer's reading of speculative decoding from a
 // scenario's engine.speculative and engine.patches: the state builders'
 // threshold is 1 + K (_init_reorder_batch_threshold(1, use_spec_decode)),
@@ -167,10 +161,34 @@ func (k *classifier) withSpec(method string, numSpec int, patches []string) {
 	}
 }
 
-func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int) {
+// withGraphs sets the observer's dispatch rule from a scenario's
+// engine.cudagraph_mode, engine.patches, max_num_seqs and
+// engine.model_runner. Its reading of
+// vLLM (gpu_model_runner.py _is_uniform_decode, K = 0): a step replays the
+// FULL decode graph when every row has exactly one token, the batch fits a
+// captured size (min(max_num_seqs, 512)), and, with #53059 under
+// the V1 runner, no row's prompt is still being computed.
+func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, runner string) {
 	k.fullGraphs = mode == "full_decode_only" || mode == "full_and_piecewise"
 	k.maxBS = min(maxNumSeqs, 512)
-	k.guard = slices.Contains(patches, "+53059")
+	if runner == "" {
+		runner = defaultRunner(k.version)
+	}
+	// #53059 edits V1's GPUModelRunner._is_uniform_decode; Model Runner
+	// V2's CudaGraphManager tests the shape alone (cudagraph_utils.py @
+	// 00383f8c), so under V2 the patch leaves the dispatch shape-only.
+	k.guard = slices.Contains(patches, "+53059") && runner == "v1"
+}
+
+// defaultRunner is the observer's own reading of the default model
+// runner: Model Runner V2 for every model from v0.29.0 (#53183), V1
+// before (and for the v0 control, which has none).
+func defaultRunner(version string) string {
+	switch version {
+	case "v0.29", "v0.30", "v0.31", "fixed":
+		return "v2"
+	}
+	return "v1"
 }
 
 // fullReplay is the observer's dispatch decision for rec.

@@ -41,6 +41,9 @@ type Config struct {
 	CUDAGraphMode string
 	// Patches are every scenario's engine.patches.
 	Patches []string
+	// ModelRunner is every scenario's engine.model_runner ("": the
+	// release's default).
+	ModelRunner string
 	// SpecMethods lists the speculative decoding methods to draw (mtp,
 	// eagle, ngram; empty: off); K is drawn from MinSpecK..MaxSpecK, the
 	// acceptance as a fixed count (-1..K, -1 meaning per-token) and a
@@ -330,6 +333,7 @@ func Gen(c Config) gopter.Gen {
 		"Backend":        consts(c.Backends),
 		"CUDAGraphMode":  gen.Const(c.CUDAGraphMode),
 		"Patches":        gen.Const(c.Patches),
+		"ModelRunner":    gen.Const(c.ModelRunner),
 		"CacheMode":      gen.Const(""),
 		"HashBlock":      gen.Const(c.HashBlock),
 	}

@@ -50,6 +50,9 @@ type Params struct {
 	// never drawn.
 	CUDAGraphMode string
 	Patches       []string
+	// ModelRunner is engine.model_runner ("": the release's default, V2
+	// from v0.29); set by configs and controls, never drawn.
+	ModelRunner string
 	// Speculative decoding (SpecMethod "": off): K drafts per decode row,
 	// and the acceptance model: SpecAccepted >= 0 a fixed count, -1 each
 	// draft accepted with probability SpecRatePct / 100.
@@ -245,6 +248,9 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		e.CUDAGraphMode = p.CUDAGraphMode
 	}
 	e.Patches = p.Patches
+	if p.Version != "v0" { // the v0 control has no V1 model runner
+		e.ModelRunner = p.ModelRunner
+	}
 	if k := p.specK(); k > 0 {
 		e.Speculative = scenarios.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: k, Accepted: p.SpecAccepted,
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
@@ -350,6 +356,9 @@ func (p *Params) String() string {
 	}
 	if len(p.Patches) > 0 {
 		fmt.Fprintf(&b, ", patches %v", p.Patches)
+	}
+	if p.ModelRunner != "" {
+		fmt.Fprintf(&b, ", model runner %s", p.ModelRunner)
 	}
 	if on, mode := p.prefixCaching(); on {
 		if mode == "" {

@@ -147,7 +147,7 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
 	mode, _ := sc.MambaMode()
 	shared := mode.PrefixCaching
 	cls := newClassifier(sc.Engine.VLLMVersion, sc.Model.Shape.StateKind(), sc.Engine.ForcePrefillPath)
-	cls.withGraphs(sc.Engine.CUDAGraphMode, sc.Engine.Patches, sc.Engine.MaxNumSeqs)
+	cls.withGraphs(sc.Engine.CUDAGraphMode, sc.Engine.Patches, sc.Engine.MaxNumSeqs, sc.Engine.ModelRunner)
 	cls.withSpec(sc.Engine.Speculative.Method, sc.Engine.Speculative.NumSpeculativeTokens, sc.Engine.Patches)
 	decodeNoState := func(rec *step.Record, row *step.Row, derived sched.Path) {
 		if hasMamba && o.DecodeBeforePrefill == "" {

@@ -13,20 +13,26 @@ import (
 // Report is the result of one run. Its JSON form is byte-identical for the
 // same scenario and seed.
 type Report struct {
-	Scenario       string  `json:"scenario"`
-	Seed           uint64  `json:"seed"`
-	VLLMVersion    string  `json:"vllm_version"`
-	Backend        string  `json:"backend"`
-	StateIndexBits int     `json:"state_index_bits"`
-	ForcePrefill   bool    `json:"force_prefill_path,omitempty"`
-	Model          RModel  `json:"model"`
-	Cache          RCache  `json:"cache"`
-	Requests       int64   `json:"requests"`
-	Finished       int64   `json:"finished"`
-	Steps          int64   `json:"steps"`
-	Preemptions    int64   `json:"preemptions"`
-	OutputTokens   int64   `json:"output_tokens"`
-	SimTimeS       float64 `json:"sim_time_s"`
+	Scenario    string `json:"scenario"`
+	Seed        uint64 `json:"seed"`
+	VLLMVersion string `json:"vllm_version"`
+	// ModelRunner is the model runner the run modelled (v1, v2; empty for
+	// the v0 control), settled from engine.model_runner or the release.
+	ModelRunner string `json:"model_runner,omitempty"`
+	// Notes say where a setting changed nothing the user may expect it to
+	// (a patch whose edit is not on the runner's path).
+	Notes          []string `json:"notes,omitempty"`
+	Backend        string   `json:"backend"`
+	StateIndexBits int      `json:"state_index_bits"`
+	ForcePrefill   bool     `json:"force_prefill_path,omitempty"`
+	Model          RModel   `json:"model"`
+	Cache          RCache   `json:"cache"`
+	Requests       int64    `json:"requests"`
+	Finished       int64    `json:"finished"`
+	Steps          int64    `json:"steps"`
+	Preemptions    int64    `json:"preemptions"`
+	OutputTokens   int64    `json:"output_tokens"`
+	SimTimeS       float64  `json:"sim_time_s"`
 	Throughput     struct {
 		RequestsPerS     float64 `json:"requests_per_s"`
 		OutputTokensPerS float64 `json:"output_tokens_per_s"`
@@ -226,11 +232,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	bits := fmt.Sprintf("%d-bit state index", r.StateIndexBits)
-	p("statesim: scenario %s (seed %d): vLLM %s, backend %s, %s", r.Scenario, r.Seed, r.VLLMVersion, r.Backend, bits)
+	runner := ""
+	if r.ModelRunner != "" {
+		runner = " (model runner " + r.ModelRunner + ")"
+	}
+	p("statesim: scenario %s (seed %d): vLLM %s%s, backend %s, %s", r.Scenario, r.Seed, r.VLLMVersion, runner, r.Backend, bits)
 	if r.ForcePrefill {
 		p(", force_prefill_path")
 	}
 	p("\n")
+	for _, n := range r.Notes {
+		p("note: %s\n", n)
+	}
 	m := r.Model
 	layers, kernel, state := m.stateWords()
 	p("model %s: %d layers (%d attention, %d %s)", m.Name, m.Layers, m.AttentionLayers, m.MambaLayers, layers)

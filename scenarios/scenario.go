@@ -81,6 +81,11 @@ type Engine struct {
 	// to full_and_piecewise; statesim defaults to none (eager), the model
 	// every earlier result was measured with.
 	CUDAGraphMode string `yaml:"cudagraph_mode" json:"cudagraph_mode,omitempty"`
+	// ModelRunner is the model runner (v1: GPUModelRunner, v2: Model
+	// Runner V2, vllm/v1/worker/gpu/); empty: the release's default, V2
+	// from v0.29.0 (#53183). Only the CUDA-graph dispatch's #53059 guard
+	// differs between them here (docs/model.md).
+	ModelRunner string `yaml:"model_runner" json:"model_runner,omitempty"`
 	// Speculative is vLLM's speculative_config (off when method is empty).
 	Speculative Speculative `yaml:"speculative" json:"speculative,omitempty"`
 	// AsyncScheduling is the scheduler config's async_scheduling: step
@@ -236,6 +241,14 @@ func (s *Scenario) Validate() error {
 	}
 	if _, err := sched.ParseCUDAGraphMode(e.CUDAGraphMode); err != nil {
 		return fe("engine.cudagraph_mode", "%v", err)
+	}
+	if e.ModelRunner != "" {
+		if _, err := sched.ParseRunner(e.ModelRunner); err != nil {
+			return fe("engine.model_runner", "%v", err)
+		}
+		if v == sched.V0 {
+			return fe("engine.model_runner", "the v0 control has no V1 engine model runner")
+		}
 	}
 	if err := s.validateSpeculative(); err != nil {
 		return err
@@ -537,6 +550,28 @@ func (s *Scenario) Spec() sched.Spec {
 		return sched.Spec{}
 	}
 	return sched.Spec{Method: m, K: sp.NumSpeculativeTokens, Accept: sched.Acceptance{Fixed: sp.Accepted, Rate: sp.AcceptanceRate}}
+}
+
+// ModelRunner is the model runner the scenario runs (valid after
+// Validate): engine.model_runner, or the release's default, Model Runner
+// V2 from v0.29.0 (#53183), V1 before and for the v0 control.
+func (s *Scenario) ModelRunner() sched.Runner {
+	if s.Engine.ModelRunner != "" {
+		r, _ := sched.ParseRunner(s.Engine.ModelRunner)
+		return r
+	}
+	if r, ok := s.Release(); ok && r.AtLeast(statecache.Release{Major: 0, Minor: 29}) {
+		return sched.RunnerV2
+	}
+	return sched.RunnerV1
+}
+
+// GuardIgnored reports a scenario whose engine.patches add #53059 under
+// Model Runner V2, where the PR's edit (GPUModelRunner._is_uniform_decode)
+// is not on the dispatch path: the patch changes nothing there.
+func (s *Scenario) GuardIgnored() bool {
+	b := s.Version().Behaviour()
+	return b.GraphGuard && !b.GuardApplies(s.ModelRunner())
 }
 
 // CUDAGraphMode is the parsed cudagraph_mode (valid after Validate).

@@ -36,6 +36,41 @@ func (m CUDAGraphMode) fullDecode() bool {
 	return m == GraphModeFullDecodeOnly || m == GraphModeFullAndPiecewise
 }
 
+// Runner is the model runner executing the batch: V1 (GPUModelRunner,
+// vllm/v1/worker/gpu_model_runner.py) or Model Runner V2
+// (vllm/v1/worker/gpu/model_runner.py), the default for every model from
+// v0.29.0 (#53183). Their CUDA-graph dispatch is the same shape test
+// (V1's _is_uniform_decode; V2's CudaGraphManager.get_cudagraph_runtime_mode
+// in vllm/v1/worker/gpu/cudagraph_utils.py @ 00383f8c), so the only
+// difference modelled is where open PR #53059's guard lands: it edits V1's
+// method alone.
+type Runner uint8
+
+const (
+	RunnerV1 Runner = iota
+	RunnerV2
+)
+
+var runnerNames = [...]string{"v1", "v2"}
+
+func (r Runner) String() string { return runnerNames[r] }
+
+// ParseRunner reads an engine.model_runner value.
+func ParseRunner(s string) (Runner, error) {
+	for i, n := range runnerNames {
+		if n == s {
+			return Runner(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown model_runner %q (known: v1, v2)", s)
+}
+
+// GuardApplies reports whether #53059's dispatch guard, when patched in,
+// takes effect under runner r: it edits GPUModelRunner._is_uniform_decode
+// only, so Model Runner V2 keeps the shape-only dispatch (#50532, the V2
+// variant, was closed unmerged).
+func (b *Behaviour) GuardApplies(r Runner) bool { return b.GraphGuard && r == RunnerV1 }
+
 // Graph is the runtime mode the CudagraphDispatcher picks for a step.
 type Graph uint8
 
@@ -50,14 +85,15 @@ func (g Graph) String() string { return [...]string{"eager", "piecewise", "full"
 // Dispatch is the runner's second classifier: the graph a batch replays,
 // from its shape alone (gpu_model_runner.py _is_uniform_decode:
 // max_num_scheduled_tokens == uniform_decode_query_len and num_tokens ==
-// max_num_scheduled_tokens * num_reqs), unless the version carries #53059's
-// guard, under which a batch with a row still prefilling (num_computed <
-// num_prompt) is not uniform. maxBS is the largest captured batch size
+// max_num_scheduled_tokens * num_reqs; V2's get_cudagraph_runtime_mode
+// tests the same), unless the version carries #53059's guard and the
+// runner is V1, under which a batch with a row still prefilling
+// (num_computed < num_prompt) is not uniform. maxBS is the largest captured batch size
 // (decode_cudagraph_max_bs; 0: unbounded); a larger batch runs
 // piecewise. It reads no builder's decision: that is the point.
 //
 // qlen is uniform_decode_query_len, 1 + K (num_speculative_tokens).
-func (b *Behaviour) Dispatch(mode CUDAGraphMode, rows []Row, maxBS, qlen int) Graph {
+func (b *Behaviour) Dispatch(mode CUDAGraphMode, r Runner, rows []Row, maxBS, qlen int) Graph {
 	if mode == GraphModeNone || len(rows) == 0 {
 		return GraphEager
 	}
@@ -70,7 +106,7 @@ func (b *Behaviour) Dispatch(mode CUDAGraphMode, rows []Row, maxBS, qlen int) Gr
 		n += rows[i].NumScheduled
 	}
 	uniform := maxQ == qlen && n == maxQ*len(rows)
-	if uniform && b.GraphGuard {
+	if uniform && b.GuardApplies(r) {
 		for i := range rows {
 			if rows[i].NumComputed < rows[i].Req.NumPromptTokens {
 				uniform = false
@@ -138,10 +174,11 @@ func (s *StateIndexBuffer) Addressed(i int) int32 {
 // buffer per state group of the model's builder. Mode zero (none) leaves
 // every row eager and touches nothing.
 type Graphs struct {
-	Mode  CUDAGraphMode
-	MaxBS int // decode_cudagraph_max_bs; 0: unbounded
-	bufs  []StateIndexBuffer
-	kern  [][]int32 // per row: scratch behind Row.KernelSlots
+	Mode   CUDAGraphMode
+	Runner Runner
+	MaxBS  int // decode_cudagraph_max_bs; 0: unbounded
+	bufs   []StateIndexBuffer
+	kern   [][]int32 // per row: scratch behind Row.KernelSlots
 }
 
 // Step dispatches the classified rows (nd of them on the builder's decode
@@ -152,7 +189,7 @@ func (g *Graphs) Step(b *Behaviour, rows []Row, nd, qlen int) {
 	if g.Mode == GraphModeNone || len(rows) == 0 {
 		return
 	}
-	kind := b.Dispatch(g.Mode, rows, g.MaxBS, qlen)
+	kind := b.Dispatch(g.Mode, g.Runner, rows, g.MaxBS, qlen)
 	ng := len(rows[0].Req.Blocks.Mamba)
 	for len(g.bufs) < ng {
 		g.bufs = append(g.bufs, StateIndexBuffer{})

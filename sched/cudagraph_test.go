@@ -40,11 +40,16 @@ func TestDispatchUniformDecode(t *testing.T) {
 		{"past the largest capture size", []int{1, 1, 1}, []int{9, 5, 4}, []int{4, 5, 4}, GraphModeFullAndPiecewise, 2, GraphPiecewise, GraphPiecewise},
 	} {
 		rows := graphRows(tc.q, tc.c, tc.p)
-		if got := v31.Dispatch(tc.mode, rows, tc.maxBS, 1); got != tc.want {
+		if got := v31.Dispatch(tc.mode, RunnerV1, rows, tc.maxBS, 1); got != tc.want {
 			t.Errorf("%s: v0.31 dispatches %s, want %s", tc.name, got, tc.want)
 		}
-		if got := g.Dispatch(tc.mode, rows, tc.maxBS, 1); got != tc.wantG {
+		if got := g.Dispatch(tc.mode, RunnerV1, rows, tc.maxBS, 1); got != tc.wantG {
 			t.Errorf("%s: v0.31+53059 dispatches %s, want %s", tc.name, got, tc.wantG)
+		}
+		// #53059 edits V1's _is_uniform_decode only: under Model Runner
+		// V2 the patched release dispatches as the unpatched one.
+		if got := g.Dispatch(tc.mode, RunnerV2, rows, tc.maxBS, 1); got != tc.want {
+			t.Errorf("%s: v0.31+53059 under runner v2 dispatches %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }
@@ -64,7 +69,7 @@ func TestStaleBufferOnUniformShape(t *testing.T) {
 	rows := graphRows([]int{1, 1}, []int{10, 6}, []int{4, 2})
 	nd := ClassifyFor(V031, BuilderGDN, rows, make([]Row, 0, 2), false)
 	buf.Build(GraphModeFullAndPiecewise, rows, nd, 0, func(i int) int32 { return slots[i] })
-	if b.Dispatch(GraphModeFullAndPiecewise, rows, 0, 1) != GraphFull || buf.Addressed(0) != 7 || buf.Addressed(1) != 3 {
+	if b.Dispatch(GraphModeFullAndPiecewise, RunnerV1, rows, 0, 1) != GraphFull || buf.Addressed(0) != 7 || buf.Addressed(1) != 3 {
 		t.Fatalf("pure decode: want FULL with [7 3], got %d %d", buf.Addressed(0), buf.Addressed(1))
 	}
 	// Step 2: B finished; A decodes, new request C (1-token prompt, slot 3
@@ -76,7 +81,7 @@ func TestStaleBufferOnUniformShape(t *testing.T) {
 		t.Fatalf("v0.31's GDN builder: want C a prefill (nd 1), got nd %d", nd)
 	}
 	buf.Build(GraphModeFullAndPiecewise, rows, nd, 0, func(i int) int32 { return slots[i] })
-	if b.Dispatch(GraphModeFullAndPiecewise, rows, 0, 1) != GraphFull {
+	if b.Dispatch(GraphModeFullAndPiecewise, RunnerV1, rows, 0, 1) != GraphFull {
 		t.Fatal("uniform shape must replay the FULL graph without #53059")
 	}
 	if got := buf.Addressed(1); got != 3 {

@@ -24,7 +24,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario",
 		run: cmdCheck,
 	}
@@ -63,6 +63,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&specs, "spec", "speculative decoding methods to draw (off, mtp, eagle, ngram; comma-separated); default off")
 	specK := fs.String("spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
 	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059")
+	runner := fs.String("model-runner", "", "engine.model_runner of every scenario: v1 or v2 (default: the release's, v2 from v0.29; the v0 control has none)")
 	var cacheModes stringList
 	fs.Var(&cacheModes, "prefix-caching", "prefix-caching settings to draw (comma-separated: on = the release's Mamba cache mode, align, all, off); with it the prompts share prefixes (--shared ids of --hash-block tokens); default off")
 	shared := fs.Int("shared", 3, "most shared hash ids per prompt (with --prefix-caching)")
@@ -158,6 +159,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			cfg.PatchSets = sets
 		}
 	}
+	if *runner != "" {
+		if _, err := sched.ParseRunner(*runner); err != nil {
+			return bad("--model-runner: %v", err)
+		}
+		if len(cfg.Versions) == 1 && cfg.Versions[0] == "v0" {
+			return bad("--model-runner: the v0 control has no V1 engine model runner")
+		}
+		cfg.ModelRunner = *runner
+	}
 	if len(specs) > 0 || *matrix && given["spec-k"] {
 		klo, khi, err := parseRange(*specK, 1, 16)
 		if err != nil {
@@ -241,6 +251,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if len(patches) > 0 {
 		fmt.Fprintf(stdout, ", patches %s", strings.Join(patches, ","))
 	}
+	if *runner != "" {
+		fmt.Fprintf(stdout, ", model runner %s", *runner)
+	}
 	if len(specs) > 0 {
 		fmt.Fprintf(stdout, ", speculative %s K %s", strings.Join(specs, ","), *specK)
 	}
@@ -248,6 +261,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, ", --set %s", strings.Join(sets, " --set "))
 	}
 	fmt.Fprintln(stdout)
+	if n := guardNote(cfg); n != "" {
+		fmt.Fprintln(stdout, n)
+	}
 
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -428,4 +444,29 @@ func parseRange(s string, lo0, hi0 int) (lo, hi int, err error) {
 		return 0, 0, fmt.Errorf("%q is outside %d..%d", s, lo0, hi0)
 	}
 	return lo, hi, nil
+}
+
+// guardNote says when +53059 is inert in some of the scenarios cfg draws:
+// the PR edits V1's GPUModelRunner._is_uniform_decode, and under Model
+// Runner V2 (set, or the release's default) the dispatch stays shape-only.
+func guardNote(cfg prop.Config) string {
+	sets := cfg.PatchSets
+	if len(sets) == 0 {
+		sets = [][]string{cfg.Patches}
+	}
+	var inert []string
+	for _, v := range cfg.Versions {
+		for _, set := range sets {
+			sc := scenarios.Defaults()
+			sc.Engine.VLLMVersion, sc.Engine.ModelRunner, sc.Engine.Patches = v, cfg.ModelRunner, set
+			if v != "v0" && sc.GuardIgnored() {
+				inert = append(inert, v)
+				break
+			}
+		}
+	}
+	if len(inert) == 0 {
+		return ""
+	}
+	return "note: +53059 changes nothing under model runner v2 (the default from v0.29 unless --model-runner v1), here at " + strings.Join(inert, ",") + ": it edits V1's GPUModelRunner._is_uniform_decode only"
 }
