@@ -153,6 +153,8 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 				p := s.Prov.Get(b)
 				var why string
 				switch {
+				case bi >= t.AttnHitBlocks():
+					why = s.eagleGap(r, g, bi)
 				case bi >= len(r.BlockHashes):
 					why = fmt.Sprintf("reader has no hash for block position %d", bi)
 				case rec.Serves(pg, r.BlockHashes[bi], (bi+1)*s.bs) != nil:
@@ -172,6 +174,24 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 		}
 	}
 	s.hitRows = s.hitRows[:0]
+}
+
+// eagleGap explains attention group g's block at hit position bi, past
+// what the attention hit itself held: the EAGLE drop cut the attention
+// hit, the Mamba groups' lookup kept the boundary (#53912), and the
+// request starts past a block nobody wrote for its prefix.
+func (s *Symbolic) eagleGap(r *sched.Request, g, bi int) string {
+	t := &r.Blocks
+	b := t.Attn[g][bi]
+	mamba := "the Mamba groups' hit"
+	if len(t.MambaT) > 0 {
+		if bl := t.MambaT[0].Blocks; t.HitBlocks()-1 < len(bl) {
+			p := s.Prov.Get(bl[t.HitBlocks()-1])
+			mamba = fmt.Sprintf("Mamba group 0 restores the state after %d tokens from block %d (%s)", t.HitBlocks()*s.bs, bl[t.HitBlocks()-1], describe(p))
+		}
+	}
+	return fmt.Sprintf("the attention hit ends at %d tokens after the EAGLE drop (drop_eagle_block) but %s, so the request starts at %d tokens; attention block %d at position %d was allocated fresh and holds %s, not the prefix's K/V",
+		t.AttnHitBlocks()*s.bs, mamba, t.HitBlocks()*s.bs, b, bi, describe(s.Prov.Get(b)))
 }
 
 func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {

@@ -154,6 +154,14 @@ func asyncScheduling(sc *scenarios.Scenario, mode statecache.ResolvedMambaMode) 
 	return true
 }
 
+// useEagle is speculative_config.use_eagle(): MTP or EAGLE drafts, whose
+// prefix hits drop the last matched attention block (ngram has no
+// drafter KV).
+func useEagle(sc *scenarios.Scenario) bool {
+	sp := sc.Spec()
+	return sp.On() && sp.Lookahead() > 0
+}
+
 // Run replays a scenario and returns its report. An error means the run
 // could not be set up or a component broke; invariant violations are not
 // errors, they are the report.
@@ -187,7 +195,8 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	}
 	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, statecache.ManagerOptions{
 		EnablePrefixCaching: mode.PrefixCaching, FreeOrder: freeOrderOf(sc, mode.PrefixCaching), MambaCacheMode: mode.Mode,
-		NumSpeculativeBlocks: sc.Spec().K, SpecSafeFree: sc.Version().Behaviour().SpecSafeFree})
+		NumSpeculativeBlocks: sc.Spec().K, SpecSafeFree: sc.Version().Behaviour().SpecSafeFree,
+		UseEagle: useEagle(sc), EagleMamba: sc.Version().Behaviour().EagleMamba})
 	if err != nil {
 		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"statesim/statecache"
 )
 
 // Version selects the batch reorder and splits of a vLLM release, plus
@@ -113,6 +115,9 @@ type Behaviour struct {
 	// the step in flight rejects, and async scheduling is allowed again
 	// with align (#33997).
 	SpecSafeFree bool
+	// EagleMamba: how the Mamba groups' hit lookup treats the EAGLE drop
+	// (#53912: ignored in every release; open PRs #48375, #57128).
+	EagleMamba statecache.EagleMamba
 }
 
 // Split is the split of builder k.
@@ -138,12 +143,12 @@ var (
 // patched entries at init). The releases' rows are written out here and
 // checked against their PR sets in TestReleasesArePRSets.
 var behaviours = [numPatched]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, true, true},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, true, true},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, true, true},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false},
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false, statecache.EagleMambaIgnored},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false, statecache.EagleMambaIgnored},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, true, true, statecache.EagleMambaIgnored},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, true, true, statecache.EagleMambaIgnored},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, true, true, statecache.EagleMambaIgnored},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false, statecache.EagleMambaIgnored},
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in

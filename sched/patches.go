@@ -2,6 +2,8 @@ package sched
 
 import (
 	"fmt"
+
+	"statesim/statecache"
 	"strconv"
 	"strings"
 )
@@ -31,17 +33,19 @@ var prs = []pr{
 	{33997, V019, []int{33352}, "align mode frees on num_computed - K; async scheduling back on for align"},
 	{53059, numVersions, nil, "uniform-decode CUDA-graph dispatch requires no prefilling row (open)"},
 	{55898, numVersions, nil, "runner reorder threshold: the stateful builders' 1 + K wins over the drafter's 1 (open)"},
+	{48375, numVersions, nil, "MambaManager honours drop_eagle_block: no Mamba state past the EAGLE-dropped attention hit (open)"},
+	{57128, numVersions, nil, "no EAGLE margin for the Mamba group and its finder drops a block: the state a block below the attention hit (open)"},
 }
 
 const (
 	baseBits   = 3 // releases V013..V0 fit in 3 bits
 	baseMask   = 1<<baseBits - 1
-	numPatched = 1 << (baseBits + 9) // every release under every subset of prs
+	numPatched = 1 << (baseBits + 11) // every release under every subset of prs
 )
 
 func init() {
-	if len(prs) != 9 || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes 9 PRs and releases in 3 bits")
+	if len(prs) != 11 || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes 11 PRs and releases in 3 bits")
 	}
 	for set := 1; set < 1<<len(prs); set++ {
 		for rel := Version(0); rel < numVersions; rel++ {
@@ -99,6 +103,12 @@ func behaviourOf(set int) Behaviour {
 	b.ThresholdMax = has(55898)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
+	switch {
+	case has(57128):
+		b.EagleMamba = statecache.EagleMambaNoMargin
+	case has(48375):
+		b.EagleMamba = statecache.EagleMambaHonored
+	}
 	return b
 }
 

@@ -38,6 +38,10 @@ type BlockTable struct {
 	// came from a hit, written by another request, and how many leading
 	// blocks are findable by hash (vLLM's num_cached_block).
 	hitBlocks, cachedBlocks int32
+	// attnHitBlocks: how many of the hit blocks the attention groups'
+	// hit held; fewer than hitBlocks only when the EAGLE drop cut the
+	// attention hit and the Mamba hit did not follow (#53912).
+	attnHitBlocks int32
 	// hitChecked: the hit blocks' reads have been checked (HitChecked).
 	hitChecked bool
 }
@@ -45,6 +49,11 @@ type BlockTable struct {
 // HitBlocks is how many leading blocks of each attention group t reached
 // through a prefix hit: their K/V was written by another request.
 func (t *BlockTable) HitBlocks() int { return int(t.hitBlocks) }
+
+// AttnHitBlocks is how many leading blocks the attention groups' hit
+// itself supplied: HitBlocks() unless the Mamba groups' hit ran past the
+// attention hit the EAGLE drop left (#53912), the rest being fresh blocks.
+func (t *BlockTable) AttnHitBlocks() int { return int(t.attnHitBlocks) }
 
 // HitChecked reports whether a reader has checked t's hit blocks against
 // what they hold; MarkHitChecked sets it. Held blocks are written by
@@ -152,6 +161,11 @@ type ManagerOptions struct {
 	MambaCacheMode MambaCacheMode
 	// SpecSafeFree: align mode frees on num_computed_tokens − K (#33997).
 	SpecSafeFree bool
+	// UseEagle: MTP or EAGLE drafts (speculative_config.use_eagle()), so
+	// the hit lookup drops the last matched attention block; EagleMamba
+	// is how the Mamba groups' lookup treats that drop (#53912).
+	UseEagle   bool
+	EagleMamba EagleMamba
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -234,6 +248,9 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	if err != nil {
 		return nil, err
 	}
+	if o.UseEagle {
+		coord.SetEagle(o.EagleMamba)
+	}
 	m.coord = coord
 	return m, nil
 }
@@ -278,7 +295,7 @@ func (m *KVCacheManager) GetComputedBlocks(t *BlockTable, hashes []BlockHash, nu
 	hit := m.coord.FindLongestCacheHit(m.Pool, hashes, numTokens-1)
 	m.Pool.RecordQuery(numTokens, hit, preempted)
 	if m.mamba != nil {
-		m.dropped += int64(m.coord.FirstRuleHit() - hit)
+		m.dropped += int64(max(m.coord.FirstRuleHit()-hit, 0))
 	}
 	return hit
 }
@@ -319,14 +336,17 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	}
 	want := (numTokens + m.blockSize - 1) / m.blockSize
 	need := 0
+	// Under the EAGLE drop the attention hit may end a block short of
+	// the hit (the Mamba group's, #53912): the request still starts at
+	// hitTokens and the missing position gets a fresh block.
 	for g := range t.Attn {
-		hit := m.coord.HitBlocks(m.attnGroup[g])[:hb]
+		hit := m.attnHit(g, hb)
 		for _, b := range hit {
 			if m.Pool.pc.ref[b] == 0 {
 				need++ // a free cached block leaves the queue just the same
 			}
 		}
-		need += max(want-len(t.Attn[g])-hb, 0)
+		need += max(want-len(t.Attn[g])-len(hit), 0)
 	}
 	for g, mm := range m.mamba {
 		need += mm.BlocksToAllocate(&t.MambaT[g], mm.mainTokens(numTokens, lookahead), computed, m.mambaHit(g, hitTokens))
@@ -337,8 +357,9 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	if hb > 0 {
 		// Every group's hit blocks leave the queue before any pop, or a
 		// pop could evict a hit block not yet touched.
+		ah := hb
 		for g := range t.Attn {
-			hit := m.coord.HitBlocks(m.attnGroup[g])[:hb]
+			hit := m.attnHit(g, hb)
 			for _, b := range hit {
 				if m.Pool.pc.ref[b] > 0 {
 					m.sharedRefs++
@@ -346,8 +367,12 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 			}
 			m.Pool.Touch(req, hit)
 			t.Attn[g] = append(t.Attn[g], hit...)
+			ah = min(ah, len(hit))
 		}
-		t.hitBlocks, t.cachedBlocks = int32(hb), int32(hb)
+		// num_cached_block counts the attention hit only: a position the
+		// hit lacks is cached by this request's allocation below, under
+		// the prefix's hash, before anything writes it.
+		t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = int32(hb), int32(ah), int32(ah)
 		t.resetKV()
 	}
 	for g, mm := range m.mamba {
@@ -378,6 +403,12 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	t.held = t.countHeld()
 	t.covered = max(t.covered, want*m.blockSize)
 	return true, m.CacheBlocks(req, t, min(numTokens, numKnown), hashes)
+}
+
+// attnHit is attention group g's part of the last hit, at most hb blocks.
+func (m *KVCacheManager) attnHit(g, hb int) []int32 {
+	h := m.coord.HitBlocks(m.attnGroup[g])
+	return h[:min(hb, len(h))]
 }
 
 // mambaHit is Mamba group g's part of the last hit, nil without one.
@@ -572,7 +603,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	if t.st.ps != nil {
 		t.st.ps.Settle(t)
 	}
-	t.hitBlocks, t.cachedBlocks = 0, 0
+	t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = 0, 0, 0
 	t.resetKV()
 	t.covered, t.held = 0, 0
 	if m.blockwiseFree {

@@ -181,7 +181,16 @@ type HybridCoordinator struct {
 	// first: the first rule's hit in the last lookup's first round, in
 	// tokens (full attention's own, before the other rules trim it).
 	first int
+	// eagle: use_eagle (MTP/EAGLE drafting): each rule's first lookup
+	// gets the one-block margin and the attention rules drop their last
+	// matched block; mambaEagle is how the Mamba rule treats it.
+	eagle      bool
+	mambaEagle EagleMamba
 }
+
+// SetEagle turns the EAGLE drop on (MTP or EAGLE drafting) with the Mamba
+// rule's treatment m.
+func (c *HybridCoordinator) SetEagle(m EagleMamba) { c.eagle, c.mambaEagle = true, m }
 
 // FirstRuleHit is the last lookup's hit by the first rule alone (full
 // attention's, when the layout has it), in tokens: what the other groups'
@@ -265,7 +274,24 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 			for j, g := range r.Groups {
 				dst[j] = c.hit[g]
 			}
-			n := r.Rule.FindLongestCacheHit(p, hashes, cur, c.alignment, r.Groups, dst)
+			ceiling, drop := cur, false
+			if c.eagle && c.rounds == 1 {
+				ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, max(maxLength, 0), bs)
+			}
+			n := 0
+			if ceiling > 0 {
+				n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
+			} else {
+				for j := range dst {
+					dst[j] = dst[j][:0]
+				}
+			}
+			if drop && n > 0 {
+				n--
+				for j := range dst {
+					dst[j] = dst[j][:n]
+				}
+			}
 			for j, g := range r.Groups {
 				c.hit[g] = dst[j]
 			}
