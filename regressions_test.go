@@ -65,6 +65,8 @@ type regression struct {
 	// control, when set, changes the counterexample into its fixed twin
 	// (kept too, expected clean) and names it.
 	control func(p *prop.Params) string
+	// more are further fixed twins, kept beside the first.
+	more []func(p *prop.Params) string
 }
 
 func underFixed(p *prop.Params) string     { p.Version = "v0.22"; return "fixed" }
@@ -180,6 +182,32 @@ var regressions = []regression{
 	{name: "cudagraph-stale-qwen3-next-mtp-53059-v2", cfg: cudagraphStaleMTPV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
+	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
+		more: []func(p *prop.Params) string{also57128}},
+}
+
+// eagleDrop searches v0.31 under MTP/EAGLE with align-mode prefix caching
+// over shared prefixes (#53912): the attention hit drops its last block,
+// the Mamba hit keeps the boundary. The tiny hybrid's 32-token blocks let
+// short prompts reach a boundary; +55898 keeps #55894 from answering
+// first, and the search runs without preemption so that the resumed
+// 2..1 + K-token row (docs/bugs.md) does not either.
+func eagleDrop() prop.Config {
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c.SpecAlign = true
+	c.Patches = []string{"+55898"}
+	return c
+}
+
+// also48375 and also57128 add an open PR's Mamba lookup under the drop.
+func also48375(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+48375")
+	return "48375"
+}
+
+func also57128(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+57128")
+	return "57128"
 }
 
 // TestRewriteRegressions reruns the searches above and requires them to
@@ -213,17 +241,20 @@ func TestRewriteRegressions(t *testing.T) {
 		if g.control == nil {
 			continue
 		}
-		fixed := *res.Shrunk
-		label := g.control(&fixed)
-		res.Shrunk = &fixed
-		res.Err = nil
-		res.Property = g.prop + " (control: the same requests, " + label + ")"
-		w, err = prop.Write(r, res, dir, g.name+"-"+label, by)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(w.Expect, " ") != "clean" {
-			t.Errorf("%s, %s, still violates %v", g.name, label, w.Expect)
+		shrunk := res.Shrunk
+		for _, control := range append([]func(*prop.Params) string{g.control}, g.more...) {
+			fixed := *shrunk
+			label := control(&fixed)
+			res.Shrunk = &fixed
+			res.Err = nil
+			res.Property = g.prop + " (control: the same requests, " + label + ")"
+			w, err = prop.Write(r, res, dir, g.name+"-"+label, by)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(w.Expect, " ") != "clean" {
+				t.Errorf("%s, %s, still violates %v", g.name, label, w.Expect)
+			}
 		}
 	}
 }

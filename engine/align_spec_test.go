@@ -20,15 +20,18 @@ func alignMTP(t *testing.T, seed int, sets ...string) *scenarios.Scenario {
 		"workload.output_len.value=120", "engine.patches=[+55898]"}, sets...)...)
 }
 
-// Spec decode in align mode, sync and async: every state read (the
-// runner's columns from its own count, the copy at a boundary from
-// column num_accepted − 1, restores of boundaries the post-step copy
-// wrote) checks out, and later rollouts hit the cache.
+// Spec decode in align mode, sync and async, with either open fix for
+// #53912's EAGLE drop: every state read (the runner's columns from its
+// own count, the copy at a boundary from column num_accepted − 1,
+// restores of boundaries the post-step copy wrote) checks out, and later
+// rollouts hit the cache. As released, the rollouts' hits start a block
+// past the attention hit (TestAlignSpecEagleDropCaught).
 func TestAlignSpecClean(t *testing.T) {
-	for _, async := range []string{"false", "true"} {
+	for i, async := range []string{"false", "true"} {
 		for seed := 1; seed <= 3; seed++ {
 			var hits int64
-			rep, err := Run(alignMTP(t, seed, "engine.async_scheduling="+async), Options{Observe: func(r *step.Record) { hits += r.PrefixHits }})
+			fix := []string{"+48375", "+57128"}[(i+seed)%2]
+			rep, err := Run(alignMTP(t, seed, "engine.async_scheduling="+async, "engine.patches=[+55898, "+fix+"]"), Options{Observe: func(r *step.Record) { hits += r.PrefixHits }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -36,6 +39,22 @@ func TestAlignSpecClean(t *testing.T) {
 				t.Errorf("async %s seed %d: %d/%d finished, %d hit tokens, violations %+v", async, seed, rep.Finished, rep.Requests, hits, rep.Violations)
 			}
 		}
+	}
+}
+
+// #53912 as released: the rollouts share a 128-token prompt boundary;
+// the attention hit drops its last block, the Mamba hit keeps the
+// boundary, and each rollout reads a fresh attention block at position 3.
+func TestAlignSpecEagleDropCaught(t *testing.T) {
+	rep, err := Run(alignMTP(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Count(check.StaleSlotRead) == 0 {
+		t.Fatalf("no stale-slot-read under the EAGLE drop: %+v", rep.Violations)
+	}
+	if v := rep.Violations[0]; !strings.Contains(v.Detail, "after the EAGLE drop") || !strings.Contains(v.Detail, "Mamba group 0 restores the state after 128 tokens") {
+		t.Errorf("violation %s: want both sides of the hit named", v.String())
 	}
 }
 

@@ -68,6 +68,8 @@ type Config struct {
 	CUDAGraphModes []string
 	// AvoidAlignStall: see Params.AvoidAlignStall.
 	AvoidAlignStall bool
+	// SpecAlign: see Params.SpecAlign.
+	SpecAlign bool
 }
 
 // Matrix is c drawing every dimension the simulator models: every
@@ -343,6 +345,7 @@ func Gen(c Config) gopter.Gen {
 	// The matrix's other dimensions draw nothing unless listed, so other
 	// configs generate what they did before.
 	fields["AvoidAlignStall"] = gen.Const(c.AvoidAlignStall)
+	fields["SpecAlign"] = gen.Const(c.SpecAlign)
 	if len(c.PatchSets) > 0 {
 		fields["Patches"] = patchSets(c.PatchSets)
 	}

@@ -76,6 +76,11 @@ type Params struct {
 	// by Config, never drawn): searches that are not after the
 	// align-long-prefill-stall hang step around it.
 	AvoidAlignStall bool
+	// SpecAlign lets a hybrid under MTP/EAGLE/ngram keep prefix caching
+	// when CacheMode is align (set by Config, never drawn), the pair
+	// vLLM runs since #33705: searches made before it keep caching off
+	// there and draw what they did.
+	SpecAlign bool
 }
 
 // async is engine.async_scheduling as run: vLLM's v0 control has no async
@@ -98,7 +103,7 @@ func (p *Params) prefixCaching() (bool, string) {
 	if sh.NumMambaLayers() == 0 {
 		return true, ""
 	}
-	if !p.ChunkedPrefill || p.specK() > 0 {
+	if !p.ChunkedPrefill || p.specK() > 0 && !(p.SpecAlign && p.CacheMode == "align") {
 		return false, ""
 	}
 	mode := p.CacheMode

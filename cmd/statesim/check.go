@@ -190,6 +190,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			modes = append(modes, m)
 		}
 		cfg = prop.Prefix(cfg, *hashBlock, *shared, modes...)
+		// Asked for by name, align keeps prefix caching under spec decode
+		// on a hybrid (the pair vLLM runs); the matrix's draws stay as
+		// they were.
+		cfg.SpecAlign = !*matrix
 		if err := cfg.Validate(); err != nil {
 			return bad("--prefix-caching: %v", err)
 		}
