@@ -169,7 +169,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		cfg.ModelRunner = *runner
 	}
 	if len(specs) > 0 || *matrix && given["spec-k"] {
-		klo, khi, err := parseRange(*specK, 1, 16)
+		klo, khi, err := parseRange(*specK, 1, 16, "")
 		if err != nil {
 			return bad("--spec-k: %v", err)
 		}
@@ -355,20 +355,7 @@ func quoteArgs(args []string) []string {
 
 // parseBits reads N or LO-HI within 16..64.
 func parseBits(s string) (lo, hi int, err error) {
-	a, b, isRange := strings.Cut(s, "-")
-	if lo, err = strconv.Atoi(a); err != nil {
-		return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
-	}
-	hi = lo
-	if isRange {
-		if hi, err = strconv.Atoi(b); err != nil {
-			return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
-		}
-	}
-	if lo < 16 || hi > 64 || hi < lo {
-		return 0, 0, fmt.Errorf("%q is outside 16..64 (32 = vLLM before PR #35275, 64 = fixed)", s)
-	}
-	return lo, hi, nil
+	return parseRange(s, 16, 64, " (32 = vLLM before PR #35275, 64 = fixed)")
 }
 
 // validateSets builds one generated scenario with the overrides so a bad
@@ -432,8 +419,9 @@ func parsePatchSets(list []string) ([][]string, error) {
 	return sets, nil
 }
 
-// parseRange reads N or LO-HI within [min, max].
-func parseRange(s string, lo0, hi0 int) (lo, hi int, err error) {
+// parseRange reads N or LO-HI within [lo0, hi0]; note ends the
+// out-of-range message.
+func parseRange(s string, lo0, hi0 int, note string) (lo, hi int, err error) {
 	a, b, isRange := strings.Cut(s, "-")
 	if lo, err = strconv.Atoi(a); err != nil {
 		return 0, 0, fmt.Errorf("want N or LO-HI, got %q", s)
@@ -445,7 +433,7 @@ func parseRange(s string, lo0, hi0 int) (lo, hi int, err error) {
 		}
 	}
 	if lo < lo0 || hi > hi0 || hi < lo {
-		return 0, 0, fmt.Errorf("%q is outside %d..%d", s, lo0, hi0)
+		return 0, 0, fmt.Errorf("%q is outside %d..%d%s", s, lo0, hi0, note)
 	}
 	return lo, hi, nil
 }
