@@ -66,6 +66,9 @@ type Config struct {
 	// CUDAGraphModes, when set, lists the engine.cudagraph_mode values to
 	// draw, in place of CUDAGraphMode.
 	CUDAGraphModes []string
+	// ModelRunners, when set, lists the engine.model_runner values to
+	// draw ("": the release's default), in place of ModelRunner.
+	ModelRunners []string
 	// AvoidAlignStall: see Params.AvoidAlignStall.
 	AvoidAlignStall bool
 	// SpecAlign: see Params.SpecAlign.
@@ -259,6 +262,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("cudagraph_mode: %w", err)
 		}
 	}
+	for _, r := range append(slices.Clone(c.ModelRunners), c.ModelRunner) {
+		if _, err := sched.ParseRunner(r); r != "" && err != nil {
+			return fmt.Errorf("model_runner: %w", err)
+		}
+	}
 	if len(c.SpecMethods) > 0 && (c.MinSpecK < 1 || c.MaxSpecK < c.MinSpecK || c.MaxSpecK > 16) {
 		return fmt.Errorf("num_speculative_tokens range [%d, %d] is empty or outside [1, 16]", c.MinSpecK, c.MaxSpecK)
 	}
@@ -351,6 +359,9 @@ func Gen(c Config) gopter.Gen {
 	}
 	if len(c.CUDAGraphModes) > 0 {
 		fields["CUDAGraphMode"] = consts(c.CUDAGraphModes)
+	}
+	if len(c.ModelRunners) > 0 {
+		fields["ModelRunner"] = consts(c.ModelRunners)
 	}
 	if len(c.Async) > 0 {
 		a := make([]any, len(c.Async))

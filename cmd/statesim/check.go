@@ -63,7 +63,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&specs, "spec", "speculative decoding methods to draw (off, mtp, eagle, ngram; comma-separated); default off")
 	specK := fs.String("spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
 	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059")
-	runner := fs.String("model-runner", "", "engine.model_runner of every scenario: v1 or v2 (default: the release's, v2 from v0.29; the v0 control has none)")
+	var runners stringList
+	fs.Var(&runners, "model-runner", "engine.model_runner values to draw (comma-separated): v1, v2, default (the release's: v2 from v0.29); the v0 control has none")
 	var cacheModes stringList
 	fs.Var(&cacheModes, "prefix-caching", "prefix-caching settings to draw (comma-separated: on = the release's Mamba cache mode, align, all, off); with it the prompts share prefixes (--shared ids of --hash-block tokens); default off")
 	shared := fs.Int("shared", 3, "most shared hash ids per prompt (with --prefix-caching)")
@@ -159,14 +160,24 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			cfg.PatchSets = sets
 		}
 	}
-	if *runner != "" {
-		if _, err := sched.ParseRunner(*runner); err != nil {
-			return bad("--model-runner: %v", err)
+	if len(runners) > 0 {
+		var rs []string
+		for _, r := range runners {
+			if r == "default" {
+				r = ""
+			} else if _, err := sched.ParseRunner(r); err != nil {
+				return bad("--model-runner: %v (or default)", err)
+			}
+			rs = append(rs, r)
 		}
 		if len(cfg.Versions) == 1 && cfg.Versions[0] == "v0" {
 			return bad("--model-runner: the v0 control has no V1 engine model runner")
 		}
-		cfg.ModelRunner = *runner
+		if len(rs) == 1 {
+			cfg.ModelRunner = rs[0]
+		} else {
+			cfg.ModelRunners = rs
+		}
 	}
 	if len(specs) > 0 || *matrix && given["spec-k"] {
 		klo, khi, err := parseRange(*specK, 1, 16, "")
@@ -255,8 +266,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if len(patches) > 0 {
 		fmt.Fprintf(stdout, ", patches %s", strings.Join(patches, ","))
 	}
-	if *runner != "" {
-		fmt.Fprintf(stdout, ", model runner %s", *runner)
+	if len(runners) > 0 {
+		fmt.Fprintf(stdout, ", model runner %s", runners.String())
 	}
 	if len(specs) > 0 {
 		fmt.Fprintf(stdout, ", speculative %s K %s", strings.Join(specs, ","), *specK)
@@ -446,14 +457,24 @@ func guardNote(cfg prop.Config) string {
 	if len(sets) == 0 {
 		sets = [][]string{cfg.Patches}
 	}
+	runners := cfg.ModelRunners
+	if len(runners) == 0 {
+		runners = []string{cfg.ModelRunner}
+	}
 	var inert []string
 	for _, v := range cfg.Versions {
+		if v == "v0" {
+			continue
+		}
+	search:
 		for _, set := range sets {
-			sc := scenarios.Defaults()
-			sc.Engine.VLLMVersion, sc.Engine.ModelRunner, sc.Engine.Patches = v, cfg.ModelRunner, set
-			if v != "v0" && sc.GuardIgnored() {
-				inert = append(inert, v)
-				break
+			for _, r := range runners {
+				sc := scenarios.Defaults()
+				sc.Engine.VLLMVersion, sc.Engine.ModelRunner, sc.Engine.Patches = v, r, set
+				if sc.GuardIgnored() {
+					inert = append(inert, v)
+					break search
+				}
 			}
 		}
 	}

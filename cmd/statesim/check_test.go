@@ -47,6 +47,8 @@ func TestCheckBadFlags(t *testing.T) {
 		{"--set", "engine.no_such_knob=1"},
 		{"imposter"},
 		{"--no-such-flag"},
+		{"--model-runner", "v3"},
+		{"--version", "v0", "--model-runner", "v1"},
 	} {
 		code, out, errs := runCLI(append([]string{"check", "--trials", "5"}, args...)...)
 		if code != exitBadInput {
@@ -88,5 +90,21 @@ func TestCheckModelFlag(t *testing.T) {
 	}
 	if code, _, errs = runCLI("check", "--model", "qwen4", "--out", t.TempDir()); code != exitBadInput || !strings.Contains(errs, `--model: model "qwen4"`) {
 		t.Fatalf("unknown model: exit %d, want %d\n%s", code, exitBadInput, errs)
+	}
+}
+
+// TestCheckModelRunner: at v0.31 + #53059 the search finds the stale
+// CUDA-graph replay under the default runner (V2) and says why, and finds
+// nothing on V1, where the patch's edit is on the dispatch path.
+func TestCheckModelRunner(t *testing.T) {
+	base := []string{"check", "--version", "v0.31", "--model", "qwen3-next-80b-a3b", "--patches", "+53059",
+		"--set", "engine.cudagraph_mode=full_and_piecewise", "--property", "stale-slot-read", "--trials", "40"}
+	code, out, errs := runCLI(append(base, "--out", t.TempDir())...)
+	if code != exitViolations || !strings.Contains(out, "note: +53059 changes nothing under model runner v2") {
+		t.Fatalf("default runner: exit %d, want %d and the note\n%s%s", code, exitViolations, out, errs)
+	}
+	code, out, errs = runCLI(append(base, "--model-runner", "v1", "--out", t.TempDir())...)
+	if code != exitClean || strings.Contains(out, "note:") || !strings.Contains(out, "model runner v1") {
+		t.Fatalf("--model-runner v1: exit %d, want %d without the note\n%s%s", code, exitClean, out, errs)
 	}
 }
