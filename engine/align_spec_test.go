@@ -97,6 +97,24 @@ func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
 		if got := asyncScheduling(sc, mode); got != c.want {
 			t.Errorf("%s %s: async %v, want %v", c.mode, c.patches, got, c.want)
 		}
+		// vLLM warns when it turns async scheduling off; so does the report.
+		if w := asyncWarning(sc, mode); (w == "") != c.want || w != "" && !strings.Contains(w, "will be disabled") {
+			t.Errorf("%s %s: warning %q with async %v", c.mode, c.patches, w, c.want)
+		}
+	}
+	// The warning reaches the report, text and JSON.
+	sc := hybridRollouts(t, "all", 64, "engine.async_scheduling=true")
+	rep, err := Run(sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js strings.Builder
+	rep.WriteText(&text)
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "warning: Async scheduling is not compatible") || !strings.Contains(js.String(), `"warnings": [`) {
+		t.Errorf("report without the async warning:\n%s", text.String())
 	}
 	if _, err := scenarios.Parse([]byte("name: x\nmodel: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, patches: [-33352]}\n"), "x.yaml", nil); err == nil || !strings.Contains(err.Error(), "33997") || !strings.Contains(err.Error(), "33352") {
 		t.Errorf("removing #33352 under #33997: %v, want an error naming both", err)

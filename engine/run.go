@@ -162,6 +162,21 @@ func useEagle(sc *scenarios.Scenario) bool {
 	return sp.On() && sp.Lookahead() > 0
 }
 
+// asyncWarning is the warning vLLM logs when it turns asked-for async
+// scheduling off for Mamba prefix caching (#33352, vllm/config/vllm.py;
+// the text as users quote it, e.g. QwenLM/Qwen3-Coder#578), with
+// statesim's reason; empty when async scheduling runs as asked.
+func asyncWarning(sc *scenarios.Scenario, mode statecache.ResolvedMambaMode) string {
+	if !sc.Engine.AsyncScheduling || asyncScheduling(sc, mode) {
+		return ""
+	}
+	why := "mamba_cache_mode all (#33997 re-enables it for align only)"
+	if mode.Mode == statecache.MambaAlign {
+		why = "mamba_cache_mode align without #33997"
+	}
+	return fmt.Sprintf("Async scheduling is not compatible with prefix caching for Mamba models and will be disabled: engine.async_scheduling true runs synchronously (%s, %s; #33352)", why, sc.Version().Behaviour().Name)
+}
+
 // Run replays a scenario and returns its report. An error means the run
 // could not be set up or a component broke; invariant violations are not
 // errors, they are the report.
@@ -259,6 +274,9 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.tw = newTraceWriter(opt.Trace)
 	}
 	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
+	if w := asyncWarning(sc, mode); w != "" {
+		r.rep.Warnings = append(r.rep.Warnings, w)
+	}
 	r.bulk = !opt.stepByStep && !sc.Engine.AsyncScheduling && r.kv.MambaMode() == statecache.MambaNone && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
 		return nil, err

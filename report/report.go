@@ -21,7 +21,11 @@ type Report struct {
 	ModelRunner string `json:"model_runner,omitempty"`
 	// Notes say where a setting changed nothing the user may expect it to
 	// (a patch whose edit is not on the runner's path).
-	Notes          []string `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// Warnings are what vLLM would log as a warning at start-up for a
+	// setting it overrides (async scheduling turned off by Mamba prefix
+	// caching, #33352).
+	Warnings       []string `json:"warnings,omitempty"`
 	Backend        string   `json:"backend"`
 	StateIndexBits int      `json:"state_index_bits"`
 	ForcePrefill   bool     `json:"force_prefill_path,omitempty"`
@@ -243,6 +247,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("\n")
 	for _, n := range r.Notes {
 		p("note: %s\n", n)
+	}
+	for _, w := range r.Warnings {
+		p("warning: %s\n", w)
 	}
 	m := r.Model
 	layers, kernel, state := m.stateWords()
