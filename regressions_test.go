@@ -184,6 +184,19 @@ var regressions = []regression{
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
+	{name: "align-mtp-resumed-short-decode", cfg: resumedShortDecode, prop: "stale-slot-read", seed: 1},
+}
+
+// resumedShortDecode is eagleDrop with #48375 applied (so the EAGLE drop
+// does not answer first) and preemption allowed: a preempted request's
+// recompute ends past its prompt with 2..1 + K known tokens and no
+// drafts, a decode under the 1 + K threshold whose kernel leaves the
+// state in column q − 1 while num_accepted_tokens (1) names column 0. A
+// model prediction, not reported upstream (docs/bugs.md).
+func resumedShortDecode() prop.Config {
+	c := eagleDrop()
+	c.Patches = []string{"+55898", "+48375"}
+	return c
 }
 
 // eagleDrop searches v0.31 under MTP/EAGLE with align-mode prefix caching
