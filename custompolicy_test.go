@@ -180,7 +180,7 @@ func TestReserveBudgetHoldsEveryProperty(t *testing.T) {
 		c := prop.BugA(v)
 		c.MinBudget = 2
 		for _, p := range prop.All() {
-			trials := 500
+			trials := sized(250, 500)
 			if p.Name == "logprobs-match-reference" {
 				trials = sized(20, 60) // numeric runs: the mock recomputes every request
 			}

@@ -144,9 +144,9 @@ func TestPropertiesHoldWhenFixed(t *testing.T) {
 			if p.Name == "logprobs-match-reference" {
 				continue // numeric backend: TestLogprobsMatchReference
 			}
-			trials := 1000
+			trials := sized(500, 1000)
 			if p.Name == "determinism" {
-				trials = 100 // two fresh runs each, uncached
+				trials = sized(50, 100) // two fresh runs each, uncached
 			}
 			res := search(t, r, c, p, seed, trials)
 			if !res.Holds {
