@@ -549,7 +549,9 @@ func (r *runner) arrive() error {
 
 func (r *runner) startStep() error {
 	if r.clean {
-		r.steady()
+		if err := r.steady(); err != nil {
+			return err
+		}
 	}
 	if r.rep.Steps >= r.sc.Checks.StepLimit(r.tokensArrived) {
 		r.stalled = true

@@ -21,16 +21,16 @@ import (
 // than none, whose per-block states it does not model), and
 // TestBulkMatchesStepByStep holds its reports, records and final state to
 // those of stepping one by one.
-func (r *runner) steady() {
+func (r *runner) steady() error {
 	r.clean = false
 	k0 := r.s.SteadySteps()
 	if k0 == 0 {
-		return
+		return nil
 	}
 	out := r.s.Out()
 	bytes, ok := r.sym.SteadyDecodes(out, k0)
 	if !ok {
-		return
+		return nil
 	}
 	limit := r.sc.Checks.StepLimit(r.tokensArrived)
 	var at sim.Time = math.MaxInt64
@@ -58,7 +58,7 @@ func (r *runner) steady() {
 		k++
 	}
 	if k == 0 {
-		return
+		return nil
 	}
 	if r.opt.bulkSteps != nil {
 		*r.opt.bulkSteps += int64(k)
@@ -66,6 +66,10 @@ func (r *runner) steady() {
 	r.sym.Decodes(out, k, out.Step+int64(k))
 	r.lastBytes = r.sym.Stats.StateBytesMoved
 	r.s.AdvanceSteady(k, start, now)
+	if err := r.s.CacheSteady(); err != nil {
+		return err
+	}
 	r.checks.Repeated(now)
 	_ = r.loop.AdvanceTo(now) // now > the clock: it cannot fail
+	return nil
 }

@@ -11,8 +11,8 @@ import (
 // gave each running request one decode token (none prefilling, none
 // preempted) on the decode path, nothing waits, and the V1 policy runs.
 // With prefix caching a decode step caches a block only when it fills
-// one, so the bound stops a step short of that (the filling step caches
-// it in its own step, as vLLM does). Such a step
+// one, and only the last step of the bound can (CacheSteady caches it).
+// Such a step
 // leaves everything V1 reads as it was but the counts, until a row
 // finishes (max_tokens, max_model_len) or reaches the end of its last
 // block (a new block, or the next block's records): the bound returned.
@@ -30,10 +30,6 @@ func (s *Scheduler) SteadySteps() int {
 		return 0
 	}
 	bs := s.KV.BlockSize()
-	fill := 0 // steps to the block's end that may be replayed
-	if s.KV.PrefixCaching() {
-		fill = 1 // the step that fills it caches it (cacheRunning)
-	}
 	k := math.MaxInt
 	for i := range out.Rows {
 		row := &out.Rows[i]
@@ -46,7 +42,7 @@ func (s *Scheduler) SteadySteps() int {
 		// Step j (from 1) computes position c+j-1 and samples token
 		// NumOutputTokens+j: it must not finish, and must fit c's block.
 		k = min(k, r.MaxTokens-r.NumOutputTokens-1, s.Cfg.MaxModelLen-r.NumTokens()-1,
-			r.Blocks.Covered()-c, (c/bs+1)*bs-c-fill)
+			r.Blocks.Covered()-c, (c/bs+1)*bs-c)
 	}
 	return max(k, 0)
 }
@@ -70,4 +66,23 @@ func (s *Scheduler) AdvanceSteady(k int, start, end sim.Time) {
 		r.schedStamp = s.stamp
 		row.NumComputed += k
 	}
+}
+
+// CacheSteady does, after AdvanceSteady, the prefix caching the last
+// replayed step's schedule would have done: a row whose decodes filled
+// its block caches it (cacheRunning), in running order, with that step's
+// number on the records. No earlier step of the stretch fills a block,
+// and nothing touches the pool between that schedule and this call, so
+// the cache ends as stepping would leave it.
+func (s *Scheduler) CacheSteady() error {
+	if !s.KV.PrefixCaching() {
+		return nil
+	}
+	s.KV.Pool.NewStepStarts(s.Out().Step) // the last replayed step's records
+	for _, r := range s.Running {
+		if err := s.cacheRunning(r, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
