@@ -182,7 +182,7 @@ func asyncWarning(sc *scenarios.Scenario, mode statecache.ResolvedMambaMode) str
 // errors, they are the report.
 func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r := &runner{sc: sc, opt: opt, shape: sc.Model.Shape}
-	r.layout = r.shape.Layout(sc.Engine.BlockSize)
+	r.layout = sc.Layout()
 	if n := sc.Engine.NumGPUBlocksOverride; n > 0 {
 		r.nBlocks = n
 	} else {

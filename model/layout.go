@@ -60,13 +60,35 @@ const groupSizeSlack = 1.25
 // group size is the smallest bucket (the largest when within
 // groupSizeSlack); a bucket of n layers makes cdiv(n, size) groups and
 // group i takes its layers [i::num_groups], a stride, not a run.
-func (s *Shape) Layout(blockSize int) Layout {
+func (s *Shape) Layout(blockSize int) Layout { return s.LayoutWithDrafter(blockSize, 0) }
+
+// LayoutWithDrafter is Layout with draft attention layers registered after
+// the target's, as an EAGLE or MTP drafter's layers are: vLLM's
+// kv_cache_spec holds every attention layer of the static forward context,
+// the drafter's included, and _get_kv_cache_groups_uniform_page_size
+// buckets layers by spec, so a draft layer whose spec equals the target's
+// attention spec joins that bucket (kv_cache_utils.py @ 001cabc1: "gpt-oss-20b
+// + eagle, with 12 sw + 13 full"; kv_cache_planning.py's
+// _annotate_eagle_groups: "a drafter whose spec is indistinguishable from
+// the target's" is found in no group of its own). It does not get a KV
+// cache group; it can change the group size, so the bytes a block costs
+// and, when the ratio moves, how many groups a bucket makes. Only a
+// target with attention layers takes them (an attention-free target would
+// need its page unified with the drafter's: not modelled).
+func (s *Shape) LayoutWithDrafter(blockSize, draftLayers int) Layout {
 	u := s.Unify(blockSize)
 	l := Layout{BlockSize: u.BlockSize, PageBytes: u.PageBytes, Unify: u}
 
+	entries := s.Entries()
+	if draftLayers > 0 && s.NumAttentionLayers() > 0 {
+		entries = append([]CacheLayer(nil), entries...)
+		for i := 0; i < draftLayers; i++ {
+			entries = append(entries, CacheLayer{Layer: s.NumLayers + i, Kind: Attention})
+		}
+	}
 	var kinds []LayerKind
 	buckets := map[LayerKind][]int{}
-	for _, e := range s.Entries() {
+	for _, e := range entries {
 		if e.Kind == NoCache {
 			continue
 		}

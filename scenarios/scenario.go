@@ -393,7 +393,7 @@ func (s *Scenario) PrefixCachingDefault() bool {
 	if sh.NumMambaLayers() == 0 {
 		return true
 	}
-	if sh.NumAttentionLayers() == 0 || !s.Engine.EnableChunkedPrefill || sh.Layout(s.Engine.BlockSize).BlockSize > s.Engine.MaxNumBatchedTokens {
+	if sh.NumAttentionLayers() == 0 || !s.Engine.EnableChunkedPrefill || s.Layout().BlockSize > s.Engine.MaxNumBatchedTokens {
 		// The default align would be refused at start-up (it needs
 		// chunked prefill and a block within the step budget, #34445):
 		// statesim keeps caching off instead.
@@ -448,7 +448,7 @@ func (s *Scenario) validatePrefixCaching() error {
 	e := &s.Engine
 	// The layout's block size: a hybrid's attention block grows until its
 	// page holds a state (page unification), and the Mamba groups share it.
-	bs := s.Model.Shape.Layout(e.BlockSize).BlockSize
+	bs := s.Layout().BlockSize
 	if e.MambaBlockSize != 0 && e.MambaBlockSize != bs {
 		return fe("engine.mamba_block_size", "must be 0 or the unified block size (%d for block_size %d), got %d: statesim gives every KV cache group one block size (vLLM's page unification)", bs, e.BlockSize, e.MambaBlockSize)
 	}
@@ -550,6 +550,15 @@ func (s *Scenario) Spec() sched.Spec {
 		return sched.Spec{}
 	}
 	return sched.Spec{Method: m, K: sp.NumSpeculativeTokens, Accept: sched.Acceptance{Fixed: sp.Accepted, Rate: sp.AcceptanceRate}}
+}
+
+// Layout is the KV cache layout the scenario's model gets, the drafter's
+// attention layers included (model.Shape.LayoutWithDrafter): with EAGLE or
+// MTP they join the target's attention bucket. Without them it is the
+// shape's own layout.
+func (s *Scenario) Layout() model.Layout {
+	sp := s.Spec()
+	return s.Model.Shape.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
 }
 
 // ModelRunner is the model runner the scenario runs (valid after

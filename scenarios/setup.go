@@ -23,7 +23,7 @@ func numericBackend(kind string) bool { return kind == "mock" || kind == "cuda" 
 // num_gpu_blocks_override vLLM checks the profiled memory, not the
 // override, so neither does this.
 func (s *Scenario) CheckSetup(numBlocks int) error {
-	l := s.Model.Shape.Layout(s.Engine.BlockSize)
+	l := s.Layout()
 	fp := statecache.EstimateFootprint(numBlocks, l.BlockBytes(), numericBackend(s.Backend.Kind))
 	if s.Engine.EnablePrefixCaching {
 		fp = fp.WithPrefixCaching(numBlocks)

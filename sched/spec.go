@@ -62,8 +62,21 @@ func (s *Spec) Lookahead() int {
 	return 0
 }
 
+// DraftLayers is how many attention layers the drafter registers in the
+// KV cache spec: one for EAGLE (its head's decoder layer) and for MTP
+// (num_nextn_predict_layers is 1 in the modelled configs: Qwen3-Next,
+// Nemotron-H MTP); ngram has no draft model.
+func (s *Spec) DraftLayers() int {
+	if s.On() && (s.Method == SpecMTP || s.Method == SpecEAGLE) {
+		return 1
+	}
+	return 0
+}
+
 // DrafterThreshold is the reorder_batch_threshold the drafter's attention
-// group reports, 0 where there is none: EAGLE and MTP drafters pick their
+// group reports, 0 where there is none. The draft layer shares the
+// target's attention KV cache group (model.LayoutWithDrafter) but is its
+// own attention group, the runner's unit of (KV cache group, backend): EAGLE and MTP drafters pick their
 // attention backend independently of the target's
 // (llm_base_proposer.py: "Never inherit the attention backend from
 // base"), and the FlashInfer builder they land on reports 1 without the

@@ -122,7 +122,7 @@ func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 
 func describeModel(sc *scenarios.Scenario) modelView {
 	sh := &sc.Model.Shape
-	l := sh.Layout(sc.Engine.BlockSize)
+	l := sc.Layout() // the drafter's attention layers included under EAGLE/MTP
 	v := modelView{
 		Name: sh.Name, ModelType: sh.ModelType, Layers: sh.NumLayers,
 		Attention: sh.NumAttentionLayers(), State: sh.NumMambaLayers(),
