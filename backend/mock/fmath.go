@@ -75,6 +75,46 @@ func exp32(x float32) float32 {
 	return float32(float64(p*exp2Table[k&63]) * scale)
 }
 
+// expInto sets dst[i] = exp32(src[i]) for every i. It repeats exp32's
+// body (same operations, same order: TestExpIntoIsExp32) inside one loop,
+// so the scan's per-state exponentials pay no call and keep the
+// constants in registers.
+func expInto(dst, src []float32) {
+	const (
+		inv  = 64 / math.Ln2
+		c1   = math.Ln2 / 64
+		half = 1.0 / 2
+		six  = 1.0 / 6
+		tf   = 1.0 / 24
+	)
+	dst = dst[:len(src)]
+	for i, x := range src {
+		if x > expMax {
+			dst[i] = float32(math.Inf(1))
+			continue
+		}
+		if !(x >= expMin) {
+			if x != x {
+				dst[i] = x
+			} else {
+				dst[i] = 0
+			}
+			continue
+		}
+		xd := float64(x)
+		t := float64(xd*inv) + 0x1.8p52
+		k := int64(math.Float64bits(t)) << 13 >> 13
+		kf := t - 0x1.8p52
+		r := xd - float64(kf*c1)
+		p := float64(tf*r) + six
+		p = float64(p*r) + half
+		p = float64(p*r) + 1
+		p = float64(p*r) + 1
+		scale := math.Float64frombits(uint64((k>>6)+1023) << 52)
+		dst[i] = float32(float64(p*exp2Table[k&63]) * scale)
+	}
+}
+
 // exp2Table[j] = 2^(j/64).
 var exp2Table = func() (t [64]float64) {
 	for j := range t {
@@ -83,8 +123,19 @@ var exp2Table = func() (t [64]float64) {
 	return t
 }()
 
-// silu is x·σ(x) = x / (1 + e^−x).
-func silu(x float32) float32 { return x / (1 + exp32(-x)) }
+// siluInto sets y[i] = silu(x[i]) = x[i]·σ(x[i]) = x[i] / (1 + e^−x[i])
+// (y may be x), with tmp (len(x) or more) holding e^−x from expInto.
+func siluInto(y, x, tmp []float32) {
+	e := tmp[:len(x)]
+	for i, v := range x {
+		e[i] = -v
+	}
+	expInto(e, e)
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = v / (1 + e[i])
+	}
+}
 
 // softplus is log(1 + e^x), and x itself above 20 (as PyTorch's).
 func softplus(x float32) float32 {
@@ -109,12 +160,13 @@ func dot(a, b []float32) float32 {
 // only so the four independent sums overlap in the pipeline.
 func matVec(y, w, x []float32) {
 	n := len(x)
+	w = w[:len(y)*n]
 	o := 0
 	for ; o+4 <= len(y); o += 4 {
-		w0 := w[o*n : o*n+n]
-		w1 := w[(o+1)*n : (o+1)*n+n]
-		w2 := w[(o+2)*n : (o+2)*n+n]
-		w3 := w[(o+3)*n : (o+3)*n+n]
+		w0 := w[o*n:][:len(x)]
+		w1 := w[(o+1)*n:][:len(x)]
+		w2 := w[(o+2)*n:][:len(x)]
+		w3 := w[(o+3)*n:][:len(x)]
 		var s0, s1, s2, s3 float32
 		for i, v := range x {
 			s0 += float32(w0[i] * v)
@@ -122,7 +174,8 @@ func matVec(y, w, x []float32) {
 			s2 += float32(w2[i] * v)
 			s3 += float32(w3[i] * v)
 		}
-		y[o], y[o+1], y[o+2], y[o+3] = s0, s1, s2, s3
+		y4 := y[o : o+4]
+		y4[0], y4[1], y4[2], y4[3] = s0, s1, s2, s3
 	}
 	for ; o < len(y); o++ {
 		y[o] = dot(x, w[o*n:o*n+n])

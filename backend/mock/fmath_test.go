@@ -31,3 +31,20 @@ func TestExpAccuracy(t *testing.T) {
 	}
 	t.Logf("exp32 differs from rounded math.Exp at %d of %d points", bad, n)
 }
+
+// TestExpIntoIsExp32 holds expInto to exp32 bit for bit on a sweep of
+// float32 bit patterns (both signs, every exponent) and the edge values.
+func TestExpIntoIsExp32(t *testing.T) {
+	src := []float32{0, float32(math.Copysign(0, -1)), expMax, expMin, 88.8, -104,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for b := uint64(0); b < 1<<32; b += 4099 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	dst := make([]float32, len(src))
+	expInto(dst, src)
+	for i, x := range src {
+		if got, want := dst[i], exp32(x); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("expInto(%g) = %g (%#x), exp32 %g (%#x)", x, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+}

@@ -37,9 +37,13 @@ type net struct {
 	xz, xc, dbc   []float32
 	win, h, y     []float32
 	scores        []float32
+	weights       []float32 // softmax numerators, as scores
+	at            []int64   // attention: K offset of each position
 	o, acc        []float32
 	logits        []float32
 	nrm1          []float32
+	arg, ex       []float32 // [d_state]: the scan's exponent arguments and values
+	gate, sil     []float32 // [d_inner]: silu(z) and siluInto's scratch
 }
 
 func newNet(w *Weights, geo Geometry) *net {
@@ -57,6 +61,10 @@ func newNet(w *Weights, geo Geometry) *net {
 		acc:    make([]float32, s.HeadDim),
 		logits: make([]float32, s.VocabSize),
 		nrm1:   make([]float32, s.HiddenSize),
+		arg:    make([]float32, s.MambaDState),
+		ex:     make([]float32, s.MambaDState),
+		gate:   make([]float32, di),
+		sil:    make([]float32, di),
 	}
 }
 
@@ -147,40 +155,53 @@ func (m *net) mambaStep(w *MambaWeights, in, out []float32) {
 	s := &m.w.Shape
 	di, N, K, R := s.DInner(), s.MambaDState, s.MambaDConv, m.w.DTRank
 	matVec(m.xz, w.InProj, in)
-	x, z := m.xz[:di], m.xz[di:]
+	x, z := m.xz[:di], m.xz[di:2*di]
+	xc := m.xc[:di]
 	// Causal conv1d over (window, x); the window keeps the last K−1 raw
 	// inputs, oldest first: win[k·d_inner + d].
 	win := m.win
-	for d := 0; d < di; d++ {
-		cw := w.ConvW[d*K : d*K+K]
-		acc := w.ConvB[d]
+	convW, convB := w.ConvW[:di*K], w.ConvB[:di]
+	for d := range xc {
+		cw := convW[d*K : d*K+K]
+		acc := convB[d]
 		for k := 0; k < K-1; k++ {
 			acc += float32(cw[k] * win[k*di+d])
 		}
 		acc += float32(cw[K-1] * x[d])
-		m.xc[d] = silu(acc)
+		xc[d] = acc
 	}
+	siluInto(xc, xc, m.sil)
 	if K > 1 {
 		copy(win, win[di:])
 		copy(win[(K-2)*di:], x)
 	}
-	matVec(m.dbc, w.XProj, m.xc)
+	matVec(m.dbc, w.XProj, xc)
 	dtRaw, B, C := m.dbc[:R], m.dbc[R:R+N], m.dbc[R+N:R+2*N]
-	for d := 0; d < di; d++ {
-		dt := softplus(dot(dtRaw, w.DTProj[d*R:d*R+R]) + w.DTBias[d])
-		u := m.xc[d]
+	arg, ex := m.arg[:N], m.ex[:N]
+	B, C = B[:len(arg)], C[:len(arg)]
+	dtProj, dtBias, A, D, hAll, yAll := w.DTProj[:di*R], w.DTBias[:di], w.A[:di*N], w.D[:di], m.h[:di*N], m.y[:di]
+	gate := m.gate[:di]
+	siluInto(gate, z, m.sil)
+	for d := range yAll {
+		dt := softplus(dot(dtRaw, dtProj[d*R:d*R+R]) + dtBias[d])
+		u := xc[d]
 		du := dt * u
-		h := m.h[d*N : d*N+N]
-		a := w.A[d*N : d*N+N]
-		var y float32
-		for k := 0; k < N; k++ {
-			h[k] = float32(exp32(a[k]*dt)*h[k]) + float32(B[k]*du)
-			y += float32(C[k] * h[k])
+		h := hAll[d*N : d*N+N][:len(arg)]
+		a := A[d*N : d*N+N][:len(arg)]
+		for k, ak := range a {
+			arg[k] = ak * dt
 		}
-		y += float32(w.D[d] * u)
-		m.y[d] = y * silu(z[d])
+		expInto(ex, arg)
+		var y float32
+		for k, e := range ex {
+			hk := float32(e*h[k]) + float32(B[k]*du)
+			h[k] = hk
+			y += float32(C[k] * hk)
+		}
+		y += float32(D[d] * u)
+		yAll[d] = y * gate[d]
 	}
-	matVec(out, w.OutProj, m.y)
+	matVec(out, w.OutProj, yAll)
 }
 
 // attention writes the row's K/V into its paged cache, then lets each
@@ -201,47 +222,56 @@ func (m *net) attention(w *AttnWeights, tensor []float32, blocks []int32, j *row
 			return fmt.Errorf("mock: attention block %d outside a %d-element cache tensor", b, len(tensor))
 		}
 	}
-	// kAt is where position p's K for KV head g starts; V is KVElems after.
-	kAt := func(p, g int) int64 {
-		return int64(blocks[p/geo.BlockSize])*geo.PageElems + (int64(p)%bs*int64(nkv)+int64(g))*int64(hd)
+	// at[p] is where position p's K for KV head 0 starts; head g's is
+	// g·head_dim later, and V is KVElems after K.
+	if cap(m.at) < end {
+		m.at = make([]int64, end, end+end/4)
+	}
+	m.at = m.at[:end]
+	for p := range m.at {
+		m.at[p] = int64(blocks[p/geo.BlockSize])*geo.PageElems + int64(p)%bs*int64(nkv)*int64(hd)
 	}
 	m.q = grow(m.q, n*qd)
 	for i := 0; i < n; i++ {
 		in := m.nrm[i*H : (i+1)*H]
 		matVec(m.q[i*qd:(i+1)*qd], w.Q, in)
-		p := j.start + i
-		base := kAt(p, 0)
+		base := m.at[j.start+i]
 		matVec(tensor[base:base+int64(kvd)], w.K, in)
 		matVec(tensor[base+geo.KVElems:base+geo.KVElems+int64(kvd)], w.V, in)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	perKV := nh / nkv
+	acc := m.acc[:hd]
 	for i := 0; i < n; i++ {
-		p := j.start + i
-		m.scores = grow(m.scores, p+1)
+		at := m.at[:j.start+i+1]
+		m.scores, m.weights = grow(m.scores, len(at)), grow(m.weights, len(at))
+		sc, ex := m.scores[:len(at)], m.weights[:len(at)]
 		for hq := 0; hq < nh; hq++ {
-			g := hq / perKV
-			q := m.q[i*qd+hq*hd : i*qd+hq*hd+hd]
+			g := int64(hq / perKV * hd)
+			q := m.q[i*qd+hq*hd:][:len(acc)]
 			mx := float32(math.Inf(-1))
-			for t := 0; t <= p; t++ {
-				k := kAt(t, g)
-				sc := float32(dot(q, tensor[k:k+int64(hd)]) * scale)
-				m.scores[t] = sc
-				mx = max(mx, sc)
+			for t, k := range at {
+				k += g
+				v := float32(dot(q, tensor[k:k+int64(hd)]) * scale)
+				sc[t] = v
+				mx = max(mx, v)
 			}
+			for t := range sc {
+				sc[t] -= mx
+			}
+			expInto(ex, sc)
 			var sum float32
-			clear(m.acc)
-			for t := 0; t <= p; t++ {
-				e := exp32(m.scores[t] - mx)
+			clear(acc)
+			for t, e := range ex {
 				sum += e
-				v := tensor[kAt(t, g)+geo.KVElems:][:hd]
+				v := tensor[at[t]+g+geo.KVElems:][:len(acc)]
 				for k, vv := range v {
-					m.acc[k] += float32(e * vv)
+					acc[k] += float32(e * vv)
 				}
 			}
-			o := m.o[hq*hd : hq*hd+hd]
+			o := m.o[hq*hd:][:len(acc)]
 			for k := range o {
-				o[k] = m.acc[k] / sum
+				o[k] = acc[k] / sum
 			}
 		}
 		matVec(m.mix[i*H:(i+1)*H], w.O, m.o)
