@@ -462,8 +462,7 @@ func describe(p statecache.Provenance) string { return p.Describe(-1) }
 func (s *Symbolic) reads(rec *step.Row, row *sched.Row) {
 	r := row.Req
 	for _, slot := range r.Blocks.Mamba {
-		p := s.Prov.Get(slot)
-		rec.Reads = append(rec.Reads, step.Read{Block: slot, Own: s.Prov.StateValid(slot, r.ID, row.NumComputed), Describe: p.Describe(r.ID)})
+		rec.Reads = append(rec.Reads, step.Read{Block: slot, Own: s.Prov.StateValid(slot, r.ID, row.NumComputed), Held: s.Prov.Get(slot), Reader: r.ID})
 	}
 }
 

@@ -420,8 +420,8 @@ func TestStaleReadBrokenByOneTokenAndTainted(t *testing.T) {
 				continue
 			}
 			for _, rd := range r.Reads {
-				if !strings.Contains(rd.Describe, "tainted") {
-					t.Errorf("step %d: slot %d holds %q: the state written from a stale read must be tainted", s.Step, rd.Block, rd.Describe)
+				if !strings.Contains(rd.Describe(), "tainted") {
+					t.Errorf("step %d: slot %d holds %q: the state written from a stale read must be tainted", s.Step, rd.Block, rd.Describe())
 				}
 			}
 		}

@@ -77,7 +77,7 @@ func Explain(sc *scenarios.Scenario, id int64) (*Life, *report.Report, error) {
 				Slots: append([]int32(nil), row.StateBlocks...)}
 			reads := row.Path == sched.PathDecode || row.HasInitialState
 			for _, rd := range row.Reads {
-				s.SlotProvenance = append(s.SlotProvenance, rd.Describe)
+				s.SlotProvenance = append(s.SlotProvenance, rd.Describe())
 				if reads && !rd.Own {
 					s.Stale = true
 				}

@@ -4,6 +4,7 @@ import (
 	"statesim/invariant"
 	"statesim/sched"
 	"statesim/sim"
+	"statesim/statecache"
 )
 
 // Detail selects the optional, costlier parts of a Record.
@@ -143,9 +144,15 @@ type Read struct {
 	// Own: the bytes are the reader's own state after exactly the tokens
 	// it has computed.
 	Own bool
-	// Describe is what the block held, in words.
-	Describe string
+	// Held is what the block held and Reader who read it; Describe puts
+	// them in words only when asked (explain asks for one request's rows
+	// of thousands).
+	Held   statecache.Provenance
+	Reader statecache.RequestID
 }
+
+// Describe is what the block held, in words.
+func (r Read) Describe() string { return r.Held.Describe(r.Reader) }
 
 // Holding is one block in a running request's table.
 type Holding struct {

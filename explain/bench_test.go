@@ -1,0 +1,21 @@
+package explain
+
+import (
+	"testing"
+
+	"statesim/scenarios"
+)
+
+// BenchmarkExplain is one explained run of the imposter scenario: the
+// engine with step.Reads detail, following request 3.
+func BenchmarkExplain(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		sc, err := scenarios.Load("imposter", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := Explain(sc, 3); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
