@@ -17,10 +17,10 @@ import (
 // be, in the same order; the scheduler, backend and checker then apply
 // them at once. Nothing observes single steps on this path (Run turns it
 // off for a trace, an observer unless SkipSteady, record details, a user
-// policy, another backend, async scheduling and a Mamba cache mode other
-// than none, whose per-block states it does not model), and
-// TestBulkMatchesStepByStep holds its reports, records and final state to
-// those of stepping one by one.
+// policy, another backend and async scheduling; under a Mamba cache mode
+// a stretch also stops where a state table could change,
+// statecache.MambaSteady), and TestBulkMatchesStepByStep holds its
+// reports, records and final state to those of stepping one by one.
 func (r *runner) steady() error {
 	r.clean = false
 	k0 := r.s.SteadySteps()

@@ -15,7 +15,9 @@ import (
 // Such a step
 // leaves everything V1 reads as it was but the counts, until a row
 // finishes (max_tokens, max_model_len) or reaches the end of its last
-// block (a new block, or the next block's records): the bound returned.
+// block (a new block, or the next block's records), or, under a Mamba
+// cache mode (align, all), a step could change a state table
+// (KV.MambaSteady): the bound returned.
 // The persistent batch then keeps its rows in their order (all scheduled,
 // none joins, the four regions' reorder moves no decode), the split sees
 // the same decodes and the CUDA-graph dispatch the same shape and slots,
@@ -43,6 +45,9 @@ func (s *Scheduler) SteadySteps() int {
 		// NumOutputTokens+j: it must not finish, and must fit c's block.
 		k = min(k, r.MaxTokens-r.NumOutputTokens-1, s.Cfg.MaxModelLen-r.NumTokens()-1,
 			r.Blocks.Covered()-c, (c/bs+1)*bs-c)
+		if k = s.KV.MambaSteady(&r.Blocks, c, k); k == 0 {
+			return 0
+		}
 	}
 	return max(k, 0)
 }

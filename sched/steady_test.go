@@ -4,7 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	"statesim/model"
 	"statesim/sim"
+	"statesim/statecache"
 )
 
 func steadyTwin(t *testing.T) *Scheduler {
@@ -143,5 +145,110 @@ func TestSteadyStepsRefuses(t *testing.T) {
 	out, _ = d.Schedule(0)
 	if k := d.SteadySteps(); k != 0 || out.NumDecodes != 1 {
 		t.Errorf("%d steady steps after a new request's step (%d decodes)", k, out.NumDecodes)
+	}
+}
+
+// mambaTwin is a scheduler over a tiny hybrid with prefix caching under
+// Mamba cache mode mode: a state block per 16 tokens, hits on a shared
+// 48-token prefix.
+func mambaTwin(t *testing.T, mode statecache.MambaCacheMode) *Scheduler {
+	t.Helper()
+	sh, err := model.Preset("tiny-hybrid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := sh.Layout(16)
+	kv, err := statecache.NewKVCacheManagerWith(&l, 400, statecache.ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{MaxNumBatchedTokens: 64, MaxNumSeqs: 8, MaxModelLen: 400, EnableChunkedPrefill: true}
+	if mode == statecache.MambaAlign {
+		cfg.MambaAlignBlockSize = 16
+	}
+	s := New(cfg, kv, V022, nil)
+	s.HashBlocks = func(r *Request, bs int) {
+		parent := statecache.NoneHash
+		if n := len(r.BlockHashes); n > 0 {
+			parent = r.BlockHashes[n-1]
+		}
+		for i := len(r.BlockHashes); (i+1)*bs <= r.NumTokens(); i++ {
+			id := uint64(i)
+			if (i+1)*bs > 48 {
+				id = uint64(r.ID+1)<<32 | uint64(i)
+			}
+			parent = statecache.HashBlockContent(parent, id)
+			r.BlockHashes = append(r.BlockHashes, parent)
+		}
+	}
+	addReq(s, 0, 60, 70)
+	addReq(s, 1, 50, 45)
+	addReq(s, 2, 70, 100)
+	addReq(s, 3, 33, 60)
+	return s
+}
+
+// Under align and all, what SteadySteps allows (MambaSteady's bound) is
+// what stepping does to every Mamba table: twins run the requests to the
+// end, one stepping each allowed stretch, the other advancing it in bulk
+// and caching its last step (CacheSteady); every table (blocks, cached
+// count, copy source, token counts), the pool's free count and the
+// cached-block count must then agree. A stretch that let a step free the
+// block behind a boundary, release align's copy source, grow a table or
+// cache early would leave the bulk twin's tables behind.
+func TestAdvanceSteadyMambaModesIsStepping(t *testing.T) {
+	for _, mode := range []statecache.MambaCacheMode{statecache.MambaAll, statecache.MambaAlign} {
+		a, b := mambaTwin(t, mode), mambaTwin(t, mode)
+		var now sim.Time
+		stretches, steps := 0, 0
+		for a.HasUnfinished() {
+			if k := a.SteadySteps(); k > 0 {
+				if kb := b.SteadySteps(); kb != k {
+					t.Fatalf("%v: twins disagree: %d vs %d steady steps", mode, k, kb)
+				}
+				stretches++
+				steps += k
+				start := now
+				for j := 0; j < k; j++ {
+					start = now
+					out, err := a.Schedule(now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := a.Update(out, now+10); err != nil {
+						t.Fatal(err)
+					}
+					now += 10
+				}
+				b.AdvanceSteady(k, start, now)
+				if err := b.CacheSteady(); err != nil {
+					t.Fatal(err)
+				}
+				for i := range a.Running {
+					ta, tb := a.Running[i].Blocks.MambaT, b.Running[i].Blocks.MambaT
+					if !reflect.DeepEqual(ta, tb) {
+						t.Fatalf("%v: request %d's Mamba tables after %d steady steps:\n%+v\nstepped:\n%+v", mode, a.Running[i].ID, k, tb, ta)
+					}
+				}
+				if a.KV.Pool.NumFree() != b.KV.Pool.NumFree() || a.KV.Pool.NumCachedBlocks() != b.KV.Pool.NumCachedBlocks() {
+					t.Fatalf("%v: pool free %d cached %d after bulk, stepped %d %d", mode, b.KV.Pool.NumFree(), b.KV.Pool.NumCachedBlocks(),
+						a.KV.Pool.NumFree(), a.KV.Pool.NumCachedBlocks())
+				}
+				continue
+			}
+			for _, s := range []*Scheduler{a, b} {
+				out, err := s.Schedule(now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Update(out, now+10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now += 10
+		}
+		if stretches < 5 || steps < 50 {
+			t.Errorf("%v: %d stretches, %d steps: the example should reach steady decodes", mode, stretches, steps)
+		}
 	}
 }

@@ -29,3 +29,42 @@ func (ps *Provenances) DecodesLeased(t *BlockTable, req RequestID, computed, end
 	}
 	return len(t.Mamba) == 0 || ps.stateLeased(t, req, computed)
 }
+
+// MambaSteady is how many of at most k decode steps from numComputed c
+// (one token each, no speculation: the steps schedule at c, c+1, ...)
+// leave every Mamba group's table of t as it is and restore nothing:
+// RemoveSkippedBlocks frees nothing (the position below the walk's top is
+// null already and the top stays put: c is at least two tokens into its
+// block, so c-1 is in it too), AllocateNewBlocks adds nothing (the table
+// ends at c's block), CacheBlocks caches nothing before the last step (the
+// blocks before c's are cached; the last step may fill c's block, which
+// the caller caches as that step would), align's copy source is already
+// released, and the running block, the slot the kernels read and write,
+// is the table's last. 0 when any group cannot; k with no cache mode.
+func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
+	if len(t.MambaT) == 0 {
+		return k
+	}
+	if m.spec > 0 {
+		return 0 // speculative steps move the state columns every step
+	}
+	for g, mm := range m.mamba {
+		mt := &t.MambaT[g]
+		b := mm.Spec.BlockSize
+		n := len(mt.Blocks)
+		if mm.Spec.Mode == MambaNone || c%b < 2 || !mt.running || n != c/b+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < c/b {
+			return 0
+		}
+		if mm.Spec.Mode == MambaAlign {
+			i := mt.lastState - 1
+			if !mt.allocated || (i >= 0 && i < n-1 && mt.Blocks[i] != NullBlock) {
+				return 0
+			}
+		}
+		if top := min((c-1)/b, n); top > 0 && mt.Blocks[top-1] != NullBlock {
+			return 0
+		}
+		k = min(k, (c/b+1)*b-c)
+	}
+	return k
+}
