@@ -137,12 +137,16 @@ func siluInto(y, x, tmp []float32) {
 	}
 }
 
-// softplus is log(1 + e^x), and x itself above 20 (as PyTorch's).
-func softplus(x float32) float32 {
-	if x > 20 {
-		return x
+// softplusInto sets x[i] = log(1 + e^x[i]), and x[i] itself above 20 (as
+// PyTorch's), with tmp (len(x) or more) holding e^x from expInto.
+func softplusInto(x, tmp []float32) {
+	e := tmp[:len(x)]
+	expInto(e, x)
+	for i, v := range x {
+		if !(v > 20) { // NaN included: log1p(e^NaN)
+			x[i] = float32(math.Log1p(float64(e[i])))
+		}
 	}
-	return float32(math.Log1p(float64(exp32(x))))
 }
 
 // dot is Σ a[i]·b[i] accumulated in float32 from i = 0 up.

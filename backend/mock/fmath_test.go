@@ -2,6 +2,7 @@ package mock
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -45,6 +46,30 @@ func TestExpIntoIsExp32(t *testing.T) {
 	for i, x := range src {
 		if got, want := dst[i], exp32(x); math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("expInto(%g) = %g (%#x), exp32 %g (%#x)", x, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+}
+
+// TestVectorActivations holds siluInto and softplusInto to their scalar
+// definitions through exp32, bit for bit, NaN and infinities included.
+func TestVectorActivations(t *testing.T) {
+	src := []float32{0, 20, 20.000002, 19.999998, 88.8, -104, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for x := float32(-120); x < 120; x += 0.0731 {
+		src = append(src, x)
+	}
+	sil, sp, tmp := make([]float32, len(src)), slices.Clone(src), make([]float32, len(src))
+	siluInto(sil, src, tmp)
+	softplusInto(sp, tmp)
+	for i, x := range src {
+		if want := x / (1 + exp32(-x)); math.Float32bits(sil[i]) != math.Float32bits(want) {
+			t.Fatalf("siluInto(%g) = %g, x/(1+exp32(-x)) = %g", x, sil[i], want)
+		}
+		want := x
+		if !(x > 20) {
+			want = float32(math.Log1p(float64(exp32(x))))
+		}
+		if math.Float32bits(sp[i]) != math.Float32bits(want) {
+			t.Fatalf("softplusInto(%g) = %g, want %g", x, sp[i], want)
 		}
 	}
 }

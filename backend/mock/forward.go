@@ -42,7 +42,8 @@ type net struct {
 	o, acc        []float32
 	logits        []float32
 	nrm1          []float32
-	arg, ex       []float32 // [d_state]: the scan's exponent arguments and values
+	dt            []float32 // [d_inner]: the scan's Δt
+	arg, ex       []float32 // [d_inner][d_state]: the scan's exponent arguments and values
 	gate, sil     []float32 // [d_inner]: silu(z) and siluInto's scratch
 }
 
@@ -61,8 +62,9 @@ func newNet(w *Weights, geo Geometry) *net {
 		acc:    make([]float32, s.HeadDim),
 		logits: make([]float32, s.VocabSize),
 		nrm1:   make([]float32, s.HiddenSize),
-		arg:    make([]float32, s.MambaDState),
-		ex:     make([]float32, s.MambaDState),
+		dt:     make([]float32, di),
+		arg:    make([]float32, di*s.MambaDState),
+		ex:     make([]float32, di*s.MambaDState),
 		gate:   make([]float32, di),
 		sil:    make([]float32, di),
 	}
@@ -177,24 +179,33 @@ func (m *net) mambaStep(w *MambaWeights, in, out []float32) {
 	}
 	matVec(m.dbc, w.XProj, xc)
 	dtRaw, B, C := m.dbc[:R], m.dbc[R:R+N], m.dbc[R+N:R+2*N]
-	arg, ex := m.arg[:N], m.ex[:N]
-	B, C = B[:len(arg)], C[:len(arg)]
-	dtProj, dtBias, A, D, hAll, yAll := w.DTProj[:di*R], w.DTBias[:di], w.A[:di*N], w.D[:di], m.h[:di*N], m.y[:di]
 	gate := m.gate[:di]
 	siluInto(gate, z, m.sil)
-	for d := range yAll {
-		dt := softplus(dot(dtRaw, dtProj[d*R:d*R+R]) + dtBias[d])
-		u := xc[d]
-		du := dt * u
-		h := hAll[d*N : d*N+N][:len(arg)]
-		a := A[d*N : d*N+N][:len(arg)]
+	dtProj, dtBias, A, D, hAll, yAll := w.DTProj[:di*R], w.DTBias[:di], w.A[:di*N], w.D[:di], m.h[:di*N], m.y[:di]
+	// Every channel's Δt, then every e^(A·Δt) in one pass, then the
+	// state update channel by channel.
+	dts, arg, ex := m.dt[:di], m.arg[:di*N], m.ex[:di*N]
+	for d := range dts {
+		dts[d] = dot(dtRaw, dtProj[d*R:d*R+R]) + dtBias[d]
+	}
+	softplusInto(dts, m.sil)
+	for d, dt := range dts {
+		a, ar := A[d*N:d*N+N], arg[d*N:d*N+N]
+		ar = ar[:len(a)]
 		for k, ak := range a {
-			arg[k] = ak * dt
+			ar[k] = ak * dt
 		}
-		expInto(ex, arg)
+	}
+	expInto(ex, arg)
+	B, C = B[:N], C[:N]
+	for d := range yAll {
+		u := xc[d]
+		du := dts[d] * u
+		h := hAll[d*N : d*N+N][:len(B)]
+		e := ex[d*N : d*N+N][:len(B)]
 		var y float32
-		for k, e := range ex {
-			hk := float32(e*h[k]) + float32(B[k]*du)
+		for k, ek := range e {
+			hk := float32(ek*h[k]) + float32(B[k]*du)
 			h[k] = hk
 			y += float32(C[k] * hk)
 		}
