@@ -69,6 +69,9 @@ func (m *MambaManager) SharedRefs() int { return m.sharedRefs }
 // release frees blocks (ordered by eviction priority) for req, keeping
 // the shared-reference count.
 func (m *MambaManager) release(req RequestID, blocks []int32) error {
+	if len(blocks) == 0 {
+		return nil // most steps free nothing
+	}
 	shared := 0
 	for _, b := range blocks {
 		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.ref[b] > 1 {
