@@ -56,12 +56,12 @@ func TestBulkMatchesStepByStep(t *testing.T) {
 		// snapshots cached as decodes fill blocks, align's copy source
 		// released a step after its copy; hits, evictions and
 		// preemptions on small pools.
-		{"mooncake-hybrid", []string{"workload.limit=60", "engine.enable_prefix_caching=true"}, true},
-		{"mooncake-hybrid", []string{"workload.limit=60", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align"}, true},
-		{"azure-conv", []string{"workload.limit=300", "engine.enable_prefix_caching=true"}, true},
-		{"azure-conv", []string{"workload.limit=300", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align", "engine.vllm_version=v0.19"}, true},
-		{"azure-conv", []string{"workload.limit=500", "workload.rate_scale=6", "engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=900"}, true},
-		{"sessions-chat", []string{"workload.sessions=16", "workload.turns_per_session=3", "model.preset=jamba-reasoning-3b", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align"}, true},
+		{"mooncake-hybrid", []string{"workload.limit=25", "engine.enable_prefix_caching=true"}, true},
+		{"mooncake-hybrid", []string{"workload.limit=25", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align"}, true},
+		{"azure-conv", []string{"workload.limit=100", "workload.rate_scale=3", "engine.enable_prefix_caching=true"}, true},
+		{"azure-conv", []string{"workload.limit=100", "workload.rate_scale=3", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align", "engine.vllm_version=v0.19"}, true},
+		{"azure-conv", []string{"workload.limit=250", "workload.rate_scale=6", "engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=600"}, true},
+		{"sessions-chat", []string{"workload.sessions=8", "workload.turns_per_session=3", "model.preset=jamba-reasoning-3b", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align"}, true},
 	} {
 		// The bulk run's observer (SkipSteady) sees the steps that are not
 		// replayed in bulk: each record must be the stepped run's of the
