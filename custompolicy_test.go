@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"statesim"
+	"statesim/internal/testtier"
 	"statesim/prop"
 	"statesim/scenarios"
 	"statesim/sched"
@@ -180,9 +181,9 @@ func TestReserveBudgetHoldsEveryProperty(t *testing.T) {
 		c := prop.BugA(v)
 		c.MinBudget = 2
 		for _, p := range prop.All() {
-			trials := sized(250, 500)
+			trials := testtier.Sized(250, 500)
 			if p.Name == "logprobs-match-reference" {
-				trials = sized(20, 60) // numeric runs: the mock recomputes every request
+				trials = testtier.Sized(20, 60) // numeric runs: the mock recomputes every request
 			}
 			res := searchWithPolicy(t, reserveBudget{}, c, p.Name, trials)
 			if res.Unavailable {

@@ -18,6 +18,8 @@ import (
 var layer = map[string]int{
 	// foundations: time and randomness, names, shapes, trace formats
 	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
+	// which test tier runs (tests import it; nothing else may)
+	"internal/testtier": 0,
 	// the core state machines
 	"statecache": 1,
 	// workload names shared prompt content in statecache's segments

@@ -7,6 +7,7 @@ import (
 	"statesim"
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/check"
+	"statesim/internal/testtier"
 	"statesim/scenarios"
 )
 
@@ -74,7 +75,7 @@ func TestImposterMockDivergesWhereStaleReadsAre(t *testing.T) {
 // diverges. Bug B scaled down behaves the same way.
 func TestNumericPropertyOverSeeds(t *testing.T) {
 	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
-	seeds := sized(4, 12)
+	seeds := testtier.Sized(4, 12)
 	var imposters, divergent int
 	for s := 1; s <= seeds; s++ {
 		blocks := 40 + 10*(s%4)

@@ -18,6 +18,7 @@ import (
 	"statesim"
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/check"
+	"statesim/internal/testtier"
 	"statesim/prop"
 	"statesim/scenarios"
 	"statesim/sched"
@@ -144,9 +145,9 @@ func TestPropertiesHoldWhenFixed(t *testing.T) {
 			if p.Name == "logprobs-match-reference" {
 				continue // numeric backend: TestLogprobsMatchReference
 			}
-			trials := sized(500, 1000)
+			trials := testtier.Sized(500, 1000)
 			if p.Name == "determinism" {
-				trials = sized(50, 100) // two fresh runs each, uncached
+				trials = testtier.Sized(50, 100) // two fresh runs each, uncached
 			}
 			res := search(t, r, c, p, seed, trials)
 			if !res.Holds {
@@ -307,7 +308,7 @@ func TestLogprobsMatchReference(t *testing.T) {
 	p := property(t, "logprobs-match-reference")
 	c := prop.DefaultConfig()
 	c.Presets = []string{"tiny-hybrid"}
-	res := search(t, r, c, p, seed, sized(30, 100))
+	res := search(t, r, c, p, seed, testtier.Sized(30, 100))
 	if res.Unavailable {
 		// This file imports the mock's registration: never skip.
 		t.Fatalf("logprobs-match-reference could not run on the mock backend: %v", res.Err)

@@ -9,16 +9,6 @@ import (
 	"statesim/prop"
 )
 
-// sized is a search's or sweep's size: suite under `go test` (and
-// -short), long under $STATESIM_LONG (`make long`). The suite's size still
-// breaks what the test says can break; the long tier draws more.
-func sized(suite, long int) int {
-	if os.Getenv("STATESIM_LONG") != "" && !testing.Short() {
-		return long
-	}
-	return suite
-}
-
 // TestMain removes the shared searches' runner directories.
 func TestMain(m *testing.M) {
 	code := m.Run()

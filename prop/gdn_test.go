@@ -3,6 +3,8 @@ package prop
 import (
 	"testing"
 	"time"
+
+	"statesim/internal/testtier"
 )
 
 // The GDN imposter (vLLM issue #51562): until #51565 the Gated DeltaNet
@@ -71,7 +73,7 @@ func TestSearchFindsGDNImposter(t *testing.T) {
 // gdnCleanTrials is the fixed release's clean search in go test (1,000
 // in the long tier); BenchmarkGDNFixedClean runs the 10,000 the issue
 // asks for.
-func gdnCleanTrials() int { return sized(200, 1000) }
+func gdnCleanTrials() int { return testtier.Sized(200, 1000) }
 
 // TestGDNFixedClean: at v0.31 the GDN-builder models keep every new row
 // off the decode kernel.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"statesim/engine"
+	"statesim/internal/testtier"
 	"statesim/sched"
 	"statesim/step"
 )
@@ -161,7 +162,7 @@ func TestObserverAgreesWithTheScheduler(t *testing.T) {
 		gdn := GDN(v)
 		gdn.MaxBudget, gdn.MaxLongPrefill = 8, 2
 		for _, c := range []Config{BugA(v), short, gdn} {
-			for seed := int64(1); seed <= int64(sized(20, 60)); seed++ {
+			for seed := int64(1); seed <= int64(testtier.Sized(20, 60)); seed++ {
 				p := Sample(c, seed)
 				sc, err := r.Build(p, "agree")
 				if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/sched"
 )
 
@@ -13,7 +14,7 @@ import (
 // greedy and sampled) produce log-probs equal to the reference's exactly.
 func TestHealthyRandomWorkloadsExact(t *testing.T) {
 	t.Parallel() // independent runs; the package's longest tests go side by side
-	seeds := sized(10, 40)
+	seeds := testtier.Sized(10, 40)
 	var preemptions, requests int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0xbeef))

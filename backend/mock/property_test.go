@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/sched"
 )
 
@@ -16,7 +17,7 @@ import (
 //   - every request whose decode kernel read bytes not its own diverges.
 func TestPropertyDivergenceMatchesProvenance(t *testing.T) {
 	t.Parallel() // independent runs; the package's longest tests go side by side
-	seeds := sized(30, 120)
+	seeds := testtier.Sized(30, 120)
 	versions := []sched.Version{sched.V013, sched.V014, sched.Fixed}
 	var divergent, staleReaders, compared int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/model"
 	"statesim/sched"
 )
@@ -30,7 +31,7 @@ func TestOtherShapes(t *testing.T) {
 		t.Logf("%s: group size %d, groups %v, page %d elements", name, l.GroupSize, l.Groups, l.PageBytes/4)
 		for _, bits := range []uint{64, 16} {
 			var divergent, stale, missed int
-			for seed := uint64(1); seed <= uint64(sized(2, 6)); seed++ {
+			for seed := uint64(1); seed <= uint64(testtier.Sized(2, 6)); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 0xa11))
 				e := newEngine(t, engineCfg{shape: &shape, numBlocks: 130 + rng.IntN(100), budget: 8 + rng.IntN(40),
 					maxSeqs: 2 + rng.IntN(8), version: sched.Fixed, bits: bits, weightSeed: seed})

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"statesim/engine"
+	"statesim/internal/testtier"
 	"statesim/scenarios"
 )
 
@@ -42,9 +43,9 @@ type hashCase struct {
 	trace bool
 }
 
-// longTests reports whether the long tier runs: $STATESIM_LONG, or an
-// update, which must write every line.
-func longTests() bool { return os.Getenv("STATESIM_LONG") != "" || *updateHashes }
+// longTests reports whether the long tier runs, or an update, which must
+// write every line.
+func longTests() bool { return testtier.Long() || *updateHashes }
 
 func hashCases() []hashCase {
 	var cs []hashCase

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"statesim/internal/testtier"
 	"strings"
 	"testing"
 )
@@ -245,7 +246,7 @@ func TestInstalledBinaryFindsBuiltinTraces(t *testing.T) {
 	if code != exitClean && code != exitViolations || !strings.Contains(out, "run: 200 requests") {
 		t.Fatalf("in process from an empty directory: exit %d (%s):\n%s", code, errs, out)
 	}
-	if os.Getenv("STATESIM_LONG") == "" || testing.Short() {
+	if !testtier.Long() {
 		return
 	}
 	bin := filepath.Join(t.TempDir(), "statesim")

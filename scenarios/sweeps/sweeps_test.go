@@ -9,14 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/sweep"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current simulator")
 
-// longTests reports whether the long tier runs ($STATESIM_LONG, `make
-// long`), or an update, which must write whole tables.
-func longTests() bool { return os.Getenv("STATESIM_LONG") != "" || *update }
+// longTests reports whether the long tier runs, or an update, which must
+// write whole tables.
+func longTests() bool { return testtier.Long() || *update }
 
 // TestGolden runs every built-in sweep and compares its table with the
 // checked-in one. A change is either a bug or a model change to review:
