@@ -124,17 +124,16 @@ func (s *Scheduler) applyAsync(step int64, row *Row, now sim.Time) error {
 	return s.KV.CacheBlocks(r.ID, &r.Blocks, r.NumComputedTokens-r.NumOutputPlaceholders, r.BlockHashes)
 }
 
-// dropFinishedWaiting removes from the waiting queue the preempted
-// requests whose last token arrived from a step in flight
-// (stopped_preempted_reqs).
-func (s *Scheduler) dropFinishedWaiting() {
+// dropFinished removes q's finished requests in place, keeping the
+// others' order, and clears the tail so the dropped ones can be collected.
+func dropFinished(q []*Request) []*Request {
 	k := 0
-	for _, r := range s.Waiting {
+	for _, r := range q {
 		if r.Status != Finished {
-			s.Waiting[k] = r
+			q[k] = r
 			k++
 		}
 	}
-	clear(s.Waiting[k:])
-	s.Waiting = s.Waiting[:k]
+	clear(q[k:])
+	return q[:k]
 }

@@ -761,18 +761,12 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 		}
 	}
 	if s.waitingDone {
-		s.dropFinishedWaiting()
+		// Preempted requests whose last token arrived from a step in
+		// flight (stopped_preempted_reqs).
+		s.Waiting = dropFinished(s.Waiting)
 	}
 	if len(s.finished) > 0 {
-		k := 0
-		for _, r := range s.Running {
-			if r.Status != Finished {
-				s.Running[k] = r
-				k++
-			}
-		}
-		clear(s.Running[k:])
-		s.Running = s.Running[:k]
+		s.Running = dropFinished(s.Running)
 	}
 	return s.finished, nil
 }
