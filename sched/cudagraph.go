@@ -1,6 +1,10 @@
 package sched
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // CUDAGraphMode is the compilation config's cudagraph_mode
 // (vllm/config/compilation.py CUDAGraphMode). Only whether FULL decode
@@ -21,12 +25,7 @@ func (m CUDAGraphMode) String() string { return graphModeNames[m] }
 
 // ParseCUDAGraphMode reads an engine.cudagraph_mode value.
 func ParseCUDAGraphMode(s string) (CUDAGraphMode, error) {
-	for i, n := range graphModeNames {
-		if n == s {
-			return CUDAGraphMode(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown cudagraph_mode %q (known: none, piecewise, full_decode_only, full_and_piecewise)", s)
+	return parseName[CUDAGraphMode](graphModeNames[:], "cudagraph_mode", s)
 }
 
 // fullDecode: the mode captures FULL graphs for uniform decode batches.
@@ -57,12 +56,17 @@ func (r Runner) String() string { return runnerNames[r] }
 
 // ParseRunner reads an engine.model_runner value.
 func ParseRunner(s string) (Runner, error) {
-	for i, n := range runnerNames {
-		if n == s {
-			return Runner(i), nil
-		}
+	return parseName[Runner](runnerNames[:], "model_runner", s)
+}
+
+// parseName finds s among an enum's names (indexed by value); the error
+// lists the names, leaving out "" (a value spelled by omission).
+func parseName[T ~uint8](names []string, field, s string) (T, error) {
+	if i := slices.Index(names, s); i >= 0 {
+		return T(i), nil
 	}
-	return 0, fmt.Errorf("unknown model_runner %q (known: v1, v2)", s)
+	known := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "" })
+	return 0, fmt.Errorf("unknown %s %q (known: %s)", field, s, strings.Join(known, ", "))
 }
 
 // GuardApplies reports whether #53059's dispatch guard, when patched in,

@@ -1,9 +1,6 @@
 package sched
 
-import (
-	"fmt"
-	"math/rand/v2"
-)
+import "math/rand/v2"
 
 // SpecMethod is speculative_config.method.
 type SpecMethod uint8
@@ -21,12 +18,7 @@ func (m SpecMethod) String() string { return specMethodNames[m] }
 
 // ParseSpecMethod reads engine.speculative.method ("" is off).
 func ParseSpecMethod(s string) (SpecMethod, error) {
-	for i, n := range specMethodNames {
-		if n == s {
-			return SpecMethod(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown method %q (known: mtp, eagle, ngram)", s)
+	return parseName[SpecMethod](specMethodNames[:], "method", s)
 }
 
 // Acceptance is how many of a row's scheduled drafts the rejection
