@@ -124,6 +124,9 @@ type KVCacheManager struct {
 	// spec is num_speculative_blocks (K): each Mamba group holds 1 + K
 	// blocks per request.
 	spec int
+	// specFree: freeBlockwise's scratch for one Mamba group's 1 + K
+	// blocks, so that a finishing request allocates nothing.
+	specFree []int32
 	// sharedRefs: table entries beyond each held block's first (a hit on
 	// a block someone holds), so that the tables' sum of blocks equals
 	// the pool's held blocks plus this.
@@ -656,12 +659,13 @@ func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 				blocks := one[:]
 				if m.spec > 0 {
 					// Columns K..1, then 0: the group's blocks reversed.
-					blocks = make([]int32, 0, 1+m.spec)
+					blocks = m.specFree[:0]
 					for j := m.spec - 1; j >= 0; j-- {
 						blocks = append(blocks, t.Spec[g.i*m.spec+j])
 						t.Spec[g.i*m.spec+j] = NullBlock
 					}
 					blocks = append(blocks, s)
+					m.specFree = blocks
 				}
 				if err := m.Pool.FreeBlocks(req, blocks); err != nil {
 					return fmt.Errorf("free mamba group %d: %w", g.i, err)
