@@ -82,34 +82,34 @@ func (t *traceWriter) step(out *step.Record) {
 		b = append(b, row.Path.String()...)
 		b = append(b, `","has_initial_state":`...)
 		b = strconv.AppendBool(b, row.HasInitialState)
-		b = append(b, `,"slots":[`...)
-		for j, s := range row.StateBlocks {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(s), 10)
-		}
-		b = append(b, ']')
+		b = append(b, `,"slots":`...)
+		b = appendSlots(b, row.StateBlocks)
 		if row.Graph != sched.GraphEager { // left out when eager, so older traces stay byte-identical
 			b = append(b, `,"graph":"`...)
 			b = append(b, row.Graph.String()...)
 			b = append(b, '"')
 		}
 		if len(row.KernelSlots) > 0 {
-			b = append(b, `,"kernel_slots":[`...)
-			for j, s := range row.KernelSlots {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = strconv.AppendInt(b, int64(s), 10)
-			}
-			b = append(b, ']')
+			b = append(b, `,"kernel_slots":`...)
+			b = appendSlots(b, row.KernelSlots)
 		}
 		b = append(b, '}')
 	}
 	b = append(b, "]}\n"...)
 	t.buf = b
 	t.w.Write(b)
+}
+
+// appendSlots appends slots as a JSON array.
+func appendSlots(b []byte, slots []int32) []byte {
+	b = append(b, '[')
+	for j, s := range slots {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(s), 10)
+	}
+	return append(b, ']')
 }
 
 func (t *traceWriter) flush() error { return t.w.Flush() }
