@@ -35,7 +35,7 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 	decode := row.Path == sched.PathDecode || row.Graph == sched.GraphFull
 	ng := len(t.MambaT)
 	k := len(t.Spec) / ng
-	restore := t.HitBlocks() > 0 && !t.HitChecked() && c == t.HitBlocks()*s.bs
+	restore := s.restoring(t, c)
 	s.Prov.SettleState(t)
 	if decode && c == 0 {
 		slot := t.Mamba[0]
@@ -77,13 +77,10 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 			src := at(prev + acc)
 			p := s.Prov.Get(src)
 			var why string
-			switch {
-			case !mt.Holds(src):
+			if !mt.Holds(src) {
 				why = s.freedWhy(r, g, src, prev+acc, "reads the state from")
-			case restore && c/s.bs <= len(r.BlockHashes):
-				why = statecache.MambaRestoreMismatch(src, p, s.Pool.Record(src), mm.Group, r.BlockHashes[c/s.bs-1], c)
-			default:
-				why = statecache.MambaCopyMismatch(src, p, r.ID, c)
+			} else {
+				why = s.sourceMismatch(r, mm, src, p, restore, c)
 			}
 			if why != "" {
 				report(src, p.Writer, func() string {

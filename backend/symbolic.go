@@ -290,7 +290,7 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 	r := row.Req
 	t := &r.Blocks
 	c, q := row.NumComputed, row.NumScheduled
-	restore := t.HitBlocks() > 0 && !t.HitChecked() && c == t.HitBlocks()*s.bs
+	restore := s.restoring(t, c)
 	reported := false
 	for g := range t.MambaT {
 		mm := s.KV.MambaManagerOf(g)
@@ -317,18 +317,30 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 	}
 }
 
+// restoring is whether a row with c computed tokens starts from its
+// prefix hit's state, not yet checked.
+func (s *Symbolic) restoring(t *statecache.BlockTable, c int) bool {
+	return t.HitBlocks() > 0 && !t.HitChecked() && c == t.HitBlocks()*s.bs
+}
+
+// sourceMismatch is why block src, holding p, is not the state r starts
+// a Mamba group's c tokens from: through a prefix hit (restore) the
+// cache's record and r's prefix, otherwise r's own state; empty when it
+// is.
+func (s *Symbolic) sourceMismatch(r *sched.Request, mm *statecache.MambaManager, src int32, p statecache.Provenance, restore bool, c int) string {
+	if restore && c/s.bs <= len(r.BlockHashes) {
+		return statecache.MambaRestoreMismatch(src, p, s.Pool.Record(src), mm.Group, r.BlockHashes[c/s.bs-1], c)
+	}
+	return statecache.MambaCopyMismatch(src, p, r.ID, c)
+}
+
 // readSource checks the state row's request starts Mamba group g from in
 // block src and puts it in the running block dst; it returns the taint.
 func (s *Symbolic) readSource(row *sched.Row, g int, mm *statecache.MambaManager, src, dst int32, restore bool, reported *bool, now sim.Time) bool {
 	r := row.Req
 	c := row.NumComputed
 	p := s.Prov.Get(src)
-	var why string
-	if restore && c/s.bs <= len(r.BlockHashes) {
-		why = statecache.MambaRestoreMismatch(src, p, s.Pool.Record(src), mm.Group, r.BlockHashes[c/s.bs-1], c)
-	} else {
-		why = statecache.MambaCopyMismatch(src, p, r.ID, c)
-	}
+	why := s.sourceMismatch(r, mm, src, p, restore, c)
 	if why != "" && !*reported {
 		*reported = true
 		s.corrupt(r)
