@@ -646,7 +646,7 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 		x.Kind, x.Region, x.Path, x.HasInitialState = row.Kind(), row.Region, row.Path, row.HasInitialState
 		x.StateBlocks = append(x.StateBlocks, q.Blocks.Mamba...)
 		x.Graph, x.KernelSlots = row.Graph, append(x.KernelSlots, row.KernelSlots...)
-		x.NumDrafts, x.AcceptedColumn = row.NumDrafts, q.AcceptedColumn()
+		x.NumDrafts = row.NumDrafts
 		x.BlocksShort = r.kv.BlocksNeeded(&q.Blocks, row.NumComputed+row.NumScheduled)
 		x.Status = q.Status
 		x.CorruptStep = q.CorruptStep

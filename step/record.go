@@ -112,14 +112,12 @@ type Row struct {
 	Graph sched.Graph
 	// KernelSlots are the state slots, one per Mamba group, that the
 	// replayed graph's kernel addresses for the row when they differ from
-	// StateBlocks (the persistent state-index buffer left stale); nil
+	// StateBlocks (the persistent state-index buffer left stale); empty
 	// when the kernel addresses the row's own.
 	KernelSlots []int32
 	// NumDrafts are the draft tokens among NumScheduled (speculative
-	// decoding); AcceptedColumn the state column (0..K) the runner said
-	// holds the request's state as the step began (num_accepted_tokens -
-	// 1; 0 without speculative decoding).
-	NumDrafts, AcceptedColumn int
+	// decoding).
+	NumDrafts int
 }
 
 // Samples reports whether the row computes every token its request
