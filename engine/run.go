@@ -649,7 +649,6 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 		x.NumDrafts = row.NumDrafts
 		x.BlocksShort = r.kv.BlocksNeeded(&q.Blocks, row.NumComputed+row.NumScheduled)
 		x.Status = q.Status
-		x.CorruptStep = q.CorruptStep
 	}
 	rec.Waiting, rec.Running = len(r.s.Waiting), len(r.s.Running)
 	rec.NumBlocks, rec.BlocksHeld, rec.BlocksFree = r.kv.Pool.NumBlocks(), r.kv.Pool.NumHeld(), r.kv.Pool.NumFree()
