@@ -390,14 +390,12 @@ func (V1) Schedule(st *State, out *Output) error {
 // go back to *budget and *i steps back. It reports false when r itself was
 // preempted: r cannot be scheduled in this step.
 func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i, budget *int) (bool, error) {
-	if lookahead > 0 {
-		// allocate_slots' num_lookahead_tokens: room for the drafter's
-		// next proposals past the scheduled tokens.
-		n += lookahead
-	}
+	// allocate_slots' num_lookahead_tokens: room for the drafter's next
+	// proposals past the scheduled tokens.
+	la := max(lookahead, 0)
+	n += la
 	// Align mode's Mamba tables grow with the main model's tokens, which
 	// the lookahead-sized attention blocks can already cover.
-	la := max(lookahead, 0)
 	short := func() bool {
 		return r.NumComputedTokens+n > r.Blocks.Covered() ||
 			la > 0 && st.KV.MambaNeedsBlocks(&r.Blocks, r.NumComputedTokens+n-la)
