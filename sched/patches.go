@@ -191,10 +191,10 @@ func parsePatch(p string) (i int, add bool, err error) {
 		return 0, false, fmt.Errorf("%q: want +N or -N (a PR number)", p)
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(p[1:], "#"))
-	if err != nil || prIndex(n) < 0 {
+	if i = prIndex(n); err != nil || i < 0 {
 		return 0, false, fmt.Errorf("%q: not a PR statesim models (known: %s)", p, strings.Join(PatchNames(), ", "))
 	}
-	return prIndex(n), p[0] == '+', nil
+	return i, p[0] == '+', nil
 }
 
 // PatchNames lists the PRs engine.patches accepts.
