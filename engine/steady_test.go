@@ -58,6 +58,9 @@ func TestBulkMatchesStepByStep(t *testing.T) {
 		// preemptions on small pools.
 		{"mooncake-hybrid", []string{"workload.limit=25", "engine.enable_prefix_caching=true"}, true},
 		{"mooncake-hybrid", []string{"workload.limit=25", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align"}, true},
+		// async asked for but turned off by Mamba prefix caching (all mode,
+		// #33352): the run is synchronous, so it replays in bulk too.
+		{"mooncake-hybrid", []string{"workload.limit=25", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=all", "engine.async_scheduling=true"}, true},
 		{"azure-conv", []string{"workload.limit=100", "workload.rate_scale=3", "engine.enable_prefix_caching=true"}, true},
 		{"azure-conv", []string{"workload.limit=100", "workload.rate_scale=3", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align", "engine.vllm_version=v0.19"}, true},
 		{"azure-conv", []string{"workload.limit=250", "workload.rate_scale=6", "engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=600"}, true},
