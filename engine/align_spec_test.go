@@ -46,15 +46,26 @@ func TestAlignSpecClean(t *testing.T) {
 // the attention hit drops its last block, the Mamba hit keeps the
 // boundary, and each rollout reads a fresh attention block at position 3.
 func TestAlignSpecEagleDropCaught(t *testing.T) {
-	rep, err := Run(alignMTP(t, 1), Options{})
+	staleReadCaught(t, alignMTP(t, 1), Options{}, "under the EAGLE drop",
+		"after the EAGLE drop", "Mamba group 0 restores the state after 128 tokens")
+}
+
+// staleReadCaught runs sc and requires a stale-slot-read whose first
+// violation's detail names every one of wants.
+func staleReadCaught(t *testing.T, sc *scenarios.Scenario, o Options, what string, wants ...string) {
+	t.Helper()
+	rep, err := Run(sc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Count(check.StaleSlotRead) == 0 {
-		t.Fatalf("no stale-slot-read under the EAGLE drop: %+v", rep.Violations)
+		t.Fatalf("no stale-slot-read %s: %+v", what, rep.Violations)
 	}
-	if v := rep.Violations[0]; !strings.Contains(v.Detail, "after the EAGLE drop") || !strings.Contains(v.Detail, "Mamba group 0 restores the state after 128 tokens") {
-		t.Errorf("violation %s: want both sides of the hit named", v.String())
+	v := rep.Violations[0]
+	for _, w := range wants {
+		if !strings.Contains(v.Detail, w) {
+			t.Errorf("violation %s %s: want %q in its detail", v.String(), what, w)
+		}
 	}
 }
 
@@ -62,16 +73,8 @@ func TestAlignSpecEagleDropCaught(t *testing.T) {
 // a boundary's hash is cached over a state of fewer tokens, and a
 // rollout restoring it under MTP is caught.
 func TestAlignSpecRestoreMismatchCaught(t *testing.T) {
-	rep, err := Run(alignMTP(t, 1, "engine.max_num_batched_tokens=40"), Options{noChunkAlign: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Count(check.StaleSlotRead) == 0 {
-		t.Fatalf("no stale-slot-read without chunk alignment under MTP: %+v", rep.Violations)
-	}
-	if v := rep.Violations[0]; !strings.Contains(v.Detail, "align, K = 3") || !strings.Contains(v.Detail, "the cache says block") {
-		t.Errorf("violation %s: want the align-spec restore naming the cache's claim", v.String())
-	}
+	staleReadCaught(t, alignMTP(t, 1, "engine.max_num_batched_tokens=40"), Options{noChunkAlign: true},
+		"without chunk alignment under MTP", "align, K = 3", "the cache says block")
 }
 
 // #33352 turns async scheduling off with Mamba prefix caching; #33997

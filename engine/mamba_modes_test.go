@@ -2,10 +2,8 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
-	"statesim/check"
 	"statesim/scenarios"
 	"statesim/step"
 )
@@ -66,17 +64,8 @@ func TestMambaModesRolloutsRestoreClean(t *testing.T) {
 // wrong state. The restore check names both sides; with alignment on the
 // same run is clean.
 func TestMambaAlignUnalignedChunksCaughtOnRestore(t *testing.T) {
-	rep, err := Run(hybridRollouts(t, "align", 40), Options{noChunkAlign: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Count(check.StaleSlotRead) == 0 {
-		t.Fatalf("no stale-slot-read without chunk alignment: %+v", rep.Violations)
-	}
-	v := rep.Violations[0]
-	if !strings.Contains(v.Detail, "restores through a prefix hit") || !strings.Contains(v.Detail, "the cache says block") || !strings.Contains(v.Detail, "the bytes hold") {
-		t.Errorf("violation %s: want a restore naming the cache's claim and the bytes", v.String())
-	}
+	staleReadCaught(t, hybridRollouts(t, "align", 40), Options{noChunkAlign: true}, "without chunk alignment",
+		"restores through a prefix hit", "the cache says block", "the bytes hold")
 	if rep, err := Run(hybridRollouts(t, "align", 40), Options{}); err != nil || rep.TotalViolations() != 0 {
 		t.Errorf("aligned: %v, %+v", err, rep.Violations)
 	}
