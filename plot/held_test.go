@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"statesim/engine"
-	"statesim/scenarios"
 	"statesim/step"
 )
 
@@ -21,24 +20,14 @@ workload: {kind: rollouts, prompts: 2, rollouts_per_prompt: 4, steps: 1, prompt_
 `
 	most := map[string]int32{}
 	for _, mode := range []string{"align", "all"} {
-		sc, err := scenarios.Parse([]byte(y), "held.yaml", []string{"engine.mamba_cache_mode=" + mode})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := NewRecorder()
 		var want int32
-		rep, err := engine.Run(sc, engine.Options{Detail: step.Holdings, Observe: func(r *step.Record) {
+		run, _ := replay(t, parseInline(t, y, "held.yaml", "engine.mamba_cache_mode="+mode), engine.Options{Detail: step.Holdings, Observe: func(r *step.Record) {
 			per := map[int64]int32{}
 			for _, h := range r.Held {
 				per[h.Table]++
 				want = max(want, per[h.Table])
 			}
-			rec.Observe(r)
 		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
 		var got int32
 		for _, b := range run.Bins {
 			got = max(got, b.MaxHeldPerRequest)
@@ -47,11 +36,7 @@ workload: {kind: rollouts, prompts: 2, rollouts_per_prompt: 4, steps: 1, prompt_
 			t.Errorf("%s: bins' most held per request %d, records' %d", mode, got, want)
 		}
 		most[mode] = got
-		dir := t.TempDir()
-		files, err := Write(run, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, files := write(t, run)
 		if !contains(files, filepath.Join(dir, "held-held.png")) {
 			t.Errorf("%s: no held chart in %v", mode, files)
 		}
@@ -59,16 +44,7 @@ workload: {kind: rollouts, prompts: 2, rollouts_per_prompt: 4, steps: 1, prompt_
 	if most["align"] >= most["all"] {
 		t.Errorf("most blocks one request holds: align %d, all %d; want align's bounded tables below all's", most["align"], most["all"])
 	}
-	sc, err := scenarios.Parse([]byte(y), "held.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := NewRecorder()
-	rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens); run.HeldPerRequest {
+	if run, _ := replay(t, parseInline(t, y, "held.yaml"), engine.Options{}); run.HeldPerRequest {
 		t.Error("no Held lists, yet the held chart is on")
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"statesim/report"
 	"statesim/scenarios"
+	"statesim/step"
 )
 
 // smallImposter is the imposter scenario cut to a size that runs in
@@ -80,12 +82,7 @@ func TestWriteFromRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecorder()
-	rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
+	run, rep := replay(t, sc, engine.Options{})
 	if run.NumSteps != rep.Steps {
 		t.Fatalf("recorded %d steps, report says %d", run.NumSteps, rep.Steps)
 	}
@@ -104,11 +101,7 @@ func TestWriteFromRun(t *testing.T) {
 	if pre != rep.Preemptions || len(run.E2E) != int(rep.Finished) {
 		t.Fatalf("preemptions %d (report %d), latencies %d of %d finished", pre, rep.Preemptions, len(run.E2E), rep.Finished)
 	}
-	dir := t.TempDir()
-	files, err := Write(run, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, files := write(t, run)
 	for _, want := range []string{"imposter-budget.png", "imposter-cache.svg", "imposter-queue.png", "imposter-latency.svg"} {
 		if !contains(files, filepath.Join(dir, want)) {
 			t.Errorf("missing %s in %v", want, files)
@@ -182,6 +175,44 @@ func TestReadTraceVersions(t *testing.T) {
 	if _, err := ReadTrace(strings.NewReader(v9), "v9"); err == nil || !strings.Contains(err.Error(), "trace schema version 9 is newer") {
 		t.Fatalf("version 9: %v", err)
 	}
+}
+
+// replay runs sc with o into a Recorder (o.Observe, if set, sees each
+// record first) and returns the recorded run and the report.
+func replay(t *testing.T, sc *scenarios.Scenario, o engine.Options) (*Run, *report.Report) {
+	t.Helper()
+	rec := NewRecorder()
+	if see := o.Observe; see != nil {
+		o.Observe = func(r *step.Record) { see(r); rec.Observe(r) }
+	} else {
+		o.Observe = rec.Observe
+	}
+	rep, err := engine.Run(sc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Done(rep, sc.Engine.MaxNumBatchedTokens), rep
+}
+
+// parseInline parses a test's inline YAML with --set overrides.
+func parseInline(t *testing.T, y, file string, sets ...string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Parse([]byte(y), file, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// write draws run into a fresh directory and returns it and the files.
+func write(t *testing.T, run *Run) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	files, err := Write(run, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, files
 }
 
 func contains(xs []string, x string) bool {

@@ -1,12 +1,12 @@
 package plot
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"statesim/engine"
-	"statesim/scenarios"
 )
 
 // A run with prefix caching draws its hit rate; the bins' tokens sum to
@@ -24,25 +24,12 @@ workload:
   output_len: {dist: constant, value: 20}
 `
 	for _, on := range []bool{true, false} {
-		sc, err := scenarios.Parse([]byte(y), "pc.yaml", []string{"engine.enable_prefix_caching=" + map[bool]string{true: "true", false: "false"}[on]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := NewRecorder()
-		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
+		run, rep := replay(t, parseInline(t, y, "pc.yaml", fmt.Sprintf("engine.enable_prefix_caching=%v", on)), engine.Options{})
 		var q, h int64
 		for _, b := range run.Bins {
 			q, h = q+b.PrefixQueries, h+b.PrefixHits
 		}
-		dir := t.TempDir()
-		files, err := Write(run, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, files := write(t, run)
 		drawn := contains(files, filepath.Join(dir, "pc-prefix.png"))
 		if !on {
 			if drawn || q != 0 {
