@@ -74,7 +74,7 @@ func (m *MambaManager) release(req RequestID, blocks []int32) error {
 	}
 	shared := 0
 	for _, b := range blocks {
-		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.ref[b] > 1 {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.rec[b].ref > 1 {
 			shared++
 		}
 	}
@@ -184,7 +184,7 @@ func (m *MambaManager) BlocksToAllocate(t *MambaTable, numTokens, totalComputed 
 func (m *MambaManager) evictable(hit []int32) int {
 	n := 0
 	for _, b := range hit {
-		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.ref[b] == 0 {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.rec[b].ref == 0 {
 			n++
 		}
 	}
@@ -224,7 +224,7 @@ func (m *MambaManager) AddHitBlocks(req RequestID, t *MambaTable, hit []int32, h
 		for _, b := range hit[skipped:] {
 			if b != NullBlock {
 				t.held++
-				if m.Pool.pc.ref[b] > 0 {
+				if m.Pool.pc.rec[b].ref > 0 {
 					m.sharedRefs++
 				}
 			}

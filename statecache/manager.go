@@ -345,7 +345,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	for g := range t.Attn {
 		hit := m.attnHit(g, hb)
 		for _, b := range hit {
-			if m.Pool.pc.ref[b] == 0 {
+			if m.Pool.pc.rec[b].ref == 0 {
 				need++ // a free cached block leaves the queue just the same
 			}
 		}
@@ -364,7 +364,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		for g := range t.Attn {
 			hit := m.attnHit(g, hb)
 			for _, b := range hit {
-				if m.Pool.pc.ref[b] > 0 {
+				if m.Pool.pc.rec[b].ref > 0 {
 					m.sharedRefs++
 				}
 			}
@@ -677,7 +677,7 @@ func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 		bs := t.Attn[g.i]
 		if m.coord != nil {
 			for _, b := range bs {
-				if m.Pool.pc.ref[b] > 1 {
+				if m.Pool.pc.rec[b].ref > 1 {
 					m.sharedRefs--
 				}
 			}

@@ -177,12 +177,16 @@ func (o FreeOrder) String() string {
 // counts and hashes, and freed cached blocks stay findable until popped
 // for reuse (prefix_pool.go).
 type BlockPool struct {
+	// q is the free queue. With prefix caching only its ends and count
+	// are used: the links live in the blocks' records (prefixCache.rec).
 	q FreeBlockQueue
-	// holder[b]: NoRequest exactly when b is queued (or the null block).
-	// With prefix caching, the request that took b off the queue.
-	holder []RequestID
-	order  FreeOrder
-	pc     *prefixCache // nil: prefix caching off
+	// holder[b]: NoRequest exactly when b is queued (or the null block);
+	// nil with prefix caching, which keeps it in b's record (with prefix
+	// caching it is the request that took b off the queue).
+	holder    []RequestID
+	numBlocks int
+	order     FreeOrder
+	pc        *prefixCache // nil: prefix caching off
 	// HighWater is the highest block id ever handed out.
 	HighWater int32
 }
@@ -206,34 +210,42 @@ func NewBlockPoolWith(numBlocks int, o PoolOptions) *BlockPool {
 	if numBlocks < 2 {
 		numBlocks = 2
 	}
-	p := &BlockPool{
-		q:      *NewFreeBlockQueue(numBlocks, 1, o.EnablePrefixCaching),
-		holder: make([]RequestID, numBlocks),
-		order:  o.FreeOrder,
+	p := &BlockPool{numBlocks: numBlocks, order: o.FreeOrder}
+	if o.EnablePrefixCaching {
+		p.q = FreeBlockQueue{head: noBlock, tail: noBlock}
+		p.pc = newPrefixCache(numBlocks)
+		for b := int32(1); int(b) < numBlocks; b++ {
+			p.pc.append(&p.q, b)
+		}
+		return p
 	}
+	p.q = *NewFreeBlockQueue(numBlocks, 1, false)
+	p.holder = make([]RequestID, numBlocks)
 	for i := range p.holder {
 		p.holder[i] = NoRequest
-	}
-	if o.EnablePrefixCaching {
-		p.pc = newPrefixCache(numBlocks)
 	}
 	return p
 }
 
 // NumBlocks is the pool size including the null block.
-func (p *BlockPool) NumBlocks() int { return len(p.holder) }
+func (p *BlockPool) NumBlocks() int { return p.numBlocks }
 
 // NumFree is the free-queue length (with prefix caching, evictable cached
 // blocks included, as vLLM's get_num_free_blocks).
 func (p *BlockPool) NumFree() int { return p.q.n }
 
 // NumHeld is the number of blocks held by requests.
-func (p *BlockPool) NumHeld() int { return len(p.holder) - 1 - p.q.n }
+func (p *BlockPool) NumHeld() int { return p.numBlocks - 1 - p.q.n }
 
 // Holder is the request holding block b, or NoRequest. With prefix caching
 // a block can be held by several requests; Holder is the one that took it
 // off the free queue.
-func (p *BlockPool) Holder(b int32) RequestID { return p.holder[b] }
+func (p *BlockPool) Holder(b int32) RequestID {
+	if p.pc != nil {
+		return p.pc.rec[b].holder
+	}
+	return p.holder[b]
+}
 
 // FreeOrder is where freed blocks go.
 func (p *BlockPool) FreeOrder() FreeOrder { return p.order }
@@ -245,28 +257,31 @@ func (p *BlockPool) Pop(req RequestID) (int32, error) {
 		return 0, fmt.Errorf("block pool: free queue empty")
 	}
 	b := p.q.head
-	if h := p.holder[b]; h != NoRequest {
+	if h := p.Holder(b); h != NoRequest {
 		return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
+	}
+	if p.pc != nil {
+		p.pc.popLeft(&p.q)
+		p.take(req, b, -1)
+		return b, nil
 	}
 	p.q.PopLeft()
 	p.holder[b] = req // take, inlined by hand: the hot path
 	if b > p.HighWater {
 		p.HighWater = b
 	}
-	if p.pc != nil {
-		p.pc.allocated(b, req, -1)
-	}
 	return b, nil
 }
 
 // take records b, just off the queue, as req's.
 func (p *BlockPool) take(req RequestID, b int32, group int32) {
-	p.holder[b] = req
 	if b > p.HighWater {
 		p.HighWater = b
 	}
 	if p.pc != nil {
 		p.pc.allocated(b, req, group)
+	} else {
+		p.holder[b] = req
 	}
 }
 
@@ -274,7 +289,7 @@ func (p *BlockPool) take(req RequestID, b int32, group int32) {
 // the free order says otherwise). With prefix caching it drops one
 // reference and b is queued when none is left.
 func (p *BlockPool) Push(req RequestID, b int32) error {
-	if b <= NullBlock || int(b) >= len(p.holder) {
+	if b <= NullBlock || int(b) >= p.numBlocks {
 		return fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
 	}
 	if p.pc == nil { // the path every run without prefix caching takes
@@ -300,32 +315,15 @@ func (p *BlockPool) Push(req RequestID, b int32) error {
 // prefix caching each block must be held by req; on an error nothing
 // changes.
 func (p *BlockPool) FreeBlocks(req RequestID, blocks []int32) error {
+	if p.pc != nil {
+		return p.pc.freeBlocks(&p.q, p.order, req, blocks)
+	}
 	if err := p.release(req, blocks); err != nil {
 		return err
 	}
-	if p.order == FreshToHead && p.pc != nil {
-		// One pass: cached blocks to the tail in order, fresh ones (a
-		// request's partial last block, mostly) gathered and put at the
-		// head in order, as the two passes below would.
-		fresh := p.pc.fresh[:0]
-		for _, b := range blocks {
-			if !p.freeable(b) {
-				continue
-			}
-			if p.pc.rec[b].Cached {
-				p.queue(b, false)
-			} else {
-				p.holder[b] = NoRequest
-				fresh = append(fresh, b)
-			}
-		}
-		p.q.PrependN(fresh)
-		p.pc.fresh = fresh[:0]
-		return nil
-	}
 	if p.order == FreshToHead {
 		for i := len(blocks) - 1; i >= 0; i-- {
-			if b := blocks[i]; p.freeable(b) && !p.isCached(b) {
+			if b := blocks[i]; p.freeable(b) {
 				p.queue(b, true)
 			}
 		}
@@ -338,7 +336,8 @@ func (p *BlockPool) FreeBlocks(req RequestID, blocks []int32) error {
 	return nil
 }
 
-// release drops req's reference to every block, all or nothing.
+// release drops req's reference to every block, all or nothing (no
+// prefix caching: each block must be req's).
 func (p *BlockPool) release(req RequestID, blocks []int32) error {
 	const releasing RequestID = -2 // marks a block already released in this call
 	for i, b := range blocks {
@@ -348,13 +347,6 @@ func (p *BlockPool) release(req RequestID, blocks []int32) error {
 			continue
 		case b < 0 || int(b) >= len(p.holder):
 			err = fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
-		case p.pc != nil:
-			if p.pc.ref[b] == 0 {
-				err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
-			} else {
-				p.pc.ref[b]--
-				continue
-			}
 		case p.holder[b] != req:
 			err = fmt.Errorf("block pool: request %d frees block %d held by %d", req, b, p.holder[b])
 		default:
@@ -363,12 +355,7 @@ func (p *BlockPool) release(req RequestID, blocks []int32) error {
 		}
 		// Undo the references already dropped.
 		for _, u := range blocks[:i] {
-			if u == NullBlock {
-				continue
-			}
-			if p.pc != nil {
-				p.pc.ref[u]++
-			} else {
+			if u != NullBlock {
 				p.holder[u] = req
 			}
 		}
@@ -377,15 +364,10 @@ func (p *BlockPool) release(req RequestID, blocks []int32) error {
 	return nil
 }
 
-// freeable: b was released by this FreeBlocks call and no one holds it.
+// freeable: b was released by this FreeBlocks call, not queued yet.
 func (p *BlockPool) freeable(b int32) bool {
-	if b == NullBlock || p.holder[b] == NoRequest {
-		return false // the null block, or queued already in this call
-	}
-	return p.pc == nil || p.pc.ref[b] == 0
+	return b != NullBlock && p.holder[b] != NoRequest
 }
-
-func (p *BlockPool) isCached(b int32) bool { return p.pc != nil && p.pc.rec[b].Cached }
 
 func (p *BlockPool) queue(b int32, front bool) {
 	p.holder[b] = NoRequest
@@ -398,5 +380,9 @@ func (p *BlockPool) queue(b int32, front bool) {
 
 // FreeQueue returns the free queue from head to tail (for tests and plots).
 func (p *BlockPool) FreeQueue() []int32 {
-	return p.q.AppendTo(make([]int32, 0, p.q.n))
+	dst := make([]int32, 0, p.q.n)
+	if p.pc != nil {
+		return p.pc.appendQueue(&p.q, dst)
+	}
+	return p.q.AppendTo(dst)
 }

@@ -139,14 +139,14 @@ func TestBlockTableMatchesMap(t *testing.T) {
 		t.Fatalf("keys %v and %v: tags %#x and %#x", keys[0], keys[1], tag(keys[0]), tag(keys[1]))
 	}
 	// A key's heads come from its own range, their records naming it.
-	rec := make([]PrefixRecord, 1+perKey*len(keys))
+	rec := make([]kvCacheBlock, 1+perKey*len(keys))
 	first := map[BlockKey]int{}
 	for i, k := range keys {
 		if _, ok := first[k]; !ok {
 			first[k] = i
 		}
 		for j := range perKey {
-			rec[1+perKey*first[k]+j] = PrefixRecord{Hash: k.Hash, Group: k.Group, Cached: true}
+			rec[1+perKey*first[k]+j] = kvCacheBlock{Hash: k.Hash, Group: k.Group, Cached: true}
 		}
 	}
 	tab := newBlockTable(6, rec) // 16 slots

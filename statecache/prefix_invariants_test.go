@@ -56,12 +56,12 @@ func checkPrefixInvariants(p *BlockPool, tables []*PrefixTable, hashes [][]Block
 		found := false
 		if head := p.pc.table.lookup(k); head != NullBlock {
 			tail := head
-			for x := head; x != noBlock; x = p.pc.dupNext[x] {
+			for x := head; x != noBlock; x = p.pc.rec[x].dupNext {
 				found = found || x == b
 				tail = x
 			}
-			if p.pc.dupPrev[head] != tail {
-				return fmt.Errorf("key %v: chain from %d ends at %d, its head says %d", k, head, tail, p.pc.dupPrev[head])
+			if p.pc.rec[head].dupPrev != tail {
+				return fmt.Errorf("key %v: chain from %d ends at %d, its head says %d", k, head, tail, p.pc.rec[head].dupPrev)
 			}
 		}
 		if found != r.Cached {

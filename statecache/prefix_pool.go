@@ -56,97 +56,231 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 }
 
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
-// numBlocks blocks in host memory: per block the free queue's backward
-// link, the reference count, the record and the duplicate chain, plus the
-// cached-block table's slots (2 to 4 per block). TestPrefixCachingHostBytes
-// measures it.
+// numBlocks blocks in host memory: per block a 64-byte record (kvCacheBlock)
+// in place of the 12 bytes of holder and queue link a pool without it
+// keeps, plus the cached-block table's slots (2 to 4 per block).
+// TestPrefixCachingHostBytes measures it.
 func PrefixCachingHostBytes(numBlocks int) int64 {
 	const (
-		perBlock = 4*4 + 40 // prev, ref, dupNext, dupPrev; PrefixRecord
-		perSlot  = 8        // tableSlot: tag, chain head
+		perBlock = kvCacheBlockBytes - HostBytesPerBlock
+		perSlot  = 8 // tableSlot: tag, chain head
 	)
 	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
 }
 
-// prefixCache is the pool's prefix-caching state, in arrays over block ids.
-type prefixCache struct {
-	ref []int32
-	rec []PrefixRecord
+// kvCacheBlock is everything the pool keeps on one block with prefix
+// caching (vLLM's KVCacheBlock: ref_cnt, block_hash, the free queue's
+// links), in one 64-byte record: an allocation, an eviction, a caching or
+// a free of a block the cache has not seen lately then misses the cache
+// once for the pool's part, where separate arrays missed once per array.
+// The fields named as PrefixRecord's are the block's PrefixRecord.
+type kvCacheBlock struct {
+	next, prev int32 // free-queue links, noBlock at the ends
+	ref        int32 // requests holding the block
 	// Blocks with equal keys (vLLM does not deduplicate: block tables are
 	// append-only) form a chain in caching order; a lookup returns the
 	// chain's head, as vLLM's BlockHashToBlockMap returns the first
 	// inserted of a key's blocks. dupNext ends at noBlock; dupPrev of the
 	// head is the tail, so the table keeps only the head.
-	dupNext, dupPrev []int32
-	table            blockTable
-	numCached        int
-	step             int64
-	stats            PrefixCacheStats
-	sink             int32   // keeps prefetch reads alive
-	fresh            []int32 // FreeBlocks' scratch
+	dupNext, dupPrev int32
+	Group            int32
+	Tokens           int32
+	Cached           bool
+	Hash             BlockHash
+	Writer           RequestID
+	Step             int64
+	holder           RequestID // the request that took it off the free queue
+}
+
+const kvCacheBlockBytes = 64 // unsafe.Sizeof(kvCacheBlock{}); TestKVCacheBlockSize
+
+func (r *kvCacheBlock) record() PrefixRecord {
+	return PrefixRecord{Hash: r.Hash, Writer: r.Writer, Step: r.Step, Group: r.Group, Tokens: r.Tokens, Cached: r.Cached}
+}
+
+// prefixCache is the pool's prefix-caching state: the blocks' records
+// and the table over them.
+type prefixCache struct {
+	rec       []kvCacheBlock
+	table     blockTable
+	numCached int
+	step      int64
+	stats     PrefixCacheStats
+	sink      int32   // keeps prefetch reads alive
+	fresh     []int32 // FreeBlocks' scratch
 }
 
 func newPrefixCache(n int) *prefixCache {
-	c := &prefixCache{
-		ref:     make([]int32, n),
-		rec:     make([]PrefixRecord, n),
-		dupNext: make([]int32, n),
-		dupPrev: make([]int32, n),
-	}
+	c := &prefixCache{rec: make([]kvCacheBlock, n)}
 	c.table = newBlockTable(n, c.rec)
 	for b := range c.rec {
-		c.rec[b] = PrefixRecord{Group: -1, Writer: NoRequest}
+		c.rec[b] = kvCacheBlock{next: noBlock, prev: noBlock, Group: -1, Writer: NoRequest, holder: NoRequest}
 	}
 	return c
 }
 
-// allocated: b left the free queue for a new owner; a cached b is
-// evicted (vLLM's _maybe_evict_cached_block).
+// The free queue's operations over the records' links (FreeBlockQueue's,
+// whose head, tail and count q keeps).
+
+func (c *prefixCache) popLeft(q *FreeBlockQueue) int32 {
+	b := q.head
+	q.head = c.rec[b].next
+	if q.head == noBlock {
+		q.tail = noBlock
+	} else {
+		c.rec[q.head].prev = noBlock
+	}
+	q.n--
+	return b
+}
+
+func (c *prefixCache) remove(q *FreeBlockQueue, b int32) {
+	r := &c.rec[b]
+	if r.prev == noBlock {
+		q.head = r.next
+	} else {
+		c.rec[r.prev].next = r.next
+	}
+	if r.next == noBlock {
+		q.tail = r.prev
+	} else {
+		c.rec[r.next].prev = r.prev
+	}
+	r.prev, r.next = noBlock, noBlock
+	q.n--
+}
+
+func (c *prefixCache) append(q *FreeBlockQueue, b int32) {
+	r := &c.rec[b]
+	r.next, r.prev = noBlock, q.tail
+	if q.tail == noBlock {
+		q.head = b
+	} else {
+		c.rec[q.tail].next = b
+	}
+	q.tail = b
+	q.n++
+}
+
+// prepend puts bs at the head keeping their order, bs[0] first.
+func (c *prefixCache) prepend(q *FreeBlockQueue, bs []int32) {
+	for i := len(bs) - 1; i >= 0; i-- {
+		b := bs[i]
+		r := &c.rec[b]
+		r.next, r.prev = q.head, noBlock
+		if q.head == noBlock {
+			q.tail = b
+		} else {
+			c.rec[q.head].prev = b
+		}
+		q.head = b
+		q.n++
+	}
+}
+
+func (c *prefixCache) appendQueue(q *FreeBlockQueue, dst []int32) []int32 {
+	for b := q.head; b != noBlock; b = c.rec[b].next {
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// freeBlocks is BlockPool.FreeBlocks with prefix caching: every reference
+// is dropped (all or nothing), then the blocks left unheld are queued, to
+// the tail, or under FreshToHead the cached ones to the tail in order and
+// the fresh ones (a request's partial last block, mostly) to the head in
+// order.
+func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32) error {
+	for i, b := range blocks {
+		if b == NullBlock {
+			continue
+		}
+		var err error
+		if b < 0 || int(b) >= len(c.rec) {
+			err = fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
+		} else if c.rec[b].ref == 0 {
+			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
+		} else {
+			c.rec[b].ref--
+			continue
+		}
+		// Undo the references already dropped.
+		for _, u := range blocks[:i] {
+			if u != NullBlock {
+				c.rec[u].ref++
+			}
+		}
+		return err
+	}
+	fresh := c.fresh[:0]
+	for _, b := range blocks {
+		r := &c.rec[b]
+		// The null block, one still held, or one queued already in this
+		// call (listed twice) stays.
+		if b == NullBlock || r.ref != 0 || r.holder == NoRequest {
+			continue
+		}
+		r.holder = NoRequest
+		if order == FreshToHead && !r.Cached {
+			fresh = append(fresh, b)
+		} else {
+			c.append(q, b)
+		}
+	}
+	c.prepend(q, fresh)
+	c.fresh = fresh[:0]
+	return nil
+}
+
+// allocated: b left the free queue for req; a cached b is evicted (vLLM's
+// _maybe_evict_cached_block).
 func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
-	if c.rec[b].Cached {
+	r := &c.rec[b]
+	if r.Cached {
 		c.uncache(b)
 		c.stats.Evictions++
 	}
-	c.ref[b] = 1
-	c.rec[b] = PrefixRecord{Group: group, Writer: req, Step: c.step}
+	r.ref, r.holder = 1, req
+	r.Group, r.Writer, r.Step, r.Hash, r.Tokens = group, req, c.step, 0, 0
 }
 
 func (c *prefixCache) uncache(b int32) {
-	k := BlockKey{c.rec[b].Hash, c.rec[b].Group}
-	i, _ := c.table.probe(k, b) // a cached block's key is in the table
-	head, next := c.table.slots[i].head, c.dupNext[b]
+	r := &c.rec[b]
+	i, _ := c.table.probe(BlockKey{r.Hash, r.Group}, b) // a cached block's key is in the table
+	head, next := c.table.slots[i].head, r.dupNext
 	switch {
 	case b == head && next == noBlock:
 		c.table.deleteAt(i)
 	case b == head:
-		c.dupPrev[next] = c.dupPrev[b] // the tail
+		c.rec[next].dupPrev = r.dupPrev // the tail
 		c.table.slots[i].head = next
 	default:
-		prev := c.dupPrev[b]
-		c.dupNext[prev] = next
+		prev := r.dupPrev
+		c.rec[prev].dupNext = next
 		if next == noBlock {
-			c.dupPrev[head] = prev // b was the tail
+			c.rec[head].dupPrev = prev // b was the tail
 		} else {
-			c.dupPrev[next] = prev
+			c.rec[next].dupPrev = prev
 		}
 	}
-	c.rec[b].Cached = false
+	r.Cached = false
 	c.numCached--
 }
 
 func (c *prefixCache) insert(b int32, k BlockKey) {
-	c.dupNext[b] = noBlock
+	r := &c.rec[b]
+	r.dupNext = noBlock
 	if i, ok := c.table.probe(k, NullBlock); ok {
 		head := c.table.slots[i].head
-		tail := c.dupPrev[head]
-		c.dupNext[tail] = b
-		c.dupPrev[b] = tail
-		c.dupPrev[head] = b
+		tail := c.rec[head].dupPrev
+		c.rec[tail].dupNext = b
+		r.dupPrev = tail
+		c.rec[head].dupPrev = b
 	} else {
-		c.dupPrev[b] = b
+		r.dupPrev = b
 		c.table.set(i, k, b) // b's record names k (CacheFullBlocks)
 	}
-	c.rec[b].Cached = true
+	r.Cached = true
 	c.numCached++
 }
 
@@ -185,10 +319,19 @@ func (p *BlockPool) GetNewBlocks(req RequestID, g int32, dst []int32) error {
 	if len(dst) > p.q.n {
 		return fmt.Errorf("block pool: request %d needs %d blocks, %d free", req, len(dst), p.q.n)
 	}
-	for i := range dst {
-		dst[i] = p.q.PopLeft()
+	if p.pc == nil {
+		for i := range dst {
+			dst[i] = p.q.PopLeft()
+		}
+		for _, b := range dst {
+			p.take(req, b, g)
+		}
+		return nil
 	}
-	if p.pc != nil && len(dst) > 1 {
+	for i := range dst {
+		dst[i] = p.pc.popLeft(&p.q)
+	}
+	if len(dst) > 1 {
 		p.pc.prefetchEvictions(dst)
 	}
 	for _, b := range dst {
@@ -206,18 +349,19 @@ func (p *BlockPool) Touch(req RequestID, blocks []int32) {
 		if b == NullBlock {
 			continue
 		}
-		if p.pc.ref[b] == 0 {
-			p.q.Remove(b)
-			p.holder[b] = req
+		r := &p.pc.rec[b]
+		if r.ref == 0 {
+			p.pc.remove(&p.q, b)
+			r.holder = req
 		}
-		p.pc.ref[b]++
+		r.ref++
 	}
 }
 
 // RefCount is how many requests hold b (prefix caching only).
 func (p *BlockPool) RefCount(b int32) int {
 	p.mustCache("RefCount")
-	return int(p.pc.ref[b])
+	return int(p.pc.rec[b].ref)
 }
 
 // GetCachedBlock looks hash up in every group of groups, writing the
@@ -304,7 +448,7 @@ func (p *BlockPool) NumCachedBlocks() int {
 // Record is what block b holds by the cache's account.
 func (p *BlockPool) Record(b int32) PrefixRecord {
 	p.mustCache("Record")
-	return p.pc.rec[b]
+	return p.pc.rec[b].record()
 }
 
 // Stats are the prefix cache counters so far.

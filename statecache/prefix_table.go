@@ -22,7 +22,7 @@ type blockTable struct {
 	mask  uint64
 	shift uint8 // 32 − log2(len(slots)); len(slots) ≤ 2^32: block ids are int32
 	n     int
-	rec   []PrefixRecord
+	rec   []kvCacheBlock
 }
 
 type tableSlot struct {
@@ -31,7 +31,7 @@ type tableSlot struct {
 }
 
 // newBlockTable sizes a table for numBlocks blocks whose records are rec.
-func newBlockTable(numBlocks int, rec []PrefixRecord) blockTable {
+func newBlockTable(numBlocks int, rec []kvCacheBlock) blockTable {
 	size := tableSlots(numBlocks)
 	bits := uint8(0)
 	for 1<<bits < size {
