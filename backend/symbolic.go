@@ -308,11 +308,10 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 		if mm.Spec.Mode != statecache.MambaAll {
 			continue
 		}
-		// The boundaries the chunk crosses before its end.
-		for i := c / s.bs; (i+1)*s.bs < c+q && i < len(mt.Blocks); i++ {
-			if b := mt.Blocks[i]; b != statecache.NullBlock && b != dst && (i+1)*s.bs > c {
-				s.Prov.WriteState(b, r.ID, (i+1)*s.bs, s.step, tainted)
-			}
+		// The boundaries the chunk crosses before its end: blocks i with
+		// c < (i+1)·B < c+q.
+		if lo, hi := c/s.bs, min((c+q-1)/s.bs, len(mt.Blocks)); lo < hi {
+			s.Prov.WriteStates(mt.Blocks[lo:hi], dst, r.ID, (lo+1)*s.bs, s.bs, s.step, tainted)
 		}
 	}
 }

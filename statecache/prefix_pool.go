@@ -134,6 +134,34 @@ func (c *prefixCache) popLeft(q *FreeBlockQueue) int32 {
 	return b
 }
 
+// popN fills dst from the head (len(dst) ≤ q.n) and touches the table
+// slots of the cached ones, which the caller evicts next, so that their
+// cache misses overlap instead of queueing.
+func (c *prefixCache) popN(q *FreeBlockQueue, dst []int32) {
+	if len(dst) == 0 {
+		return
+	}
+	rec := c.rec
+	var s int32
+	b := q.head
+	for i := range dst {
+		dst[i] = b
+		r := &rec[b]
+		if r.Cached {
+			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
+		}
+		b = r.next
+	}
+	c.sink ^= s
+	q.head = b
+	if b == noBlock {
+		q.tail = noBlock
+	} else {
+		rec[b].prev = noBlock
+	}
+	q.n -= len(dst)
+}
+
 func (c *prefixCache) remove(q *FreeBlockQueue, b int32) {
 	r := &c.rec[b]
 	if r.prev == noBlock {
@@ -191,33 +219,38 @@ func (c *prefixCache) appendQueue(q *FreeBlockQueue, dst []int32) []int32 {
 // the fresh ones (a request's partial last block, mostly) to the head in
 // order.
 func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32) error {
+	rec := c.rec
 	for i, b := range blocks {
 		if b == NullBlock {
+			continue // a Mamba table's skipped positions: most of a long one
+		}
+		if uint(b) < uint(len(rec)) && rec[b].ref > 0 {
+			rec[b].ref--
 			continue
 		}
 		var err error
-		if b < 0 || int(b) >= len(c.rec) {
+		if uint(b) >= uint(len(rec)) {
 			err = fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
-		} else if c.rec[b].ref == 0 {
-			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		} else {
-			c.rec[b].ref--
-			continue
+			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		}
 		// Undo the references already dropped.
 		for _, u := range blocks[:i] {
 			if u != NullBlock {
-				c.rec[u].ref++
+				rec[u].ref++
 			}
 		}
 		return err
 	}
 	fresh := c.fresh[:0]
 	for _, b := range blocks {
-		r := &c.rec[b]
-		// The null block, one still held, or one queued already in this
-		// call (listed twice) stays.
-		if b == NullBlock || r.ref != 0 || r.holder == NoRequest {
+		if b == NullBlock {
+			continue
+		}
+		// One still held, or one queued already in this call (listed
+		// twice), stays.
+		r := &rec[b]
+		if r.ref != 0 || r.holder == NoRequest {
 			continue
 		}
 		r.holder = NoRequest
@@ -284,18 +317,6 @@ func (c *prefixCache) insert(b int32, k BlockKey) {
 	c.numCached++
 }
 
-// prefetchEvictions touches the table slots of the cached blocks among
-// bs, which GetNewBlocks is about to evict.
-func (c *prefixCache) prefetchEvictions(bs []int32) {
-	var s int32
-	for _, b := range bs {
-		if r := &c.rec[b]; r.Cached {
-			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
-		}
-	}
-	c.sink ^= s
-}
-
 func (p *BlockPool) mustCache(op string) {
 	if p.pc == nil {
 		panic("block pool: " + op + " needs prefix caching") // a caller's bug, not bad input
@@ -328,14 +349,11 @@ func (p *BlockPool) GetNewBlocks(req RequestID, g int32, dst []int32) error {
 		}
 		return nil
 	}
-	for i := range dst {
-		dst[i] = p.pc.popLeft(&p.q)
-	}
-	if len(dst) > 1 {
-		p.pc.prefetchEvictions(dst)
-	}
+	c := p.pc
+	c.popN(&p.q, dst)
 	for _, b := range dst {
-		p.take(req, b, g)
+		c.allocated(b, req, g)
+		p.HighWater = max(p.HighWater, b)
 	}
 	return nil
 }

@@ -143,8 +143,24 @@ func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
 
 // WriteState records req's state write of `tokens` absorbed tokens.
 func (ps *Provenances) WriteState(b int32, req RequestID, tokens int, step int64, tainted bool) {
-	ps.touch(b)
-	ps.at(b).p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
+	r := ps.at(b) // pages never move: r stays b's record through Settle
+	if r.p.leased {
+		ps.Settle(r.owner)
+	}
+	r.p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
+}
+
+// WriteStates is WriteState of each block of blocks but NullBlock and
+// skip, blocks[j] absorbing firstTokens + j·blockSize tokens: a Mamba
+// cache mode's states at the block boundaries a chunk crosses.
+func (ps *Provenances) WriteStates(blocks []int32, skip int32, req RequestID, firstTokens, blockSize int, step int64, tainted bool) {
+	tokens := firstTokens
+	for _, b := range blocks {
+		if b != NullBlock && b != skip {
+			ps.WriteState(b, req, tokens, step, tainted)
+		}
+		tokens += blockSize
+	}
 }
 
 // Clobber records a state write meant for slot intended that landed on b.
