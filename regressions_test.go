@@ -154,10 +154,27 @@ func mtpShortPrompt() prop.Config {
 	return c
 }
 
-// mtpMinThreshold searches v0.31 under speculative decoding: #55894.
+// mtpMinThreshold searches v0.31 under speculative decoding on the V1
+// runner, whose reorder takes the minimum threshold over groups: #55894.
 func mtpMinThreshold() prop.Config {
-	return prop.Spec(prop.GDN("v0.31", specModel), 1, 4, "mtp", "eagle", "ngram")
+	c := prop.Spec(prop.GDN("v0.31", specModel), 1, 4, "mtp", "eagle", "ngram")
+	c.ModelRunner = "v1"
+	return c
 }
+
+// mtpUniformChunkV2 is the same search under Model Runner V2 (v0.31's
+// default) with #55898: V2 runs no threshold reorder, and #47381's sort
+// puts every row of 1 + K tokens first, so a prompt chunk of exactly
+// 1 + K tokens can lead a draft decode, and the Mamba split, stopping at
+// the prefilling chunk, sends the draft row to the prefill kernel.
+func mtpUniformChunkV2() prop.Config {
+	c := prop.Spec(prop.GDN("v0.31", specModel), 1, 4, "mtp", "eagle", "ngram")
+	c.Patches, c.ModelRunner = []string{"+55898"}, "v2"
+	return c
+}
+
+// onV2 is the same requests and patches on Model Runner V2.
+func onV2(p *prop.Params) string { p.ModelRunner = "v2"; return "v2" }
 
 // underV019 is #37303's four-region reorder and is_prefilling split.
 func underV019(p *prop.Params) string { p.Version = "v0.19"; return "fixed" }
@@ -182,9 +199,10 @@ var regressions = []regression{
 	{name: "cudagraph-stale-qwen3-next-mtp-53059-v2", cfg: cudagraphStaleMTPV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
+	{name: "mtp-uniform-chunk-nemotron-v2", cfg: mtpUniformChunkV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
-	{name: "align-mtp-resumed-short-decode", cfg: resumedShortDecode, prop: "stale-slot-read", seed: 1},
+	{name: "align-mtp-resumed-short-decode", cfg: resumedShortDecode, prop: "stale-slot-read", seed: 1, control: onV2},
 }
 
 // resumedShortDecode is eagleDrop with #48375 applied (so the EAGLE drop
@@ -192,10 +210,12 @@ var regressions = []regression{
 // recompute ends past its prompt with 2..1 + K known tokens and no
 // drafts, a decode under the 1 + K threshold whose kernel leaves the
 // state in column q − 1 while num_accepted_tokens (1) names column 0. A
-// model prediction, not reported upstream (docs/bugs.md).
+// model prediction, not reported upstream (docs/bugs.md), on the V1
+// runner only: V1's is_prefilling compares with the prompt, while Model
+// Runner V2's prefill_len covers the recomputed outputs (the twin, clean).
 func resumedShortDecode() prop.Config {
 	c := eagleDrop()
-	c.Patches = []string{"+55898", "+48375"}
+	c.Patches, c.ModelRunner = []string{"+55898", "+48375"}, "v1"
 	return c
 }
 

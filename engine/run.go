@@ -228,7 +228,8 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		r.s.Spec = sp
 	}
 	r.s.Graphs.Mode, r.s.Graphs.MaxBS = sc.CUDAGraphMode(), min(sc.Engine.MaxNumSeqs, 512) // decode_cudagraph_max_bs: max_num_seqs, capture sizes up to 512
-	r.s.Graphs.Runner = sc.ModelRunner()
+	r.s.Runner = sc.ModelRunner()
+	r.s.Graphs.Runner = r.s.Runner
 	r.s.HashBlocks = opt.hashBlocks
 	if opt.noChunkAlign {
 		r.s.Cfg.MambaAlignBlockSize = 0

@@ -12,12 +12,14 @@ import (
 )
 
 // specScenario is Nemotron-H (Mamba2) under MTP with K = 3: chunked long
-// prompts next to short requests' first decodes.
+// prompts next to short requests' first decodes, on the V1 runner, whose
+// threshold reorder #55894 is about.
 const specScenario = `name: mtp
 seed: 3
 model:
   hf_config: nemotron-nano-9b-v2
 engine:
+  model_runner: v1
   vllm_version: VERSION
   max_num_batched_tokens: 256
   max_num_seqs: 16
@@ -33,7 +35,13 @@ workload:
 
 func runSpec(t *testing.T, version, method string) (stale int64, outputs int64) {
 	t.Helper()
-	y := strings.NewReplacer("VERSION", version, "METHOD", method).Replace(specScenario)
+	return runSpecOn(t, "v1", version, method)
+}
+
+// runSpecOn is runSpec on model runner runner.
+func runSpecOn(t *testing.T, runner, version, method string) (stale int64, outputs int64) {
+	t.Helper()
+	y := strings.NewReplacer("VERSION", version, "METHOD", method, "model_runner: v1", "model_runner: "+runner).Replace(specScenario)
 	sc, err := scenarios.Parse([]byte(y), "mtp.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +73,11 @@ func TestSpecDecodeMinThresholdBug(t *testing.T) {
 	ngram, _ := runSpec(t, "v0.31", "ngram")
 	if ngram != 0 {
 		t.Fatalf("v0.31 ngram: %d stale-slot-reads", ngram)
+	}
+	// Model Runner V2 runs no threshold reorder: its sort puts the draft
+	// decodes (1 + K tokens) before the long chunks.
+	if v2, _ := runSpecOn(t, "v2", "v0.31", "mtp"); v2 != 0 {
+		t.Fatalf("v0.31 MTP on V2: %d stale-slot-reads", v2)
 	}
 	if out != out2 {
 		t.Fatalf("output tokens %d with the bug, %d without", out, out2)

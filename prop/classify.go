@@ -147,6 +147,13 @@ type classifier struct {
 	fullGraphs bool
 	maxBS      int
 	guard      bool
+	// Model Runner V2 (withGraphs): no reorder but a per-step sort
+	// (uniform decodes first with #47381), and is_prefilling against
+	// prefill_len, which for a resumed request is its prompt and outputs
+	// when it was re-added; prefillLen keeps that per request, from the
+	// first row after each preemption.
+	v2, uniformFirst bool
+	prefillLen       map[int64][2]int // request id: (num_preemptions, prefill_len)
 }
 
 // withSpec sets the observer's reading of speculative decoding from a
@@ -178,6 +185,45 @@ func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, r
 	// V2's CudaGraphManager tests the shape alone (cudagraph_utils.py @
 	// 00383f8c), so under V2 the patch leaves the dispatch shape-only.
 	k.guard = slices.Contains(patches, "+53059") && runner == "v1"
+	k.v2 = runner == "v2" && k.rule.region != nil
+	// #47381 (merged 2026-07-02) is in the observer's v0.22 rules and on,
+	// as in sched's table, which has no row between v0.22 and v0.31.
+	switch k.version {
+	case "v0.13", "v0.14", "v0.19":
+		k.uniformFirst = slices.Contains(patches, "+47381")
+	default:
+		k.uniformFirst = !slices.Contains(patches, "-47381")
+	}
+	k.prefillLen = map[int64][2]int{}
+}
+
+// v2Key is the observer's reading of sort_batch_req_ids
+// (gpu/model_runner.py): rows come by query length, uniform decodes
+// (1 + K tokens) first with #47381.
+func (k *classifier) v2Key(q int) int {
+	if k.uniformFirst && q == 1+k.k {
+		return -1
+	}
+	return q
+}
+
+// prefilledAt is the length up to which the runner counts row's request
+// as prefilling: its prompt under V1; under V2 what it was last added
+// with, the prompt and the outputs it had when it came back after its
+// latest preemption.
+func (k *classifier) prefilledAt(row *step.Row) int {
+	if !k.v2 {
+		return row.NumPrompt
+	}
+	e, ok := k.prefillLen[row.RequestID]
+	if !ok || e[0] != row.NumPreemptions {
+		e = [2]int{row.NumPreemptions, row.NumPrompt + row.NumOutput}
+		if row.NumPreemptions == 0 {
+			e[1] = row.NumPrompt
+		}
+		k.prefillLen[row.RequestID] = e
+	}
+	return e[1]
 }
 
 // defaultRunner is the observer's own reading of the default model
@@ -252,8 +298,15 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 	prev := -1
 	for i := range rec.Rows {
 		row := &rec.Rows[i]
-		q, c, p := row.NumScheduled, row.NumComputed, row.NumPrompt
-		if k.rule.region != nil {
+		q, c, p := row.NumScheduled, row.NumComputed, k.prefilledAt(row)
+		if k.v2 {
+			if key := k.v2Key(q); key < prev {
+				note("request %d (row %d: %d scheduled) comes after a longer row in Model Runner V2's order (uniform decodes first: %v)",
+					row.RequestID, i, q, k.uniformFirst)
+			} else {
+				prev = key
+			}
+		} else if k.rule.region != nil {
 			reg := k.rule.region(q, c, p, k.runnerT)
 			if reg < prev {
 				note("request %d (row %d: %d scheduled, %d computed, %d prompt) comes after a row of a later %s region",

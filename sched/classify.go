@@ -106,6 +106,10 @@ type Behaviour struct {
 	// stateful builder requires, not the minimum over every group (open
 	// PR #55898, for #55894; spec.go).
 	ThresholdMax bool
+	// UniformFirst: Model Runner V2 orders a step's rows with uniform
+	// decodes (query length 1 + K) first, then by query length, instead
+	// of by query length alone (#47381; runner.go).
+	UniformFirst bool
 	// AsyncOffMambaPC: async scheduling is turned off when Mamba prefix
 	// caching is on, align or all (#33352); with SpecSafeFree it stays on
 	// for align.
@@ -143,12 +147,12 @@ var (
 // patched entries at init). The releases' rows are written out here and
 // checked against their PR sets in TestReleasesArePRSets.
 var behaviours = [numPatched]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false, statecache.EagleMambaIgnored},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false, statecache.EagleMambaIgnored},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, true, true, statecache.EagleMambaIgnored},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, true, true, statecache.EagleMambaIgnored},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, true, true, statecache.EagleMambaIgnored},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false, statecache.EagleMambaIgnored},
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false, false, statecache.EagleMambaIgnored},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false, false, statecache.EagleMambaIgnored},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, false, true, true, statecache.EagleMambaIgnored},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, true, true, true, statecache.EagleMambaIgnored},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, true, true, true, statecache.EagleMambaIgnored},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false, false, statecache.EagleMambaIgnored},
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in
@@ -271,28 +275,44 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 
 // ClassifyFor is Classify for a model whose state layers use builder k.
 func ClassifyFor(v Version, k Builder, rows, tmp []Row, forcePrefill bool) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, nil)
+	nd, _ := classify(v, k, rows, tmp, forcePrefill, nil, RunnerV1)
 	return nd
 }
 
 // ClassifySpec is ClassifyFor under speculative decoding spec (nil: off).
 func ClassifySpec(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec)
+	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec, RunnerV1)
 	return nd
 }
 
-// classify is ClassifySpec that also reports whether the reorder moved
+// ClassifyRunner is ClassifySpec under model runner ru: rows come in
+// scheduling order, and under V2 leave in V2's order (runner.go).
+func ClassifyRunner(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) int {
+	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec, ru)
+	return nd
+}
+
+// classify is ClassifyRunner that also reports whether the reorder moved
 // rows. It returns the rows on the decode path: a prefix of rows, except
 // under the GDN builder's spec branch, whose spec rows decode wherever
-// they stand (specGDN).
-func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec) (nd int, moved bool) {
+// they stand (specGDN). Under V2 the region is only a label (at the
+// builders' threshold: V2 runs no reorder).
+func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) (nd int, moved bool) {
 	b := &behaviours[v]
 	th := b.thresholds(spec)
+	v2 := ru == RunnerV2 && b.Reorder != ReorderNone
+	if v2 {
+		th.Runner = th.Builder
+	}
 	for i := range rows {
 		r := &rows[i]
-		r.Region = b.Reorder.region(r.NumScheduled, r.NumComputed, r.Req.NumPromptTokens, th.Runner)
+		r.PrefillLen = r.Req.PrefillLen(ru)
+		r.Region = b.Reorder.region(r.NumScheduled, r.NumComputed, r.PrefillLen, th.Runner)
 	}
-	if b.Reorder != ReorderNone {
+	switch {
+	case v2:
+		moved = orderV2(rows, th.Builder, b.UniformFirst)
+	case b.Reorder != ReorderNone:
 		moved = reorder(rows, tmp)
 	}
 	sp := b.Split(k)
@@ -339,7 +359,7 @@ func specGDN(sp Split, rows []Row) int {
 	nd := 0
 	for i := range rows {
 		r := &rows[i]
-		decode := r.NumDrafts > 0 && r.NumComputed >= r.Req.NumPromptTokens
+		decode := r.NumDrafts > 0 && r.NumComputed >= r.PrefillLen
 		if !decode && r.NumScheduled == 1 {
 			decode = sp.Force == ForceNone || r.NumComputed > 0
 		}
@@ -377,12 +397,12 @@ func (sp Split) numDecodes(rows []Row) int {
 		prefill := r.NumScheduled > thr
 		switch sp.Force {
 		case ForcePrefilling:
-			prefill = prefill || r.NumComputed < r.Req.NumPromptTokens
+			prefill = prefill || r.NumComputed < r.PrefillLen
 		case ForceStateless:
 			// #42430: of the rows still prefilling, only 1-token ones
 			// with prior state (seq_len > 1) become decodes; with K = 0
 			// that is every row with state the threshold lets through.
-			prefill = prefill || r.NumComputed < r.Req.NumPromptTokens && (r.NumScheduled != 1 || r.NumComputed == 0)
+			prefill = prefill || r.NumComputed < r.PrefillLen && (r.NumScheduled != 1 || r.NumComputed == 0)
 		}
 		if prefill {
 			return i

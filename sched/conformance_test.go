@@ -146,7 +146,7 @@ func TestSplitConformance(t *testing.T) {
 				if c.prefilling != nil && c.prefilling[i] {
 					prompt = ctx + q + 1
 				}
-				rows[i] = Row{Req: &Request{NumPromptTokens: prompt}, NumScheduled: q, NumComputed: ctx}
+				rows[i] = Row{Req: &Request{NumPromptTokens: prompt}, NumScheduled: q, NumComputed: ctx, PrefillLen: prompt}
 			}
 			sp := Split{Threshold: c.threshold}
 			if !c.treatShort {

@@ -35,17 +35,21 @@ var prs = []pr{
 	{55898, numVersions, nil, "runner reorder threshold: the stateful builders' 1 + K wins over the drafter's 1 (open)"},
 	{48375, numVersions, nil, "MambaManager honours drop_eagle_block: no Mamba state past the EAGLE-dropped attention hit (open)"},
 	{57128, numVersions, nil, "no EAGLE margin for the Mamba group and its finder drops a block: the state a block below the attention hit (open)"},
+	// Merged 2026-07-02, so first in one of v0.23..v0.28; statesim's v0.22
+	// row stands for v0.22..v0.30, so here it is in from v0.22. Only Model
+	// Runner V2 reads it (the default from v0.29, which has it).
+	{47381, V022, nil, "Model Runner V2 orders uniform decodes (query length 1 + K) first, then by query length"},
 }
 
 const (
 	baseBits   = 3 // releases V013..V0 fit in 3 bits
 	baseMask   = 1<<baseBits - 1
-	numPatched = 1 << (baseBits + 11) // every release under every subset of prs
+	numPatched = 1 << (baseBits + 12) // every release under every subset of prs
 )
 
 func init() {
-	if len(prs) != 11 || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes 11 PRs and releases in 3 bits")
+	if len(prs) != 12 || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes 12 PRs and releases in 3 bits")
 	}
 	for set := 1; set < 1<<len(prs); set++ {
 		for rel := Version(0); rel < numVersions; rel++ {
@@ -101,6 +105,7 @@ func behaviourOf(set int) Behaviour {
 	}
 	b.GraphGuard = has(53059)
 	b.ThresholdMax = has(55898)
+	b.UniformFirst = has(47381)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
 	switch {

@@ -52,6 +52,9 @@ type Request struct {
 	pendingStep           int64
 	Status                Status
 	NumPreemptions        int
+	// prefillLen is the known tokens when the request last left the
+	// waiting queue: Model Runner V2's prefill_len (PrefillLen).
+	prefillLen int
 
 	// batchRow is the request's row in the persistent input batch plus
 	// one (0: not in it); joinStamp and schedStamp mark the step in which

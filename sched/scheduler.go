@@ -50,9 +50,12 @@ func (cfg *Config) alignChunk(r *Request, numComputed, n int) int {
 
 // Row is one request in a step's batch.
 type Row struct {
-	Req             *Request
-	NumScheduled    int // query length this step
-	NumComputed     int // num_computed_tokens before the step (what the model runner sees)
+	Req          *Request
+	NumScheduled int // query length this step
+	NumComputed  int // num_computed_tokens before the step (what the model runner sees)
+	// PrefillLen is the length up to which the runner counts the row as
+	// prefilling (Request.PrefillLen), set when the step is classified.
+	PrefillLen      int
 	Region          Region
 	Path            Path
 	HasInitialState bool
@@ -283,6 +286,7 @@ func (st *State) insertByPriority(r *Request) {
 func (st *State) PopWaiting() *Request {
 	r := st.Waiting[0]
 	r.joinStamp = st.stamp
+	r.prefillLen = r.NumTokens()
 	st.Waiting[0] = nil
 	st.Waiting = st.Waiting[1:]
 	return r
@@ -512,7 +516,10 @@ type Scheduler struct {
 	Policy       Policy
 	Version      Version
 	ForcePrefill bool
-	Graphs       Graphs // the CUDA-graph dispatch (cudagraph.go); zero: eager
+	// Runner is the model runner (engine.model_runner): V1's persistent
+	// batch and reorder, or V2's per-step order (runner.go).
+	Runner Runner
+	Graphs Graphs // the CUDA-graph dispatch (cudagraph.go); zero: eager
 	// OnAccepted, when set, is called in Update for each sampling row
 	// under speculative decoding once its acceptance is drawn, before
 	// finished requests free their blocks: the model runner's
@@ -588,7 +595,8 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if cap(s.tmp) < len(out.Rows) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
-	persistent := behaviours[s.Version].Reorder != ReorderNone
+	v1 := behaviours[s.Version].Reorder != ReorderNone
+	persistent := v1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
@@ -596,12 +604,12 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if s.Spec.On() {
 		spec = &s.Spec
 	}
-	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind), out.Rows, s.tmp, s.ForcePrefill, spec)
+	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
-	if persistent {
+	if v1 {
 		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {

@@ -1,0 +1,67 @@
+package sched
+
+import "testing"
+
+// A resumed request's last recompute chunk past its prompt: V1 compares
+// num_computed with the prompt, so the 2-token draftless row is a decode
+// under the 1 + K threshold; V2's prefill_len covers the recomputed
+// outputs (the scheduler re-sends all token ids), so the row is prefilling
+// and takes the prefill path.
+func TestResumedRecomputeChunkByRunner(t *testing.T) {
+	st := &State{}
+	r := &Request{ID: 1, NumPromptTokens: 10, NumOutputTokens: 3, NumPreemptions: 1}
+	st.Waiting = []*Request{r}
+	st.PopWaiting()
+	if got := r.PrefillLen(RunnerV2); got != 13 {
+		t.Fatalf("V2 prefill_len %d, want 13 (prompt + outputs at resume)", got)
+	}
+	if got := r.PrefillLen(RunnerV1); got != 10 {
+		t.Fatalf("V1 prefill length %d, want the prompt's 10", got)
+	}
+	spec := &Spec{Method: SpecMTP, K: 1}
+	fix, _ := Patched(V031, []string{"+55898"})
+	for _, c := range []struct {
+		ru   Runner
+		want Path
+	}{{RunnerV1, PathDecode}, {RunnerV2, PathPrefill}} {
+		rows := []Row{{Req: r, NumScheduled: 2, NumComputed: 11}}
+		ClassifyRunner(fix, BuilderMamba, rows, make([]Row, 0, 1), false, spec, c.ru)
+		if rows[0].Path != c.want {
+			t.Errorf("%s: the resumed row is on the %s path, want %s", c.ru, rows[0].Path, c.want)
+		}
+	}
+}
+
+// #47381: V2 sorted rows by query length, so with K = 2 a 2-token
+// continuing chunk came before a 3-token draft decode and the Mamba split
+// stopped at it (#47239's form); with uniform decodes first the draft row
+// leads and decodes. V1's reorder is not involved.
+func TestV2OrdersUniformDecodesFirst(t *testing.T) {
+	chunk := &Request{ID: 1, NumPromptTokens: 100}
+	dec := &Request{ID: 2, NumPromptTokens: 10}
+	rows := func() []Row {
+		return []Row{
+			{Req: dec, NumScheduled: 3, NumComputed: 12, NumDrafts: 2},
+			{Req: chunk, NumScheduled: 2, NumComputed: 40},
+		}
+	}
+	spec := &Spec{Method: SpecNgram, K: 2}
+	old, _ := Patched(V031, []string{"-47381"})
+	for _, c := range []struct {
+		v     Version
+		first RequestID
+		nd    int
+	}{{V031, 2, 1}, {old, 1, 0}} {
+		rs := rows()
+		nd := ClassifyRunner(c.v, BuilderMamba, rs, make([]Row, 0, 2), false, spec, RunnerV2)
+		if rs[0].Req.ID != c.first || nd != c.nd {
+			t.Errorf("%s under V2: row 0 is request %d, %d decodes; want request %d, %d", c.v, rs[0].Req.ID, nd, c.first, c.nd)
+		}
+	}
+	// The V1 reorder (threshold 1 + K: ngram has no drafter group) puts
+	// the draft decode first either way.
+	rs := rows()
+	if nd := ClassifyRunner(old, BuilderMamba, rs, make([]Row, 0, 2), false, spec, RunnerV1); nd != 1 || rs[0].Req != dec {
+		t.Errorf("V1: %d decodes, row 0 request %d", nd, rs[0].Req.ID)
+	}
+}
