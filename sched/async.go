@@ -84,8 +84,8 @@ func (s *Scheduler) applyRunner() {
 // applyAsync is update_from_output and AsyncScheduler.
 // _update_request_with_output for one sampling row of step: the rejected
 // drafts come off num_computed_tokens and the placeholders (a step late:
-// the step scheduled since counted them), the sampled tokens replace
-// their placeholders, and the blocks whose tokens are all known are
+// the step scheduled since counted them), the sampled tokens up to a stop
+// replace their placeholders, and the blocks whose tokens are all known are
 // cached (cache_blocks(request, num_computed − num_output_placeholders))
 // for a request still running. A request preempted while its step was in
 // flight keeps the tokens (update_from_output does not skip preempted
@@ -110,13 +110,18 @@ func (s *Scheduler) applyAsync(step int64, row *Row, now sim.Time) error {
 	if r.NumOutputPlaceholders < tokens {
 		return fmt.Errorf("request %d: %d tokens arrived for %d placeholders", r.ID, tokens, r.NumOutputPlaceholders)
 	}
-	r.NumOutputPlaceholders -= tokens
 	wasRunning := r.Status == Running
+	emitted := 0
 	for range tokens {
+		emitted++
 		if s.emit(r, now) {
 			break // a stop mid-way drops the tokens after it
 		}
 	}
+	// Only the tokens kept turn placeholders into tokens
+	// (num_output_placeholders -= len(new_token_ids), after the base
+	// class trims them at the stop): the cache below counts known tokens.
+	r.NumOutputPlaceholders -= emitted
 	if !wasRunning || !s.KV.PrefixCaching() {
 		return nil
 	}
