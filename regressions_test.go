@@ -203,7 +203,27 @@ var regressions = []regression{
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
 	{name: "align-mtp-resumed-short-decode", cfg: resumedShortDecode, prop: "stale-slot-read", seed: 1, control: onV2},
+	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
 }
+
+// alignAsyncFrees searches v0.19 under MTP/EAGLE with align-mode prefix
+// caching and async scheduling, without #33352 and #33997: the Mamba
+// manager frees on the scheduler's count, which includes the drafts of
+// the step in flight, and so can free the block that step's boundary
+// copy (in the runner, from its own count) writes next. +55898 and
+// +48375 keep #55894 and #53912 from answering first; no preemption, so
+// that the resumed 2..1 + K-token row does not either.
+func alignAsyncFrees() prop.Config {
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c.SpecAlign = true
+	c.Async = []bool{true}
+	c.Patches = []string{"-33997", "-33352", "+55898", "+48375"}
+	return c
+}
+
+// with33997 is the same requests with #33352 and #33997 as merged: the
+// frees go by num_computed_tokens - K.
+func with33997(p *prop.Params) string { p.Patches = []string{"+55898", "+48375"}; return "33997" }
 
 // resumedShortDecode is eagleDrop with #48375 applied (so the EAGLE drop
 // does not answer first) and preemption allowed: a preempted request's

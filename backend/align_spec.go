@@ -56,7 +56,7 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 	for g := range t.MambaT {
 		mt := &t.MambaT[g]
 		mm := s.KV.MambaManagerOf(g)
-		bl := mt.Blocks
+		bl := mt.RunnerBlocks() // the runner addresses by its own copy
 		at := func(i int) int32 {
 			if i >= 0 && i < len(bl) {
 				return bl[i]
@@ -128,7 +128,11 @@ func (s *Symbolic) freedWhy(r *sched.Request, g int, b int32, i int, what string
 // when the accepted tokens reach a block boundary at or past the running
 // state's, the state after exactly that many tokens (column aligned −
 // running) is copied into the boundary's block, the one the scheduler
-// caches for it.
+// caches for it. The runner finds both blocks in its own copy of the
+// table, so a boundary block the scheduler has freed since (its frees go
+// by its own count, which under async scheduling includes the drafts of
+// the step in flight) is still written: a stale-slot-read naming the
+// block and who holds it now.
 func (s *Symbolic) PostProcess(row *sched.Row) {
 	r := row.Req
 	t := &r.Blocks
@@ -143,8 +147,10 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 	}
 	cur, dest := (c+q-1)/s.bs, aligned/s.bs-1
 	bias := aligned - run
+	reported := false
 	for g := range t.MambaT {
-		bl := t.MambaT[g].Blocks
+		mt := &t.MambaT[g]
+		bl := mt.RunnerBlocks()
 		if cur+bias >= len(bl) || dest >= len(bl) {
 			continue
 		}
@@ -154,6 +160,14 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 		}
 		p := s.Prov.Get(src)
 		bad := p.Content != statecache.State || p.Writer != r.ID || int(p.Tokens) != aligned || p.Tainted
+		if !mt.Holds(dst) && !reported {
+			reported = true
+			holder := s.Pool.Holder(dst)
+			s.add(check.StaleSlotRead, r, s.now, dst, holder, func() string {
+				return fmt.Sprintf("Mamba group %d (align, K = %d): the boundary copy after %d accepted tokens: %s", g, len(t.Spec)/len(t.MambaT), aligned,
+					s.freedWhy(r, g, dst, dest, "copies the state after "+fmt.Sprint(aligned)+" tokens into"))
+			})
+		}
 		s.Prov.WriteState(dst, r.ID, aligned, s.step, bad)
 	}
 }

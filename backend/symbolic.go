@@ -68,6 +68,10 @@ type Symbolic struct {
 	// of KV reads through a hit (checkHits).
 	KV      *statecache.KVCacheManager
 	hitRows []int // rows whose hit blocks are checked once all rows wrote
+	// postRows: align-mode rows whose boundary copy runs after the batch
+	// (async scheduling); now: the time of the step last executed.
+	postRows []*sched.Row
+	now      sim.Time
 	// AcceptedAtSchedule: rows carry their acceptances when executed
 	// (async scheduling draws them at schedule), so align mode's boundary
 	// copy runs in Execute; otherwise the engine calls PostProcess once
@@ -107,7 +111,7 @@ func (s *Symbolic) Name() string { return "symbolic" }
 
 // Execute performs every row's accesses for one step.
 func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
-	s.step = out.Step
+	s.step, s.now = out.Step, now
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		r := row.Req
@@ -127,6 +131,10 @@ func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 			s.mamba(row, now)
 		}
 	}
+	for _, row := range s.postRows {
+		s.PostProcess(row)
+	}
+	s.postRows = s.postRows[:0]
 	if len(s.hitRows) > 0 {
 		s.checkHits(out, now)
 	}
@@ -254,7 +262,9 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 	if r.Blocks.MambaT != nil && len(r.Blocks.Spec) > 0 {
 		s.alignSpec(row, now)
 		if s.AcceptedAtSchedule {
-			s.PostProcess(row) // the runner knows the acceptances before the next step
+			// The runner knows the acceptances before the next step; its
+			// boundary copies follow the whole batch's forward.
+			s.postRows = append(s.postRows, row)
 		}
 		return
 	}

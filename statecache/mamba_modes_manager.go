@@ -25,6 +25,37 @@ type MambaTable struct {
 	// worker is the model runner's running-state index + 1 (0: none),
 	// its mamba_state_idx, kept by the backend (SetWorkerIndex).
 	worker int
+	// runner is the model runner's copy of Blocks (its req_state.
+	// block_ids, align mode): a new or resumed request gets the whole
+	// table, a running one only the positions an allocation appends
+	// (gpu_model_runner.py _update_states: "Append the new blocks to the
+	// existing block IDs"), so a position the scheduler nulls (a freed
+	// block, a moved speculative block) keeps its old id there.
+	runner     []int32
+	runnerSent bool
+}
+
+// RunnerBlocks is the model runner's view of t: the block ids it was
+// sent per position; t.Blocks before the first allocation.
+func (t *MambaTable) RunnerBlocks() []int32 {
+	if !t.runnerSent {
+		return t.Blocks
+	}
+	return t.runner
+}
+
+// sendRunner gives the runner what allocate_slots returns for t, which
+// held prev positions before the allocation: the whole table the first
+// time, then the appended tail.
+func (t *MambaTable) sendRunner(prev int) {
+	if !t.runnerSent {
+		t.runner = append(t.runner[:0], t.Blocks...)
+		t.runnerSent = true
+		return
+	}
+	if prev < len(t.Blocks) {
+		t.runner = append(t.runner, t.Blocks[prev:]...)
+	}
 }
 
 // WorkerIndex is the model runner's running-state index for t (its
@@ -258,6 +289,7 @@ func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens
 	}
 	required := mambaCeilDiv(numTokens, b) + k
 	prev := len(t.Blocks)
+	defer t.sendRunner(prev)
 	if required == prev {
 		t.tokens = numTokens
 		return nil
@@ -339,7 +371,7 @@ func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
 		slices.Reverse(t.Blocks)
 		return err
 	}
-	*t = MambaTable{Blocks: t.Blocks[:0]}
+	*t = MambaTable{Blocks: t.Blocks[:0], runner: t.runner[:0]}
 	return nil
 }
 
