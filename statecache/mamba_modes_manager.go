@@ -295,13 +295,13 @@ func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens
 		return nil
 	}
 	if required < prev {
-		if k > 0 {
-			// Under async scheduling the previous step's count included
-			// drafts since rejected: the table is over-allocated (#33997's
-			// NOTE), and stays as it is.
-			return nil
-		}
-		return fmt.Errorf("mamba group %d: request %d needs %d blocks, holds %d", m.Group, req, required, prev)
+		// vLLM asserts num_required_blocks > len(req_blocks) here, before
+		// and after #33997 (whose NOTE only says the count may include
+		// drafts since rejected): the engine core stops. The count shrinks
+		// only when a row gets fewer tokens than the drafts the step
+		// before it rejected (a budget-clipped decode), which no search
+		// here has produced (docs/model.md).
+		return fmt.Errorf("mamba group %d: request %d needs %d blocks, holds %d: vLLM's MambaManager.allocate_new_blocks asserts num_required_blocks > len(req_blocks) (an AssertionError that stops the engine core: a crash, not silent corruption)", m.Group, req, required, prev)
 	}
 	switch {
 	case t.allocated:

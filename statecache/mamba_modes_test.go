@@ -2,6 +2,7 @@ package statecache
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -552,5 +553,47 @@ func TestMambaVLLMHybridPrefill(t *testing.T) {
 		if got := coord.FindLongestCacheHit(p, h1, len(req1)-1); got != c.want {
 			t.Errorf("%s: request 1 hits %d tokens, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// Align mode, K = 2: the runner's copy of a table keeps the id of a
+// position the scheduler frees (it is only appended to), and a count
+// that shrinks below the table is vLLM's assertion, not tolerated.
+func TestMambaAlignRunnerCopy(t *testing.T) {
+	p := NewBlockPoolWith(16, PoolOptions{EnablePrefixCaching: true, FreeOrder: FreshToHead})
+	m, err := NewMambaManager(p, MambaSpec{Mode: MambaAlign, BlockSize: 4, NumSpeculativeBlocks: 2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tb MambaTable
+	if err := m.AddHitBlocks(1, &tb, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AllocateNewBlocks(1, &tb, 8); err != nil { // [null, run, spec, spec]
+		t.Fatal(err)
+	}
+	if !slices.Equal(tb.RunnerBlocks(), tb.Blocks) {
+		t.Fatalf("first allocation: runner %v, scheduler %v; want the whole table", tb.RunnerBlocks(), tb.Blocks)
+	}
+	if err := m.AllocateNewBlocks(1, &tb, 11); err != nil { // a decode of 1 + K: running at 2
+		t.Fatal(err)
+	}
+	run1 := tb.Blocks[1]
+	// An over-count of 11 (drafts not yet rejected) frees position 1.
+	if err := m.RemoveSkippedBlocks(1, &tb, 11); err != nil {
+		t.Fatal(err)
+	}
+	if tb.Blocks[1] != NullBlock || tb.Holds(run1) {
+		t.Fatalf("position 1 not freed: table %v", tb.Blocks)
+	}
+	if got := tb.RunnerBlocks(); len(got) != len(tb.Blocks) || got[1] != run1 {
+		t.Errorf("runner's copy %v, want the freed block %d kept at position 1 (table %v)", got, run1, tb.Blocks)
+	}
+	// 12 + K positions were sized for; 7 tokens need 2 + K.
+	if err := m.AllocateNewBlocks(1, &tb, 7); err == nil || !strings.Contains(err.Error(), "asserts num_required_blocks > len(req_blocks)") {
+		t.Errorf("shrinking count: %v, want vLLM's assertion named", err)
+	}
+	if err := m.Free(1, &tb); err != nil || len(tb.RunnerBlocks()) != 0 {
+		t.Errorf("after free: %v, runner's copy %v", err, tb.RunnerBlocks())
 	}
 }
