@@ -302,14 +302,18 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 	c, q := row.NumComputed, row.NumScheduled
 	restore := s.restoring(t, c)
 	reported := false
+	// The block holding the last computed token (all mode's source), and
+	// the boundaries the chunk crosses before its end: blocks i with
+	// c < (i+1)·B < c+q. The same in every group.
+	held, lo, hi := (c-1)/s.bs, c/s.bs, (c+q-1)/s.bs
 	for g := range t.MambaT {
 		mm := s.KV.MambaManagerOf(g)
 		mt := &t.MambaT[g]
 		dst, src := t.Mamba[g], int32(statecache.NullBlock)
 		if mm.Spec.Mode == statecache.MambaAlign {
 			src = mm.State(mt).CopySource
-		} else if i := (c - 1) / s.bs; i < len(mt.Blocks) {
-			src = mt.Blocks[i]
+		} else if held < len(mt.Blocks) {
+			src = mt.Blocks[held]
 		}
 		tainted := false
 		if c > 0 && src != statecache.NullBlock && src != dst {
@@ -318,9 +322,7 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 		if mm.Spec.Mode != statecache.MambaAll {
 			continue
 		}
-		// The boundaries the chunk crosses before its end: blocks i with
-		// c < (i+1)·B < c+q.
-		if lo, hi := c/s.bs, min((c+q-1)/s.bs, len(mt.Blocks)); lo < hi {
+		if hi := min(hi, len(mt.Blocks)); lo < hi {
 			s.Prov.WriteStates(mt.Blocks[lo:hi], dst, r.ID, (lo+1)*s.bs, s.bs, s.step, tainted)
 		}
 	}

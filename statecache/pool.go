@@ -177,8 +177,9 @@ func (o FreeOrder) String() string {
 // counts and hashes, and freed cached blocks stay findable until popped
 // for reuse (prefix_pool.go).
 type BlockPool struct {
-	// q is the free queue. With prefix caching only its ends and count
-	// are used: the links live in the blocks' records (prefixCache.rec).
+	// q is the free queue: its links stay in dense arrays of their own
+	// (with prefix caching too), so that popping a run of blocks, a
+	// chain of dependent reads, walks memory the core's cache holds.
 	q FreeBlockQueue
 	// holder[b]: NoRequest exactly when b is queued (or the null block);
 	// nil with prefix caching, which keeps it in b's record (with prefix
@@ -211,15 +212,11 @@ func NewBlockPoolWith(numBlocks int, o PoolOptions) *BlockPool {
 		numBlocks = 2
 	}
 	p := &BlockPool{numBlocks: numBlocks, order: o.FreeOrder}
+	p.q = *NewFreeBlockQueue(numBlocks, 1, o.EnablePrefixCaching)
 	if o.EnablePrefixCaching {
-		p.q = FreeBlockQueue{head: noBlock, tail: noBlock}
 		p.pc = newPrefixCache(numBlocks)
-		for b := int32(1); int(b) < numBlocks; b++ {
-			p.pc.append(&p.q, b)
-		}
 		return p
 	}
-	p.q = *NewFreeBlockQueue(numBlocks, 1, false)
 	p.holder = make([]RequestID, numBlocks)
 	for i := range p.holder {
 		p.holder[i] = NoRequest
@@ -261,7 +258,7 @@ func (p *BlockPool) Pop(req RequestID) (int32, error) {
 		return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
 	}
 	if p.pc != nil {
-		p.pc.popLeft(&p.q)
+		p.q.PopLeft()
 		p.take(req, b, -1)
 		return b, nil
 	}
@@ -380,9 +377,5 @@ func (p *BlockPool) queue(b int32, front bool) {
 
 // FreeQueue returns the free queue from head to tail (for tests and plots).
 func (p *BlockPool) FreeQueue() []int32 {
-	dst := make([]int32, 0, p.q.n)
-	if p.pc != nil {
-		return p.pc.appendQueue(&p.q, dst)
-	}
-	return p.q.AppendTo(dst)
+	return p.q.AppendTo(make([]int32, 0, p.q.n))
 }

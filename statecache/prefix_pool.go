@@ -56,27 +56,26 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 }
 
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
-// numBlocks blocks in host memory: per block a 64-byte record (kvCacheBlock)
-// in place of the 12 bytes of holder and queue link a pool without it
-// keeps, plus the cached-block table's slots (2 to 4 per block).
+// numBlocks blocks in host memory: per block the free queue's backward
+// link and a 64-byte record (kvCacheBlock) in place of the 8-byte holder,
+// plus the cached-block table's slots (2 to 4 per block).
 // TestPrefixCachingHostBytes measures it.
 func PrefixCachingHostBytes(numBlocks int) int64 {
 	const (
-		perBlock = kvCacheBlockBytes - HostBytesPerBlock
-		perSlot  = 8 // tableSlot: tag, chain head
+		perBlock = 4 + kvCacheBlockBytes - 8 // prev; the record, less the holder
+		perSlot  = 8                         // tableSlot: tag, chain head
 	)
 	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
 }
 
-// kvCacheBlock is everything the pool keeps on one block with prefix
-// caching (vLLM's KVCacheBlock: ref_cnt, block_hash, the free queue's
-// links), in one 64-byte record: an allocation, an eviction, a caching or
-// a free of a block the cache has not seen lately then misses the cache
-// once for the pool's part, where separate arrays missed once per array.
-// The fields named as PrefixRecord's are the block's PrefixRecord.
+// kvCacheBlock is what the pool keeps on one block with prefix caching
+// besides its free-queue links (vLLM's KVCacheBlock: ref_cnt,
+// block_hash), in one 64-byte record: an allocation, an eviction, a
+// caching or a free of a block the cache has not seen lately then misses
+// once for the record, where separate arrays missed once per array. The
+// fields named as PrefixRecord's are the block's PrefixRecord.
 type kvCacheBlock struct {
-	next, prev int32 // free-queue links, noBlock at the ends
-	ref        int32 // requests holding the block
+	ref int32 // requests holding the block
 	// Blocks with equal keys (vLLM does not deduplicate: block tables are
 	// append-only) form a chain in caching order; a lookup returns the
 	// chain's head, as vLLM's BlockHashToBlockMap returns the first
@@ -90,6 +89,7 @@ type kvCacheBlock struct {
 	Writer           RequestID
 	Step             int64
 	holder           RequestID // the request that took it off the free queue
+	_                [8]byte   // to a cache line: records do not straddle lines
 }
 
 const kvCacheBlockBytes = 64 // unsafe.Sizeof(kvCacheBlock{}); TestKVCacheBlockSize
@@ -114,103 +114,27 @@ func newPrefixCache(n int) *prefixCache {
 	c := &prefixCache{rec: make([]kvCacheBlock, n)}
 	c.table = newBlockTable(n, c.rec)
 	for b := range c.rec {
-		c.rec[b] = kvCacheBlock{next: noBlock, prev: noBlock, Group: -1, Writer: NoRequest, holder: NoRequest}
+		c.rec[b] = kvCacheBlock{Group: -1, Writer: NoRequest, holder: NoRequest}
 	}
 	return c
 }
 
-// The free queue's operations over the records' links (FreeBlockQueue's,
-// whose head, tail and count q keeps).
-
-func (c *prefixCache) popLeft(q *FreeBlockQueue) int32 {
-	b := q.head
-	q.head = c.rec[b].next
-	if q.head == noBlock {
-		q.tail = noBlock
-	} else {
-		c.rec[q.head].prev = noBlock
-	}
-	q.n--
-	return b
-}
-
-// popN fills dst from the head (len(dst) ≤ q.n) and touches the table
-// slots of the cached ones, which the caller evicts next, so that their
-// cache misses overlap instead of queueing.
+// popN fills dst from the head of q (len(dst) ≤ q.n), then touches the
+// records of the blocks and the table slots of the cached ones, which the
+// caller evicts next: reads that do not depend on each other, so that
+// their cache misses overlap instead of queueing.
 func (c *prefixCache) popN(q *FreeBlockQueue, dst []int32) {
-	if len(dst) == 0 {
-		return
+	for i := range dst {
+		dst[i] = q.PopLeft()
 	}
 	rec := c.rec
 	var s int32
-	b := q.head
-	for i := range dst {
-		dst[i] = b
-		r := &rec[b]
-		if r.Cached {
+	for _, b := range dst {
+		if r := &rec[b]; r.Cached {
 			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
 		}
-		b = r.next
 	}
 	c.sink ^= s
-	q.head = b
-	if b == noBlock {
-		q.tail = noBlock
-	} else {
-		rec[b].prev = noBlock
-	}
-	q.n -= len(dst)
-}
-
-func (c *prefixCache) remove(q *FreeBlockQueue, b int32) {
-	r := &c.rec[b]
-	if r.prev == noBlock {
-		q.head = r.next
-	} else {
-		c.rec[r.prev].next = r.next
-	}
-	if r.next == noBlock {
-		q.tail = r.prev
-	} else {
-		c.rec[r.next].prev = r.prev
-	}
-	r.prev, r.next = noBlock, noBlock
-	q.n--
-}
-
-func (c *prefixCache) append(q *FreeBlockQueue, b int32) {
-	r := &c.rec[b]
-	r.next, r.prev = noBlock, q.tail
-	if q.tail == noBlock {
-		q.head = b
-	} else {
-		c.rec[q.tail].next = b
-	}
-	q.tail = b
-	q.n++
-}
-
-// prepend puts bs at the head keeping their order, bs[0] first.
-func (c *prefixCache) prepend(q *FreeBlockQueue, bs []int32) {
-	for i := len(bs) - 1; i >= 0; i-- {
-		b := bs[i]
-		r := &c.rec[b]
-		r.next, r.prev = q.head, noBlock
-		if q.head == noBlock {
-			q.tail = b
-		} else {
-			c.rec[q.head].prev = b
-		}
-		q.head = b
-		q.n++
-	}
-}
-
-func (c *prefixCache) appendQueue(q *FreeBlockQueue, dst []int32) []int32 {
-	for b := q.head; b != noBlock; b = c.rec[b].next {
-		dst = append(dst, b)
-	}
-	return dst
 }
 
 // freeBlocks is BlockPool.FreeBlocks with prefix caching: every reference
@@ -257,10 +181,10 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		if order == FreshToHead && !r.Cached {
 			fresh = append(fresh, b)
 		} else {
-			c.append(q, b)
+			q.Append(b)
 		}
 	}
-	c.prepend(q, fresh)
+	q.PrependN(fresh)
 	c.fresh = fresh[:0]
 	return nil
 }
@@ -369,7 +293,7 @@ func (p *BlockPool) Touch(req RequestID, blocks []int32) {
 		}
 		r := &p.pc.rec[b]
 		if r.ref == 0 {
-			p.pc.remove(&p.q, b)
+			p.q.Remove(b)
 			r.holder = req
 		}
 		r.ref++

@@ -48,11 +48,15 @@ func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	if m.spec > 0 {
 		return 0 // speculative steps move the state columns every step
 	}
+	b, cb, top := 0, 0, 0 // a block size, and c's and c-1's blocks in it
 	for g, mm := range m.mamba {
 		mt := &t.MambaT[g]
-		b := mm.Spec.BlockSize
+		if mm.Spec.BlockSize != b { // the groups share one, mostly: divide once
+			b = mm.Spec.BlockSize
+			cb, top = c/b, (c-1)/b
+		}
 		n := len(mt.Blocks)
-		if mm.Spec.Mode == MambaNone || c%b < 2 || !mt.running || n != c/b+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < c/b {
+		if mm.Spec.Mode == MambaNone || c-cb*b < 2 || !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < cb {
 			return 0
 		}
 		if mm.Spec.Mode == MambaAlign {
@@ -61,10 +65,10 @@ func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 				return 0
 			}
 		}
-		if top := min((c-1)/b, n); top > 0 && mt.Blocks[top-1] != NullBlock {
+		if top := min(top, n); top > 0 && mt.Blocks[top-1] != NullBlock {
 			return 0
 		}
-		k = min(k, (c/b+1)*b-c)
+		k = min(k, (cb+1)*b-c)
 	}
 	return k
 }
