@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"statesim/backend"
 	"statesim/model"
@@ -115,6 +116,7 @@ type Mock struct {
 	stats  Stats
 
 	tok     []int32
+	refKey  []byte      // the model's part of a memoised reference's key
 	ref     [][]float32 // private reference caches, reused
 	refAttn [][]int32
 	refSlot []int32
@@ -182,6 +184,7 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 		reqs: map[statecache.RequestID]*reqData{}, keep: map[int64]bool{}, traces: map[int64]*Trace{},
 	}
 	m.stats.Threshold = cfg.Threshold
+	m.refKey = fmt.Appendf(nil, "%+v|%d|%d|%d|", cfg.Shape, cfg.WeightSeed, geo.BlockSize, geo.PageElems)
 	for _, id := range cfg.TraceIDs {
 		m.keep[id] = true
 	}
@@ -294,8 +297,22 @@ type RefPoint struct {
 	GreedyLogProb float64
 }
 
+// references memoises Reference across Mocks: its result is a pure
+// function of the model (shape and weight seed) and the request (seed,
+// prompt length, tokens), and runs in one process often ask for the same
+// one again: a version and its fix over one workload, a 16-bit index and
+// its 64-bit control, a property search's shrinks. Bounded: when full it
+// starts over.
+var references struct {
+	sync.Mutex
+	byKey map[string][]RefPoint
+}
+
+const maxReferences = 1 << 14
+
 // Reference recomputes prompt + tokens[:len−1] alone, from zero state, in
-// private contiguous caches, in one prefill, and scores every token.
+// private contiguous caches, in one prefill, and scores every token (or
+// returns the scores of an identical earlier recomputation).
 func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint, error) {
 	if len(tokens) == 0 {
 		return nil, nil
@@ -303,6 +320,31 @@ func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint
 	if numPrompt < 1 {
 		return nil, fmt.Errorf("mock: reference needs a prompt of at least 1 token")
 	}
+	key := fmt.Appendf(m.refKey[:len(m.refKey):len(m.refKey)], "%d|%d|", seed, numPrompt)
+	for _, t := range tokens {
+		key = append(key, byte(t), byte(t>>8), byte(t>>16), byte(t>>24))
+	}
+	references.Lock()
+	pts, ok := references.byKey[string(key)]
+	references.Unlock()
+	if ok {
+		m.stats.ReferenceTokens += int64(numPrompt + len(tokens) - 1)
+		return slices.Clone(pts), nil
+	}
+	pts, err := m.reference(seed, numPrompt, tokens)
+	if err != nil {
+		return nil, err
+	}
+	references.Lock()
+	if references.byKey == nil || len(references.byKey) >= maxReferences {
+		references.byKey = map[string][]RefPoint{}
+	}
+	references.byKey[string(key)] = slices.Clone(pts)
+	references.Unlock()
+	return pts, nil
+}
+
+func (m *Mock) reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint, error) {
 	rd := &reqData{Generated: Generated{Seed: seed, Prompt: numPrompt, Tokens: tokens}}
 	L := numPrompt + len(tokens) - 1
 	s := &m.cfg.Shape
