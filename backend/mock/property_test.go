@@ -16,8 +16,8 @@ import (
 //   - every divergent request has a recorded corruption (CorruptStep ≥ 0);
 //   - every request whose decode kernel read bytes not its own diverges.
 func TestPropertyDivergenceMatchesProvenance(t *testing.T) {
-	t.Parallel() // independent runs; the package's longest tests go side by side
-	seeds := testtier.Sized(30, 120)
+	t.Parallel()                     // independent runs; the package's longest tests go side by side
+	seeds := testtier.Sized(12, 120) // 12 engines already corrupt under v0.13, v0.14 and a 16-bit index
 	versions := []sched.Version{sched.V013, sched.V014, sched.Fixed}
 	var divergent, staleReaders, compared int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
