@@ -104,10 +104,31 @@ func (lastRowVeto) Schedule(st *sched.State, out *sched.Output) error {
 	return nil
 }
 
+// policyRunner is a property runner with policy plugged in. Searches
+// through one runner share its runs: properties checked over the same
+// scenarios judge one run of each.
+func policyRunner(t *testing.T, policy sched.Policy) *prop.Runner {
+	t.Helper()
+	dir, err := prop.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r := prop.NewRunner(dir, nil)
+	r.Policy = policy
+	return r
+}
+
 // searchWithPolicy runs the property search for one named property with
 // policy plugged in, over scenarios drawn from c, from seed 1 or
 // $STATESIM_SEED.
 func searchWithPolicy(t *testing.T, policy sched.Policy, c prop.Config, name string, trials int) prop.Result {
+	t.Helper()
+	return searchOn(t, policyRunner(t, policy), c, name, trials)
+}
+
+// searchOn is searchWithPolicy on a given runner.
+func searchOn(t *testing.T, r *prop.Runner, c prop.Config, name string, trials int) prop.Result {
 	t.Helper()
 	seed := int64(1)
 	if v := os.Getenv("STATESIM_SEED"); v != "" {
@@ -117,13 +138,6 @@ func searchWithPolicy(t *testing.T, policy sched.Policy, c prop.Config, name str
 		}
 		seed = n
 	}
-	dir, err := prop.TempDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	r := prop.NewRunner(dir, nil)
-	r.Policy = policy
 	ps, err := prop.ByName([]string{name})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +190,8 @@ func TestReserveBudgetStopsTheImposter(t *testing.T) {
 // (budget ≥ 2) with the policy plugged in: every property must hold,
 // the numeric backend's log-probs included.
 func TestReserveBudgetHoldsEveryProperty(t *testing.T) {
-	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
+	t.Parallel()                          // an independent search or replay: the suite's longest, run beside the rest
+	r := policyRunner(t, reserveBudget{}) // one run per scenario, judged by every property
 	for _, v := range []string{"v0.13", "v0.14"} {
 		c := prop.BugA(v)
 		c.MinBudget = 2
@@ -185,7 +200,7 @@ func TestReserveBudgetHoldsEveryProperty(t *testing.T) {
 			if p.Name == "logprobs-match-reference" {
 				trials = testtier.Sized(20, 60) // numeric runs: the mock recomputes every request
 			}
-			res := searchWithPolicy(t, reserveBudget{}, c, p.Name, trials)
+			res := searchOn(t, r, c, p.Name, trials)
 			if res.Unavailable {
 				t.Logf("%s: %v", p.Name, res.Err)
 			} else if !res.Holds {
