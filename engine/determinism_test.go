@@ -2,8 +2,9 @@ package engine
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 
 	"statesim/scenarios"
@@ -13,14 +14,20 @@ import (
 // (traces of long runs are tens of megabytes).
 func runBytes(t *testing.T, name string, sets ...string) (report, trace []byte) {
 	t.Helper()
+	return runTraced(t, name, false, sets...)
+}
+
+// runTraced is runBytes with the check shortcuts on or off (plain).
+func runTraced(t *testing.T, name string, plain bool, sets ...string) (report, trace []byte) {
+	t.Helper()
 	sc, err := scenarios.Load(name, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var js bytes.Buffer
-	h := sha256.New()
+	h := traceHash()
 	n := &countWriter{w: h}
-	rep, err := Run(sc, Options{Trace: n})
+	rep, err := Run(sc, Options{Trace: n, plainChecks: plain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +38,31 @@ func runBytes(t *testing.T, name string, sets ...string) (report, trace []byte) 
 		t.Fatalf("%s: empty trace", name)
 	}
 	return js.Bytes(), h.Sum(nil)
+}
+
+// tracedRuns keeps runBytes' results of runs that two tests make the
+// same way (TestSameSeedSameBytes, TestShortcutsChangeNothing): one run
+// each, the second test compares another run with it.
+var tracedRuns struct {
+	sync.Mutex
+	m map[string][2][]byte
+}
+
+// sharedRunBytes is runBytes for a run another test may have made.
+func sharedRunBytes(t *testing.T, name string, sets ...string) (report, trace []byte) {
+	t.Helper()
+	key := name + " " + strings.Join(sets, " ")
+	tracedRuns.Lock()
+	defer tracedRuns.Unlock()
+	if r, ok := tracedRuns.m[key]; ok {
+		return r[0], r[1]
+	}
+	report, trace = runBytes(t, name, sets...)
+	if tracedRuns.m == nil {
+		tracedRuns.m = map[string][2][]byte{}
+	}
+	tracedRuns.m[key] = [2][]byte{report, trace}
+	return report, trace
 }
 
 type countWriter struct {
@@ -53,7 +85,7 @@ func TestSameSeedSameBytes(t *testing.T) {
 		sets []string
 	}{{"imposter", nil}, {"wrap32", []string{"workload.steps=2", "engine.state_index_bits=30"}}} {
 		name := c.name
-		j1, t1 := runBytes(t, name, c.sets...)
+		j1, t1 := sharedRunBytes(t, name, c.sets...) // maybe TestShortcutsChangeNothing's
 		j2, t2 := runBytes(t, name, c.sets...)
 		if !bytes.Equal(j1, j2) {
 			t.Errorf("%s: --json differs between two runs", name)

@@ -54,10 +54,11 @@ type Options struct {
 	stepByStep bool
 	// bulkSteps, when set, counts the steps replayed in bulk (tests).
 	bulkSteps *int64
-	// digest, when set, receives every finished request's times and
-	// counts, and once the run ends every block's provenance (tests that
-	// compare two ways of running beyond the report).
-	digest io.Writer
+	// finished and ended, when set, see every request as it finishes and
+	// the runner once the run ends (tests that compare two ways of running
+	// beyond the report: digest_test.go).
+	finished func(q *sched.Request)
+	ended    func(r *runner)
 	// plainChecks runs the symbolic backend without its check shortcuts
 	// (statecache.Provenances.Plain); tests compare the two.
 	plainChecks bool
@@ -288,32 +289,8 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		}
 	}
 	r.finishReport()
-	if opt.digest != nil {
-		fmt.Fprintln(opt.digest, r.s.Out().Step, r.loop.Now(), r.sym.Stats)
-		buf := make([]byte, 0, 1<<16)
-		for b := range int32(r.nBlocks) {
-			p := r.sym.Prov.Get(b)
-			if p.Content == statecache.Zero {
-				continue
-			}
-			buf = fmt.Appendf(buf, "%d %d %d %d %d %t %t %d\n", b, p.Writer, p.Content, p.Tokens, p.Step, p.Tainted, p.Clobber, p.Intended)
-			if len(buf) > 1<<15 {
-				opt.digest.Write(buf)
-				buf = buf[:0]
-			}
-		}
-		if pool := r.kv.Pool; pool.PrefixCaching() {
-			// What the cache says each block holds, and the eviction order.
-			for b := int32(1); b < int32(pool.NumBlocks()); b++ {
-				buf = fmt.Appendf(buf, "%d %+v %d\n", b, pool.Record(b), pool.RefCount(b))
-				if len(buf) > 1<<15 {
-					opt.digest.Write(buf)
-					buf = buf[:0]
-				}
-			}
-			buf = fmt.Appendf(buf, "%v %+v\n", pool.FreeQueue(), pool.Stats())
-		}
-		opt.digest.Write(buf)
+	if opt.ended != nil {
+		opt.ended(r)
 	}
 	if opt.Following && tracer != nil {
 		r.rep.Tokens = tracer.TokenTrace(opt.Follow)
@@ -742,8 +719,8 @@ func (r *runner) endStep() error {
 			FirstTokenNS: int64(q.FirstTokenTime), LastTokenNS: int64(q.LastTokenTime), FinishNS: int64(q.FinishTime),
 			BlocksHeld: q.Blocks.NumHeld()})
 		r.src.Finished(q.Group, now)
-		if r.opt.digest != nil {
-			fmt.Fprintln(r.opt.digest, q.ID, q.ArrivalTime, q.FirstTokenTime, q.LastTokenTime, q.FinishTime, q.NumOutputTokens, q.NumPreemptions, q.CorruptStep)
+		if r.opt.finished != nil {
+			r.opt.finished(q)
 		}
 		if r.next == nil {
 			r.free = append(r.free, q)

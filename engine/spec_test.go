@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"strings"
 	"testing"
@@ -125,7 +124,7 @@ func TestSpecColumnLeaseMatchesPlain(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				h := sha256.New()
+				h := traceHash()
 				rep, err := Run(sc, Options{Trace: h, plainChecks: plain})
 				if err != nil {
 					t.Fatal(err)
