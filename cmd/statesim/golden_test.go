@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -79,15 +80,38 @@ func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:
 
 func hashSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)[:8]) }
 
-// fileSum hashes a file as sum does, streaming it (a --trace file can be
-// a gigabyte).
+// traceHash fingerprints a --trace stream as CRC-32 (IEEE) then CRC-32C,
+// 64 bits. It pins every byte against accidental change as the first 8
+// bytes of a SHA-256 did (no one forges a trace), at about ten times the
+// speed: the suite hashes some 700 MB of traces, where SHA-256 was a
+// quarter of TestOutputHashes.
+type traceHash struct{ ieee, c hash.Hash32 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func newTraceHash() hash.Hash {
+	return &traceHash{ieee: crc32.NewIEEE(), c: crc32.New(castagnoli)}
+}
+
+func (h *traceHash) Write(b []byte) (int, error) {
+	h.ieee.Write(b)
+	return h.c.Write(b)
+}
+
+func (h *traceHash) Sum(b []byte) []byte { return h.c.Sum(h.ieee.Sum(b)) }
+func (h *traceHash) Reset()              { h.ieee.Reset(); h.c.Reset() }
+func (h *traceHash) Size() int           { return 8 }
+func (h *traceHash) BlockSize() int      { return 1 }
+
+// fileSum hashes a --trace file as traceHash does, streaming it (it can
+// be a gigabyte).
 func fileSum(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	h := sha256.New()
+	h := newTraceHash()
 	if _, err := bufio.NewReader(f).WriteTo(h); err != nil {
 		return "", err
 	}
@@ -133,20 +157,53 @@ func flagsOf(args []string) setFlags {
 	return s
 }
 
+// rendered is one case's rendering: text, JSON, and its trace's hash
+// and length (when traced).
+type rendered struct {
+	text, js []byte
+	trace    string
+	traceLen int64
+	err      error
+}
+
+// renders keeps the renderings that TestOutputHashes and
+// TestRunPrintsTheReport both make: one engine run a case, whichever
+// test asks first.
+var renders sync.Map // name and trace → *renderOnce
+
+type renderOnce struct {
+	once sync.Once
+	r    rendered
+}
+
+// renderShared is render with the trace (when c.trace) hashed, once a
+// case per process.
+func renderShared(c hashCase) *rendered {
+	v, _ := renders.LoadOrStore(fmt.Sprint(c.name, c.args, c.trace), &renderOnce{})
+	o := v.(*renderOnce)
+	o.once.Do(func() {
+		tr := &countWriter{w: newTraceHash()}
+		var w io.Writer
+		if c.trace {
+			w = tr
+		}
+		o.r.text, o.r.js, o.r.err = render(c, w)
+		if c.trace {
+			o.r.trace, o.r.traceLen = hashSum(tr.w), tr.n
+		}
+	})
+	return &o.r
+}
+
 // hashRender hashes one case from a single engine run.
 func hashRender(c hashCase) hashResult {
-	h := sha256.New()
-	var trace io.Writer
-	if c.trace {
-		trace = h
+	r := renderShared(c)
+	if r.err != nil {
+		return hashResult{err: r.err.Error()}
 	}
-	text, js, err := render(c, trace)
-	if err != nil {
-		return hashResult{err: err.Error()}
-	}
-	got := map[string]string{c.name + ".text": sum(text), c.name + ".json": sum(js)}
+	got := map[string]string{c.name + ".text": sum(r.text), c.name + ".json": sum(r.js)}
 	if c.trace {
-		got[c.name+".trace"] = hashSum(h)
+		got[c.name+".trace"] = r.trace
 	}
 	return hashResult{got: got}
 }
@@ -239,7 +296,7 @@ func TestOutputHashes(t *testing.T) {
 		}
 	}
 	if *updateHashes {
-		body := "# sha256 (first 8 bytes) of statesim run outputs; see golden_test.go\n" + strings.Join(lines, "\n") + "\n"
+		body := "# sha256 (first 8 bytes) of statesim run outputs, CRC-32 and CRC-32C of traces; see golden_test.go\n" + strings.Join(lines, "\n") + "\n"
 		if err := os.WriteFile(hashes, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -257,12 +314,12 @@ func TestRunPrintsTheReport(t *testing.T) {
 		{name: "nemotron-h-imposter", args: []string{"nemotron-h-imposter"}, trace: true},
 	} {
 		// The trace is tens of megabytes: both sides are hashed as they
-		// stream rather than held.
-		tr := &countWriter{w: sha256.New()}
-		text, js, err := render(c, tr)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+		// stream rather than held. The rendering is TestOutputHashes'.
+		r := renderShared(c)
+		if r.err != nil {
+			t.Fatalf("%s: %v", c.name, r.err)
 		}
+		text, js := r.text, r.js
 		code, out, errs := runCLI(append([]string{"run"}, c.args...)...)
 		if code != exitClean && code != exitViolations || out != string(text) {
 			t.Errorf("%s: run exits %d (%s) and prints other text than the report's:\n%s\nwant\n%s", c.name, code, errs, out, text)
@@ -280,8 +337,8 @@ func TestRunPrintsTheReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := hashSum(tr.w); got != want || st.Size() != tr.n || tr.n == 0 {
-			t.Errorf("%s: --trace wrote %d bytes (sha256 %s), the engine's trace is %d bytes (%s)", c.name, st.Size(), got, tr.n, want)
+		if got != r.trace || st.Size() != r.traceLen || r.traceLen == 0 {
+			t.Errorf("%s: --trace wrote %d bytes (hash %s), the engine's trace is %d bytes (%s)", c.name, st.Size(), got, r.traceLen, r.trace)
 		}
 	}
 }
