@@ -663,11 +663,11 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 						}
 					}
 				}
-			} else {
-				for _, b := range q.Blocks.Mamba {
-					if b != 0 {
-						hold(b)
-					}
+				continue // Spec mirrors the tables' last K positions
+			}
+			for _, b := range q.Blocks.Mamba {
+				if b != 0 {
+					hold(b)
 				}
 			}
 			for _, b := range q.Blocks.Spec {

@@ -46,3 +46,17 @@ func TestPrefixSearch(t *testing.T) {
 		t.Error("no generated scenario hit a shared prefix")
 	}
 }
+
+// Under MTP/EAGLE in align mode the speculative blocks are the tables'
+// last K positions (BlockTable.Spec mirrors them): the holdings the
+// conservation property checks name each block once.
+func TestSpecAlignConservation(t *testing.T) {
+	r := NewRunner(t.TempDir(), nil)
+	c := Prefix(Spec(GDN("v0.19", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c.SpecAlign, c.MaxLongPrefill = true, 0
+	c.Async = []bool{false, true}
+	c.Patches = []string{"+55898", "+48375"}
+	if res := gdnSearchWith(t, r, c, "conservation", 40); !res.Holds {
+		t.Errorf("%v on %s", res.Err, res.Shrunk)
+	}
+}
