@@ -36,7 +36,8 @@ type MambaTable struct {
 }
 
 // RunnerBlocks is the model runner's view of t: the block ids it was
-// sent per position; t.Blocks before the first allocation.
+// sent per position (kept under speculative decoding, K > 0); t.Blocks
+// before the first allocation and without speculative blocks.
 func (t *MambaTable) RunnerBlocks() []int32 {
 	if !t.runnerSent {
 		return t.Blocks
@@ -289,7 +290,9 @@ func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens
 	}
 	required := mambaCeilDiv(numTokens, b) + k
 	prev := len(t.Blocks)
-	defer t.sendRunner(prev)
+	if k > 0 {
+		defer t.sendRunner(prev) // only the speculative path addresses by it
+	}
 	if required == prev {
 		t.tokens = numTokens
 		return nil
