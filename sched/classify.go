@@ -172,9 +172,18 @@ var aliases = []struct {
 func (v Version) Since(w Version) bool { return v.Release() != V0 && v.Release() >= w }
 
 // Behaviour is the version's reorder and split.
-func (v Version) Behaviour() Behaviour { return behaviours[v] }
+func (v Version) Behaviour() Behaviour {
+	b := behaviours[v]
+	b.Name = v.String()
+	return b
+}
 
-func (v Version) String() string { return behaviours[v].Name }
+func (v Version) String() string {
+	if set := int(v >> baseBits); set != 0 {
+		return describeSet(v.Release(), set)
+	}
+	return behaviours[v].Name
+}
 
 // ParseVersion reads a vllm_version value.
 func ParseVersion(s string) (Version, error) {

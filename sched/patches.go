@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"statesim/statecache"
 	"strconv"
@@ -48,17 +49,16 @@ const (
 )
 
 func init() {
-	if len(prs) != 12 || numVersions > 1<<baseBits {
+	if len(prs) != 12 || len(prs) > 16 || numVersions > 1<<baseBits {
 		panic("sched: numPatched assumes 12 PRs and releases in 3 bits")
 	}
+	// The patched entries' names are made when asked for (Version.String):
+	// building 2^12 × 5 strings here cost every process start tens of ms.
 	for set := 1; set < 1<<len(prs); set++ {
 		for rel := Version(0); rel < numVersions; rel++ {
-			if rel == V0 {
-				continue
+			if rel != V0 {
+				behaviours[rel|Version(set)<<baseBits] = behaviourOf(prSet(rel) ^ set)
 			}
-			b := behaviourOf(prSet(rel) ^ set)
-			b.Name = describeSet(rel, set)
-			behaviours[rel|Version(set)<<baseBits] = b
 		}
 	}
 }
@@ -76,14 +76,19 @@ func prSet(rel Version) int {
 
 // behaviourOf builds the batch behaviour of a PR set (no name).
 func behaviourOf(set int) Behaviour {
-	has := func(num int) bool {
-		for i, p := range prs {
-			if p.num == num {
-				return set&(1<<i) != 0
-			}
+	var on [16]int // the set's PR numbers (init checks len(prs) ≤ 16)
+	n := 0
+	for i := range prs {
+		if set&(1<<i) != 0 {
+			on[n] = prs[i].num
+			n++
 		}
-		return false
 	}
+	return behaviourFrom(func(num int) bool { return slices.Contains(on[:n], num) })
+}
+
+// behaviourFrom builds the behaviour of the PR set has reports.
+func behaviourFrom(has func(num int) bool) Behaviour {
 	b := Behaviour{Reorder: ReorderQueryLen, Mamba: splitDefault, GDN: splitDefault, KDA: splitDefault}
 	switch {
 	case has(37303):
