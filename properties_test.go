@@ -130,6 +130,18 @@ func incidentShape(version string) prop.Config {
 	return c
 }
 
+// numericBugA is the bug A search for the numeric property: v0.13 with
+// a budget of 1, so that every new request is given one token, the
+// imposter's trigger. The full BugA search shrinks to this very shape
+// (seed 1: 2 requests, budget 1) but draws 116 scenarios first, each a
+// full recomputation on the mock and the float64 reference; here the
+// first draws break it.
+func numericBugA() prop.Config {
+	c := prop.BugA("v0.13")
+	c.MaxBudget = 1
+	return c
+}
+
 // TestPropertiesHoldWhenFixed: with the fixed split, a 64-bit index and
 // V0 as the control, no generated scenario over any preset breaks any
 // property.
@@ -316,7 +328,11 @@ func TestLogprobsMatchReference(t *testing.T) {
 	if !res.Holds {
 		t.Fatalf("fixed: %s", explain(t, r, res))
 	}
-	res = searchShared(t, prop.BugA("v0.13"), p, seed, 400)
+	if testtier.Long() {
+		res = search(t, r, prop.BugA("v0.13"), p, seed, 400) // the full search: 116 numeric draws at seed 1
+	} else {
+		res = searchShared(t, numericBugA(), p, seed, 400)
+	}
 	if res.Holds {
 		t.Fatalf("seed %d: v0.13 log-probs matched the reference over %d scenarios", seed, res.Trials)
 	}
@@ -458,7 +474,7 @@ func TestEveryPropertyCanFail(t *testing.T) {
 		"conservation":             {prop.DefaultConfig(), leaky{}},
 		"liveness":                 {prop.DefaultConfig(), neverAdmit{}},
 		"determinism":              {prop.DefaultConfig(), drifting{calls: new(int)}},
-		"logprobs-match-reference": {prop.BugA("v0.13"), nil},
+		"logprobs-match-reference": {numericBugA(), nil},
 	}
 	for _, p := range prop.All() {
 		c, ok := cases[p.Name]

@@ -188,7 +188,7 @@ var regressions = []regression{
 	{name: "bug-a-preempted-self", cfg: func() prop.Config { return incidentShape("v0.13") }, prop: "stale-slot-read", seed: 22, control: underFixed},
 	{name: "v014-residual-split", cfg: func() prop.Config { return incidentShape("v0.14") }, prop: "no-decode-before-prefill", seed: 1, control: underFixed},
 	{name: "v014-stale-read", cfg: func() prop.Config { return incidentShape("v0.14") }, prop: "stale-slot-read", seed: 1},
-	{name: "bug-a-logprobs", cfg: func() prop.Config { return prop.BugA("v0.13") }, prop: "logprobs-match-reference", seed: 1, control: underFixed},
+	{name: "bug-a-logprobs", cfg: numericBugA, prop: "logprobs-match-reference", seed: 1, control: underFixed},
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
 	{name: "gdn-imposter-qwen3-next", cfg: func() prop.Config { return prop.GDN("v0.22", "qwen3-next-80b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
