@@ -133,6 +133,13 @@ func cudagraphStaleMTPV2() prop.Config {
 // guard is on the dispatch path.
 func onV1(p *prop.Params) string { p.ModelRunner = "v1"; return "on-v1" }
 
+// also51865 adds V2's own dispatch gate (has_prefill, read in vLLM at
+// 0036d38d; #51865), which closes the class under V2.
+func also51865(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+51865")
+	return "51865"
+}
+
 func gdnBudgetCut() prop.Config {
 	c := prop.GDN("v0.22", "qwen3-next-80b-a3b")
 	c.MinPrompt = 2
@@ -195,8 +202,10 @@ var regressions = []regression{
 	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "cudagraph-stale-qwen3-next", cfg: cudagraphStale, prop: "stale-slot-read", seed: 1, control: with53059},
 	{name: "cudagraph-stale-qwen3-next-mtp", cfg: cudagraphStaleMTP, prop: "stale-slot-read", seed: 1, control: also53059},
-	{name: "cudagraph-stale-qwen3-next-53059-v2", cfg: cudagraphStaleV2, prop: "stale-slot-read", seed: 1, control: onV1},
-	{name: "cudagraph-stale-qwen3-next-mtp-53059-v2", cfg: cudagraphStaleMTPV2, prop: "stale-slot-read", seed: 1, control: onV1},
+	{name: "cudagraph-stale-qwen3-next-53059-v2", cfg: cudagraphStaleV2, prop: "stale-slot-read", seed: 1, control: onV1,
+		more: []func(p *prop.Params) string{also51865}},
+	{name: "cudagraph-stale-qwen3-next-mtp-53059-v2", cfg: cudagraphStaleMTPV2, prop: "stale-slot-read", seed: 1, control: onV1,
+		more: []func(p *prop.Params) string{also51865}},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
 	{name: "mtp-uniform-chunk-nemotron-v2", cfg: mtpUniformChunkV2, prop: "stale-slot-read", seed: 1, control: onV1},

@@ -33,6 +33,9 @@ func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks
 	if sc.GuardIgnored() {
 		r.Notes = append(r.Notes, "engine.patches +53059 changes nothing under model runner v2: the PR edits V1's GPUModelRunner._is_uniform_decode only, and V2's CudaGraphManager.get_cudagraph_runtime_mode still dispatches by shape")
 	}
+	if b := sc.Version().Behaviour(); b.GraphGuardV2 && sc.ModelRunner() == sched.RunnerV1 {
+		r.Notes = append(r.Notes, "engine.patches +51865 changes nothing under model runner v1: it gates Model Runner V2's uniform-decode dispatch only")
+	}
 	if sh.NumMambaLayers() > 0 {
 		r.Model.DInner, r.Model.DState = sh.DInner(), sh.MambaDState
 		r.Model.StateKind = string(sh.StateKind())

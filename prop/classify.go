@@ -147,6 +147,8 @@ type classifier struct {
 	fullGraphs bool
 	maxBS      int
 	guard      bool
+	// guardV2: V2's own gate (#51865), judged by V2's prefill_len.
+	guardV2 bool
 	// Model Runner V2 (withGraphs): no reorder but a per-step sort
 	// (uniform decodes first with #47381), and is_prefilling against
 	// prefill_len, which for a resumed request is its prompt and outputs
@@ -174,7 +176,8 @@ func (k *classifier) withSpec(method string, numSpec int, patches []string) {
 // vLLM (gpu_model_runner.py _is_uniform_decode, K = 0): a step replays the
 // FULL decode graph when every row has exactly one token, the batch fits a
 // captured size (min(max_num_seqs, 512)), and, with #53059 under
-// the V1 runner, no row's prompt is still being computed.
+// the V1 runner, no row's prompt is still being computed (with #51865
+// under V2: no row prefilling by V2's prefill_len).
 func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, runner string) {
 	k.fullGraphs = mode == "full_decode_only" || mode == "full_and_piecewise"
 	k.maxBS = min(maxNumSeqs, 512)
@@ -186,6 +189,7 @@ func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, r
 	// 00383f8c), so under V2 the patch leaves the dispatch shape-only.
 	k.guard = slices.Contains(patches, "+53059") && runner == "v1"
 	k.v2 = runner == "v2" && k.rule.region != nil
+	k.guardV2 = k.v2 && slices.Contains(patches, "+51865")
 	// #47381 (merged 2026-07-02) is in the observer's v0.22 rules and on,
 	// as in sched's table, which has no row between v0.22 and v0.31.
 	switch k.version {
@@ -244,7 +248,7 @@ func (k *classifier) fullReplay(rec *step.Record) bool {
 	}
 	for i := range rec.Rows {
 		r := &rec.Rows[i]
-		if r.NumScheduled != 1+k.k || k.guard && r.NumComputed < r.NumPrompt {
+		if r.NumScheduled != 1+k.k || k.guard && r.NumComputed < r.NumPrompt || k.guardV2 && r.NumComputed < k.prefilledAt(r) {
 			return false
 		}
 	}

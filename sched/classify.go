@@ -102,6 +102,9 @@ type Behaviour struct {
 	// GraphGuard: the runner's uniform-decode check also requires that no
 	// row is still prefilling (open PR #53059; cudagraph.go).
 	GraphGuard bool
+	// GraphGuardV2: Model Runner V2's uniform-decode count requires that
+	// no row is prefilling by V2's prefill_len (#51865; cudagraph.go).
+	GraphGuardV2 bool
 	// ThresholdMax: the runner's reorder threshold is the largest one a
 	// stateful builder requires, not the minimum over every group (open
 	// PR #55898, for #55894; spec.go).
@@ -147,12 +150,12 @@ var (
 // patched entries at init). The releases' rows are written out here and
 // checked against their PR sets in TestReleasesArePRSets.
 var behaviours = [numPatched]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false, false, statecache.EagleMambaIgnored},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false, false, statecache.EagleMambaIgnored},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, false, true, true, statecache.EagleMambaIgnored},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, true, true, true, statecache.EagleMambaIgnored},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, true, true, true, statecache.EagleMambaIgnored},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false, false, statecache.EagleMambaIgnored},
+	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false, false, false, statecache.EagleMambaIgnored},
+	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false, false, false, statecache.EagleMambaIgnored},
+	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, false, false, true, true, statecache.EagleMambaIgnored},
+	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, false, true, true, true, statecache.EagleMambaIgnored},
+	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, false, true, true, true, statecache.EagleMambaIgnored},
+	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false, false, false, statecache.EagleMambaIgnored},
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in

@@ -91,8 +91,9 @@ func (g Graph) String() string { return [...]string{"eager", "piecewise", "full"
 // max_num_scheduled_tokens == uniform_decode_query_len and num_tokens ==
 // max_num_scheduled_tokens * num_reqs; V2's get_cudagraph_runtime_mode
 // tests the same), unless the version carries #53059's guard and the
-// runner is V1, under which a batch with a row still prefilling
-// (num_computed < num_prompt) is not uniform. maxBS is the largest captured batch size
+// runner is V1, or #51865's and the runner is V2, under which a batch
+// with a row still prefilling (num_computed < the row's PrefillLen: the
+// prompt under V1, prefill_len under V2) is not uniform. maxBS is the largest captured batch size
 // (decode_cudagraph_max_bs; 0: unbounded); a larger batch runs
 // piecewise. It reads no builder's decision: that is the point.
 //
@@ -110,9 +111,9 @@ func (b *Behaviour) Dispatch(mode CUDAGraphMode, r Runner, rows []Row, maxBS, ql
 		n += rows[i].NumScheduled
 	}
 	uniform := maxQ == qlen && n == maxQ*len(rows)
-	if uniform && b.GuardApplies(r) {
+	if uniform && (b.GuardApplies(r) || b.GraphGuardV2 && r == RunnerV2) {
 		for i := range rows {
-			if rows[i].NumComputed < rows[i].Req.NumPromptTokens {
+			if rows[i].NumComputed < rows[i].PrefillLen {
 				uniform = false
 				break
 			}

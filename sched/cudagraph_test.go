@@ -8,7 +8,7 @@ import (
 func graphRows(q, c, p []int) []Row {
 	rows := make([]Row, len(q))
 	for i := range q {
-		rows[i] = Row{Req: &Request{NumPromptTokens: p[i]}, NumScheduled: q[i], NumComputed: c[i]}
+		rows[i] = Row{Req: &Request{NumPromptTokens: p[i]}, NumScheduled: q[i], NumComputed: c[i], PrefillLen: p[i]}
 	}
 	return rows
 }
@@ -22,6 +22,11 @@ func TestDispatchUniformDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := guarded.Behaviour()
+	gated, err := Patched(V031, []string{"+51865"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := gated.Behaviour()
 	for _, tc := range []struct {
 		name    string
 		q, c, p []int
@@ -47,9 +52,17 @@ func TestDispatchUniformDecode(t *testing.T) {
 			t.Errorf("%s: v0.31+53059 dispatches %s, want %s", tc.name, got, tc.wantG)
 		}
 		// #53059 edits V1's _is_uniform_decode only: under Model Runner
-		// V2 the patched release dispatches as the unpatched one.
+		// V2 the patched release dispatches as the unpatched one. V2's
+		// own gate (#51865) does under V2 what #53059 does under V1, and
+		// nothing under V1.
 		if got := g.Dispatch(tc.mode, RunnerV2, rows, tc.maxBS, 1); got != tc.want {
 			t.Errorf("%s: v0.31+53059 under runner v2 dispatches %s, want %s", tc.name, got, tc.want)
+		}
+		if got := g2.Dispatch(tc.mode, RunnerV2, rows, tc.maxBS, 1); got != tc.wantG {
+			t.Errorf("%s: v0.31+51865 under runner v2 dispatches %s, want %s", tc.name, got, tc.wantG)
+		}
+		if got := g2.Dispatch(tc.mode, RunnerV1, rows, tc.maxBS, 1); got != tc.want {
+			t.Errorf("%s: v0.31+51865 under runner v1 dispatches %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -40,20 +40,23 @@ var prs = []pr{
 	// row stands for v0.22..v0.30, so here it is in from v0.22. Only Model
 	// Runner V2 reads it (the default from v0.29, which has it).
 	{47381, V022, nil, "Model Runner V2 orders uniform decodes (query length 1 + K) first, then by query length"},
+	// Read in vLLM's V2 runner at 0036d38d; the number is the one a fork's
+	// image check gives it. No release is known to contain it.
+	{51865, numVersions, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)"},
 }
 
 const (
 	baseBits   = 3 // releases V013..V0 fit in 3 bits
 	baseMask   = 1<<baseBits - 1
-	numPatched = 1 << (baseBits + 12) // every release under every subset of prs
+	numPatched = 1 << (baseBits + 13) // every release under every subset of prs
 )
 
 func init() {
-	if len(prs) != 12 || len(prs) > 16 || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes 12 PRs and releases in 3 bits")
+	if len(prs) != 13 || len(prs) > 16 || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes 13 PRs and releases in 3 bits")
 	}
 	// The patched entries' names are made when asked for (Version.String):
-	// building 2^12 × 5 strings here cost every process start tens of ms.
+	// building 2^13 × 5 strings here cost every process start tens of ms.
 	for set := 1; set < 1<<len(prs); set++ {
 		for rel := Version(0); rel < numVersions; rel++ {
 			if rel != V0 {
@@ -109,6 +112,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 		b.KDA = splitStateless
 	}
 	b.GraphGuard = has(53059)
+	b.GraphGuardV2 = has(51865)
 	b.ThresholdMax = has(55898)
 	b.UniformFirst = has(47381)
 	b.AsyncOffMambaPC = has(33352)
