@@ -67,34 +67,46 @@ type Provenances struct {
 
 const recordPageBits = 10
 
-// record is one block's provenance and the lease holding it, if any.
-type record struct {
-	p     Provenance
-	owner *BlockTable
+// recordPage is 1024 blocks' provenances, and the lease holding each, if
+// any, apart: the hot accesses read and write only the provenance, two to
+// a cache line (a record with its owner beside it straddled two lines
+// one time in two).
+type recordPage struct {
+	p     [1 << recordPageBits]Provenance
+	owner [1 << recordPageBits]*BlockTable
 }
-
-type recordPage [1 << recordPageBits]record
 
 // NewProvenances starts all numBlocks blocks zeroed.
 func NewProvenances(numBlocks int) *Provenances {
-	return &Provenances{pages: make([]*recordPage, (numBlocks+len(recordPage{})-1)/len(recordPage{}))}
+	const n = 1 << recordPageBits
+	return &Provenances{pages: make([]*recordPage, (numBlocks+n-1)/n)}
 }
 
-// at is block b's record, its page allocated on first use.
-func (ps *Provenances) at(b int32) *record {
+// page is block b's page, allocated on first use.
+func (ps *Provenances) page(b int32) *recordPage {
 	pg := ps.pages[uint32(b)>>recordPageBits]
 	if pg == nil {
 		pg = ps.newPage(b)
 	}
-	return &pg[uint32(b)&(1<<recordPageBits-1)]
+	return pg
+}
+
+// at is block b's provenance record.
+func (ps *Provenances) at(b int32) *Provenance {
+	return &ps.page(b).p[uint32(b)&(1<<recordPageBits-1)]
+}
+
+// ownerOf is where block b's lease holder is kept.
+func (ps *Provenances) ownerOf(b int32) **BlockTable {
+	return &ps.page(b).owner[uint32(b)&(1<<recordPageBits-1)]
 }
 
 // newPage allocates b's page with every block zeroed, out of at's line so
 // that at stays small enough to inline.
 func (ps *Provenances) newPage(b int32) *recordPage {
 	pg := new(recordPage)
-	for i := range pg {
-		pg[i].p.Writer = NoRequest
+	for i := range pg.p {
+		pg.p[i].Writer = NoRequest
 	}
 	ps.pages[uint32(b)>>recordPageBits] = pg
 	return pg
@@ -105,7 +117,7 @@ func (ps *Provenances) RecordBytes() int64 {
 	var n int64
 	for _, pg := range ps.pages {
 		if pg != nil {
-			n += int64(len(pg)) * RecordBytesPerBlock
+			n += int64(len(pg.p)) * RecordBytesPerBlock
 		}
 	}
 	return n
@@ -113,15 +125,15 @@ func (ps *Provenances) RecordBytes() int64 {
 
 // touch settles block b's lease, if any, before b is read or written.
 func (ps *Provenances) touch(b int32) {
-	if r := ps.at(b); r.p.leased {
-		ps.Settle(r.owner)
+	if ps.at(b).leased {
+		ps.Settle(*ps.ownerOf(b))
 	}
 }
 
 // Get returns block b's provenance.
 func (ps *Provenances) Get(b int32) Provenance {
 	ps.touch(b)
-	return ps.at(b).p
+	return *ps.at(b)
 }
 
 // Clobbers is the number of wrapped writes so far.
@@ -134,7 +146,7 @@ func (ps *Provenances) Clobbers() uint64 { return ps.clobbers }
 // it began and is carried, not re-reported.
 func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
 	ps.touch(b)
-	p := &ps.at(b).p
+	p := ps.at(b)
 	if computed == 0 && p.Content == Zero {
 		return true
 	}
@@ -144,10 +156,10 @@ func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
 // WriteState records req's state write of `tokens` absorbed tokens.
 func (ps *Provenances) WriteState(b int32, req RequestID, tokens int, step int64, tainted bool) {
 	r := ps.at(b) // pages never move: r stays b's record through Settle
-	if r.p.leased {
-		ps.Settle(r.owner)
+	if r.leased {
+		ps.Settle(*ps.ownerOf(b))
 	}
-	r.p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
+	*r = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
 }
 
 // WriteStates is WriteState of each block of blocks but NullBlock and
@@ -167,7 +179,7 @@ func (ps *Provenances) WriteStates(blocks []int32, skip int32, req RequestID, fi
 func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, step int64) {
 	ps.touch(b)
 	ps.clobbers++
-	ps.at(b).p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
+	*ps.at(b) = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
 }
 
 // WriteKV records req writing positions [from, filled) of block b. A write
@@ -176,7 +188,7 @@ func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, ste
 // record is tainted until a read reports it (AdoptKV).
 func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step int64) {
 	ps.touch(b)
-	p := &ps.at(b).p
+	p := ps.at(b)
 	if p.Content != KV || p.Writer != req {
 		*p = Provenance{Writer: req, Content: KV, Step: step, Intended: b, Tainted: from > 0}
 	}
@@ -189,7 +201,7 @@ func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step in
 // KVValid reports whether block b holds req's keys for `need` positions.
 func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 	ps.touch(b)
-	p := &ps.at(b).p
+	p := ps.at(b)
 	return p.Content == KV && p.Writer == req && !p.Tainted && int(p.Tokens) >= need
 }
 
@@ -198,7 +210,7 @@ func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 // one corruption is reported once, as a tainted state is.
 func (ps *Provenances) AdoptKV(b int32, req RequestID, filled int, step int64) {
 	ps.touch(b)
-	ps.at(b).p = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
+	*ps.at(b) = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
 }
 
 // AccessKV is attention group g's access for one row of req through t:
@@ -246,13 +258,13 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 		}
 	}
 	kg.ok = int32(end / blockSize) // full blocks only: the last may grow
-	if b := blocks[last]; end%blockSize != 0 && !ps.Plain && ps.at(b).p.isKVOf(req) {
+	if b := blocks[last]; end%blockSize != 0 && !ps.Plain && ps.at(b).isKVOf(req) {
 		// Lease the partly filled block, whose record req just verified.
 		ps.leaseOf(t)
-		p := &ps.at(b).p
+		p := ps.at(b)
 		kg.tail = kvTail{leased: true, idx: int32(last), writer: p.Writer, tokens: p.Tokens, step: p.Step}
 		p.leased = true
-		ps.at(b).owner = t
+		*ps.ownerOf(b) = t
 	}
 	return -1
 }
@@ -280,8 +292,8 @@ func (ps *Provenances) settleTail(t *BlockTable, kg *kvGroup, g int) {
 		return
 	}
 	b := t.Attn[g][tl.idx]
-	ps.at(b).p = Provenance{Writer: tl.writer, Content: KV, Tokens: tl.tokens, Step: tl.step, Intended: b}
-	ps.at(b).owner = nil
+	*ps.at(b) = Provenance{Writer: tl.writer, Content: KV, Tokens: tl.tokens, Step: tl.step, Intended: b}
+	*ps.ownerOf(b) = nil
 	tl.leased = false
 }
 
@@ -341,8 +353,8 @@ func (ps *Provenances) LeaseState(t *BlockTable, req RequestID, tokens int, step
 	st := ps.leaseOf(t)
 	for _, b := range t.Mamba {
 		if b != NullBlock {
-			ps.at(b).p.leased = true
-			ps.at(b).owner = t
+			ps.at(b).leased = true
+			*ps.ownerOf(b) = t
 		}
 	}
 	st.state, st.writer, st.tokens, st.step, st.tainted = true, req, int32(tokens), step, tainted
@@ -381,9 +393,9 @@ func (ps *Provenances) SettleState(t *BlockTable) {
 		return
 	}
 	for _, b := range t.Mamba {
-		if b != NullBlock && st.ps.at(b).owner == t {
-			st.ps.at(b).p = Provenance{Writer: st.writer, Content: State, Tokens: st.tokens, Step: st.step, Tainted: st.tainted, Intended: b}
-			st.ps.at(b).owner = nil
+		if b != NullBlock && *st.ps.ownerOf(b) == t {
+			*st.ps.at(b) = Provenance{Writer: st.writer, Content: State, Tokens: st.tokens, Step: st.step, Tainted: st.tainted, Intended: b}
+			*st.ps.ownerOf(b) = nil
 		}
 	}
 	st.state = false

@@ -44,11 +44,11 @@ func (ps *Provenances) LeaseColumns(t *BlockTable, req RequestID, k int) {
 		if want&(1<<j) == 0 {
 			continue
 		}
-		p := ps.at(t.Column(0, j, k)).p
+		p := ps.at(t.Column(0, j, k))
 		st.cols[j] = colRecord{leased: true, tainted: p.Tainted, tokens: p.Tokens, step: p.Step}
 		for g := range t.Mamba {
-			r := ps.at(t.Column(g, j, k))
-			r.p.leased, r.owner = true, t
+			b := t.Column(g, j, k)
+			ps.at(b).leased, *ps.ownerOf(b) = true, t
 		}
 	}
 	st.writer, st.specK = req, k
@@ -119,9 +119,9 @@ func (ps *Provenances) settleColumns(t *BlockTable) {
 		}
 		for g := range t.Mamba {
 			b := t.Column(g, j, k)
-			if r := ps.at(b); r.owner == t {
-				r.p = Provenance{Writer: st.writer, Content: State, Tokens: c.tokens, Step: c.step, Tainted: c.tainted, Intended: b}
-				r.owner = nil
+			if o := ps.ownerOf(b); *o == t {
+				*ps.at(b) = Provenance{Writer: st.writer, Content: State, Tokens: c.tokens, Step: c.step, Tainted: c.tainted, Intended: b}
+				*o = nil
 			}
 		}
 		c.leased = false
