@@ -1,5 +1,6 @@
 // Package testtier tells tests which tier runs: the suite under `go test`
 // (and -short), or the long tier under $STATESIM_LONG (`make long`). Tests
 // size their searches and workloads by it; the suite's size must still show
-// what a test says it shows, the long tier draws more.
+// what a test says it shows, the long tier draws more. MemoryTempDir keeps
+// tests' temporary files off the disk.
 package testtier

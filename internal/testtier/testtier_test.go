@@ -1,6 +1,9 @@
 package testtier
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestSized(t *testing.T) {
 	t.Setenv("STATESIM_LONG", "")
@@ -14,5 +17,22 @@ func TestSized(t *testing.T) {
 	}
 	if Sized(1, 2) != want {
 		t.Fatalf("with $STATESIM_LONG (short %v): Sized(1, 2) = %d, want %d", testing.Short(), Sized(1, 2), want)
+	}
+}
+
+func TestMemoryTempDir(t *testing.T) {
+	t.Setenv("TMPDIR", "/somewhere/else")
+	MemoryTempDir()
+	if got := os.Getenv("TMPDIR"); got != "/somewhere/else" {
+		t.Fatalf("a set $TMPDIR was replaced by %q", got)
+	}
+	t.Setenv("TMPDIR", "")
+	os.Unsetenv("TMPDIR")
+	MemoryTempDir()
+	if d := os.TempDir(); d != "/dev/shm" {
+		if f, err := os.MkdirTemp("/dev/shm", "x"); err == nil {
+			os.Remove(f)
+			t.Fatalf("/dev/shm is writable, yet the temporary directory is %q", d)
+		}
 	}
 }
