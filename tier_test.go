@@ -3,14 +3,22 @@ package statesim_test
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"testing"
 
 	"statesim/prop"
 )
 
-// TestMain removes the shared searches' runner directories.
+// TestMain removes the shared searches' runner directories. It also
+// collects garbage at 4× the live heap, not 2× (unless $GOGC says
+// otherwise): the searches allocate fast over a live heap of a few tens
+// of MB, and at the default the collector took about a seventh of the
+// package's CPU; peak RSS goes from about 35 to 110 MB.
 func TestMain(m *testing.M) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	code := m.Run()
 	shared.mu.Lock()
 	for _, d := range shared.dirs {
