@@ -10,7 +10,7 @@ BIN     := bin/statesim
 FUZZTIME    ?= 30000x
 FUZZMINTIME ?= 2000x
 
-.PHONY: all build run test long vet fuzz fuzz-long bench clean
+.PHONY: all build run test long vet fuzz fuzz-long bench bugtable clean
 
 all: build
 
@@ -29,6 +29,11 @@ vet:
 test: vet
 	$(GO) test ./...
 	$(MAKE) fuzz
+
+# Every search of docs/bugs.md's table, live release and fix (minutes on
+# many cores: JOBS=16 on the GPU host takes about a minute).
+bugtable: build
+	scripts/bugtable.sh -b $(BIN) $(if $(JOBS),-j $(JOBS))
 
 # The long tier: the suite with $$STATESIM_LONG set, for a change to the
 # engine or the scheduler before it lands. The tests whose sizes `go test`

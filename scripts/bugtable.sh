@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Re-runs every search in docs/bugs.md's table: each bug's search at a
+# release where it was live must FAIL on its property, and the same search
+# at the fix (or with the open PR applied as a patch) must find nothing in
+# 10,000 scenarios. Prints one line a search and exits 1 on any mismatch.
+#   scripts/bugtable.sh [-j JOBS] [-b BINARY] [-o DIR]   (ONLY=regex picks searches by name)
+# The 10,000-scenario searches take 5-30 s each on one core: run it where
+# cores are plenty (JOBS defaults to the core count).
+set -euo pipefail
+jobs=$(nproc 2>/dev/null || echo 2)
+bin=
+out=
+while getopts j:b:o: f; do
+  case $f in j) jobs=$OPTARG ;; b) bin=$OPTARG ;; o) out=$OPTARG ;; *) exit 2 ;; esac
+done
+if [ -z "$bin" ]; then
+  bin=$(mktemp -d)/statesim
+  go build -o "$bin" "$(dirname "$0")/../cmd/statesim"
+fi
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+out=${out:-$(mktemp -d)}
+mkdir -p "$out"
+
+# name | expect (FAIL or ok) | property | check arguments
+searches=$(cat <<'TABLE'
+A-imposter|FAIL|stale-slot-read|--version v0.13
+A-imposter-fixed|ok|stale-slot-read|--version v0.19 --trials 10000
+A-residue|FAIL|no-decode-before-prefill|--version v0.14
+A-residue-fixed|ok|no-decode-before-prefill|--version v0.19 --trials 10000
+B-wrap|FAIL|wrong-address-write|--bits 16-20
+B-wrap-fixed|ok|wrong-address-write|--trials 10000
+gdn-stateless|FAIL|stale-slot-read|--version v0.22 --model qwen3-next-80b-a3b
+gdn-stateless-fixed|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --trials 10000
+cudagraph-k0|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise
+cudagraph-k0-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v1 --trials 10000
+cudagraph-k0-53059-v2|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v2
+cudagraph-k0-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +51865 --model-runner v2 --trials 10000
+cudagraph-mtp|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --set engine.cudagraph_mode=full_and_piecewise
+cudagraph-mtp-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898,+53059 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
+cudagraph-mtp-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +51865 --model-runner v2 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
+mtp-short-prompt|FAIL|no-decode-before-prefill|--version v0.14 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram
+mtp-short-prompt-fixed|ok|no-decode-before-prefill|--version v0.19 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --trials 10000
+min-threshold|FAIL|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp --model-runner v1
+min-threshold-55898|ok|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v1 --trials 10000
+v2-chunk-tie|FAIL|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp --model-runner v2
+eagle-drop|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid --spec mtp,eagle --prefix-caching align --patches +55898 --set engine.num_gpu_blocks_override=4000 --model-runner v1
+eagle-drop-48375|ok|stale-slot-read|--version v0.31 --model tiny-hybrid --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
+eagle-drop-57128|ok|stale-slot-read|--version v0.31 --model tiny-hybrid --spec mtp,eagle --prefix-caching align --patches +55898,+57128 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
+resumed-short-decode-v1|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --model-runner v1 --trials 10000
+align-async-free|FAIL|stale-slot-read|--version v0.19 --model tiny-hybrid --async on --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000
+align-async-free-sync|ok|stale-slot-read|--version v0.19 --model tiny-hybrid --async off --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
+align-async-free-33997|ok|stale-slot-read|--version v0.19 --model tiny-hybrid --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
+align-long-prefill-stall|FAIL|liveness|--prefix-caching align,all,on --trials 300
+resumed-recompute-v1|FAIL|stale-slot-read|--matrix --version v0.31 --patches +55898,+53059 --trials 625 --seed 9 --model-runner v1
+TABLE
+)
+
+one() {
+  IFS='|' read -r name expect prop args <<<"$1"
+  dir=$out/$name
+  mkdir -p "$dir"
+  # shellcheck disable=SC2086
+  # bash's own timer: the GPU host has no /usr/bin/time.
+  ( cd "$dir" && TIMEFORMAT='%R %U' && { time "$bin" check --seed 1 $args --property "$prop" >out.txt 2>&1; } 2>time.txt ) || true
+  line=$(grep -E "^  $prop +" "$dir/out.txt" | head -1 | sed -E 's/^  +//; s/ +/ /')
+  got=ok
+  case $line in *FAIL*) got=FAIL ;; *ok*) got=ok ;; *) got=error ;; esac
+  verdict=match
+  [ "$got" = "$expect" ] || verdict=MISMATCH
+  read -r wall user <"$dir/time.txt" || true
+  printf '%-26s expect %-4s %-8s %s (%s s wall, %s s user)\n' "$name" "$expect" "$verdict" "$line" "$wall" "$user"
+}
+export -f one
+export bin out
+printf '%s\n' "$searches" | grep -E "^(${ONLY:-.*})\|" | xargs -P "$jobs" -I{} bash -c 'one "$@"' _ {} | sort >"$out/summary.txt"
+cat "$out/summary.txt"
+! grep -q MISMATCH "$out/summary.txt"
