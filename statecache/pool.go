@@ -254,13 +254,16 @@ func (p *BlockPool) Pop(req RequestID) (int32, error) {
 		return 0, fmt.Errorf("block pool: free queue empty")
 	}
 	b := p.q.head
-	if h := p.Holder(b); h != NoRequest {
-		return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
-	}
 	if p.pc != nil {
+		if h := p.pc.rec[b].holder; h != NoRequest {
+			return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
+		}
 		p.q.PopLeft()
 		p.take(req, b, -1)
 		return b, nil
+	}
+	if h := p.holder[b]; h != NoRequest {
+		return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
 	}
 	p.q.PopLeft()
 	p.holder[b] = req // take, inlined by hand: the hot path

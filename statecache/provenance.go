@@ -123,17 +123,19 @@ func (ps *Provenances) RecordBytes() int64 {
 	return n
 }
 
-// touch settles block b's lease, if any, before b is read or written.
-func (ps *Provenances) touch(b int32) {
-	if ps.at(b).leased {
+// touch settles block b's lease, if any, before b is read or written,
+// and returns b's record (pages never move: it stays b's through Settle).
+func (ps *Provenances) touch(b int32) *Provenance {
+	p := ps.at(b)
+	if p.leased {
 		ps.Settle(*ps.ownerOf(b))
 	}
+	return p
 }
 
 // Get returns block b's provenance.
 func (ps *Provenances) Get(b int32) Provenance {
-	ps.touch(b)
-	return *ps.at(b)
+	return *ps.touch(b)
 }
 
 // Clobbers is the number of wrapped writes so far.
@@ -145,8 +147,7 @@ func (ps *Provenances) Clobbers() uint64 { return ps.clobbers }
 // A tainted state of req's own is valid here: the taint was reported where
 // it began and is carried, not re-reported.
 func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
-	ps.touch(b)
-	p := ps.at(b)
+	p := ps.touch(b)
 	if computed == 0 && p.Content == Zero {
 		return true
 	}
@@ -155,11 +156,7 @@ func (ps *Provenances) StateValid(b int32, req RequestID, computed int) bool {
 
 // WriteState records req's state write of `tokens` absorbed tokens.
 func (ps *Provenances) WriteState(b int32, req RequestID, tokens int, step int64, tainted bool) {
-	r := ps.at(b) // pages never move: r stays b's record through Settle
-	if r.leased {
-		ps.Settle(*ps.ownerOf(b))
-	}
-	*r = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
+	*ps.touch(b) = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: tainted, Intended: b}
 }
 
 // WriteStates is WriteState of each block of blocks but NullBlock and
@@ -177,9 +174,9 @@ func (ps *Provenances) WriteStates(blocks []int32, skip int32, req RequestID, fi
 
 // Clobber records a state write meant for slot intended that landed on b.
 func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, step int64) {
-	ps.touch(b)
+	p := ps.touch(b)
 	ps.clobbers++
-	*ps.at(b) = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
+	*p = Provenance{Writer: req, Content: State, Tokens: int32(tokens), Step: step, Tainted: true, Clobber: true, Intended: intended}
 }
 
 // WriteKV records req writing positions [from, filled) of block b. A write
@@ -187,8 +184,7 @@ func (ps *Provenances) Clobber(b, intended int32, req RequestID, tokens int, ste
 // state write clobbered them) leaves positions before `from` damaged: the
 // record is tainted until a read reports it (AdoptKV).
 func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step int64) {
-	ps.touch(b)
-	p := ps.at(b)
+	p := ps.touch(b)
 	if p.Content != KV || p.Writer != req {
 		*p = Provenance{Writer: req, Content: KV, Step: step, Intended: b, Tainted: from > 0}
 	}
@@ -200,8 +196,7 @@ func (ps *Provenances) WriteKV(b int32, req RequestID, from, filled int, step in
 
 // KVValid reports whether block b holds req's keys for `need` positions.
 func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
-	ps.touch(b)
-	p := ps.at(b)
+	p := ps.touch(b)
 	return p.Content == KV && p.Writer == req && !p.Tainted && int(p.Tokens) >= need
 }
 
@@ -209,8 +204,7 @@ func (ps *Provenances) KVValid(b int32, req RequestID, need int) bool {
 // the damage: b counts as req's K/V for `filled` positions from here on, so
 // one corruption is reported once, as a tainted state is.
 func (ps *Provenances) AdoptKV(b int32, req RequestID, filled int, step int64) {
-	ps.touch(b)
-	*ps.at(b) = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
+	*ps.touch(b) = Provenance{Writer: req, Content: KV, Tokens: int32(filled), Step: step, Intended: b}
 }
 
 // AccessKV is attention group g's access for one row of req through t:
