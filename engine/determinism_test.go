@@ -78,12 +78,11 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // Same scenario, same seed: byte-identical --json and --trace; another
 // seed: a different run (so the comparison can fail).
 func TestSameSeedSameBytes(t *testing.T) {
-	// wrap32 shrunk to two training steps with a 30-bit index, which
-	// wraps at slot 11916, so its trace stays small.
+	// wrap32 shrunk (wrap32Small) so that its trace stays small.
 	for _, c := range []struct {
 		name string
 		sets []string
-	}{{"imposter", nil}, {"wrap32", []string{"workload.steps=2", "engine.state_index_bits=30"}}} {
+	}{{"imposter", nil}, {"wrap32", wrap32Small()}} {
 		name := c.name
 		j1, t1 := sharedRunBytes(t, name, c.sets...) // maybe TestShortcutsChangeNothing's
 		j2, t2 := runBytes(t, name, c.sets...)

@@ -23,9 +23,9 @@ func TestShortcutsChangeNothing(t *testing.T) {
 		sets []string
 	}{
 		{"imposter", nil},
-		// Bug B clobbering KV blocks and state slots, step after step.
-		// (2 steps in the suite: 753 wrapped writes and stale reads.)
-		{"wrap32", []string{sizedSet("workload.steps", 2, 3), "engine.state_index_bits=30"}},
+		// Bug B clobbering KV blocks and state slots, step after step
+		// (wrap32Small).
+		{"wrap32", wrap32Small()},
 		// Production arrivals under pressure: preemptions, chunked
 		// prefills, bug A and a wrapping index on a small pool. (1,000
 		// requests in the suite: 13 preemptions in the first, 5,000
