@@ -27,7 +27,7 @@ func TestClobberedKVBlockRewrittenByOwner(t *testing.T) {
 	t.Parallel() // independent runs; the package's longest tests go side by side
 	var kvClobbers, missed int
 	var first string
-	last := uint64(testtier.Sized(136, 147)) // every seed here clobbers KV blocks
+	last := uint64(testtier.Sized(135, 147)) // every seed here clobbers KV blocks (135: 16 times)
 	for seed := uint64(135); seed <= last; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 77))
 		e := newEngine(t, engineCfg{numBlocks: 66 + rng.IntN(40), budget: 8 + rng.IntN(64), maxSeqs: 2 + rng.IntN(12),

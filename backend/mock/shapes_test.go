@@ -31,14 +31,11 @@ func TestOtherShapes(t *testing.T) {
 		t.Logf("%s: group size %d, groups %v, page %d elements", name, l.GroupSize, l.Groups, l.PageBytes/4)
 		for _, bits := range []uint{64, 16} {
 			var divergent, stale, missed int
-			// The 64-bit control needs one workload (the first 16-bit
-			// one) to show the same slots are clean; 300 mamba-only
-			// requests make it the costliest run here.
-			seeds := testtier.Sized(2, 6)
-			if bits == 64 {
-				seeds = testtier.Sized(1, 6)
-			}
-			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+			// One workload per shape and width: a 16-bit one already
+			// wraps into 22 (multi-tensor) and 89 (mamba-only) stale
+			// decode readers, and the 64-bit control shows the same
+			// slots clean.
+			for seed := uint64(1); seed <= uint64(testtier.Sized(1, 6)); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 0xa11))
 				e := newEngine(t, engineCfg{shape: &shape, numBlocks: 130 + rng.IntN(100), budget: 8 + rng.IntN(40),
 					maxSeqs: 2 + rng.IntN(8), version: sched.Fixed, bits: bits, weightSeed: seed})
