@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	_ "statesim/backend/mock" // backend kind "mock"
@@ -44,6 +45,26 @@ func outputs(t *testing.T, s *Spec, rs []*Result) string {
 		}
 	}
 	return b.String()
+}
+
+// straightRun is small()'s sweep run once, two workers, no directory:
+// the reference that sharded, resumed and written sweeps are compared
+// with (and read only).
+var straightRun struct {
+	once sync.Once
+	rs   []*Result
+	err  error
+}
+
+func straight(t *testing.T) []*Result {
+	t.Helper()
+	straightRun.once.Do(func() {
+		straightRun.rs, straightRun.err = small().Run(context.Background(), Options{Workers: 2})
+	})
+	if straightRun.err != nil {
+		t.Fatal(straightRun.err)
+	}
+	return straightRun.rs
 }
 
 func run(t *testing.T, s *Spec, opt Options) []*Result {
@@ -90,7 +111,7 @@ func TestWorkersGiveIdenticalOutput(t *testing.T) {
 
 func TestShardsMergeToUnsharded(t *testing.T) {
 	s := small()
-	want := outputs(t, s, run(t, s, Options{Workers: 2}))
+	want := outputs(t, s, straight(t))
 	var dirs []string
 	total := 0
 	for i := 0; i < 3; i++ {
@@ -177,7 +198,7 @@ func TestInterruptThenResume(t *testing.T) {
 	if n != len(rs) || len(all) != 16 {
 		t.Fatalf("resumed %d (want %d), total %d", n, len(rs), len(all))
 	}
-	if outputs(t, s, all) != outputs(t, s, run(t, s, Options{Workers: 2})) {
+	if outputs(t, s, all) != outputs(t, s, straight(t)) {
 		t.Fatal("interrupted and resumed sweep differs from a straight run")
 	}
 }
@@ -185,7 +206,7 @@ func TestInterruptThenResume(t *testing.T) {
 func TestWriteOutputs(t *testing.T) {
 	s := small()
 	dir := t.TempDir()
-	files, err := WriteOutputs(dir, s, run(t, s, Options{Workers: 2}))
+	files, err := WriteOutputs(dir, s, straight(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +263,7 @@ func TestDivergentColumn(t *testing.T) {
 	if rs[0].Divergent <= 0 || rs[0].Corrupted <= 0 || rs[1].Divergent != 0 {
 		t.Fatalf("16-bit: %d divergent, %d corrupted; 64-bit: %d divergent", rs[0].Divergent, rs[0].Corrupted, rs[1].Divergent)
 	}
-	sym := run(t, small(), Options{Workers: 2})
+	sym := straight(t)
 	if sym[0].Divergent != -1 {
 		t.Fatalf("symbolic backend: divergent %d, want -1 (blank)", sym[0].Divergent)
 	}
