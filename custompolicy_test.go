@@ -190,8 +190,9 @@ func TestReserveBudgetStopsTheImposter(t *testing.T) {
 // (budget ≥ 2) with the policy plugged in: every property must hold,
 // the numeric backend's log-probs included.
 func TestReserveBudgetHoldsEveryProperty(t *testing.T) {
-	t.Parallel()                          // an independent search or replay: the suite's longest, run beside the rest
-	r := policyRunner(t, reserveBudget{}) // one run per scenario, judged by every property
+	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
+	// One runner: each scenario runs once, judged by every property.
+	r := policyRunner(t, reserveBudget{})
 	for _, v := range []string{"v0.13", "v0.14"} {
 		c := prop.BugA(v)
 		c.MinBudget = 2
