@@ -49,3 +49,17 @@ func forgetReferences() {
 	references.byKey = nil
 	references.Unlock()
 }
+
+// BenchmarkLogSumExp is one log-sum-exp over the tiny model's 256 logits:
+// every sampled token and every reference position pays one.
+func BenchmarkLogSumExp(b *testing.B) {
+	l := make([]float32, 256)
+	for i := range l {
+		l[i] = float32(i%13) * 0.7
+	}
+	var s float64
+	for b.Loop() {
+		s += LogSumExp(l)
+	}
+	_ = s
+}

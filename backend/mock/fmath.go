@@ -31,9 +31,23 @@ func exp64(x float64) float64 {
 	k := math.Floor(float64(x*log2e) + 0.5)
 	r := float64(x-float64(k*ln2Hi)) - float64(k*ln2Lo)
 	p := 1.0 / 6227020800 // 1/13!
-	for _, c := range [...]float64{1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
-		1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1} {
-		p = float64(p*r) + c
+	p = float64(p*r) + 1.0/479001600
+	p = float64(p*r) + 1.0/39916800
+	p = float64(p*r) + 1.0/3628800
+	p = float64(p*r) + 1.0/362880
+	p = float64(p*r) + 1.0/40320
+	p = float64(p*r) + 1.0/5040
+	p = float64(p*r) + 1.0/720
+	p = float64(p*r) + 1.0/120
+	p = float64(p*r) + 1.0/24
+	p = float64(p*r) + 1.0/6
+	p = float64(p*r) + 0.5
+	p = float64(p*r) + 1
+	p = float64(p*r) + 1
+	// p is in [0.7, 1.42]: for k in [−1021, 1023], p·2^k is normal, so
+	// the product by 2^k is exact and equals math.Ldexp's.
+	if k >= -1021 && k <= 1023 {
+		return p * math.Float64frombits(uint64(int64(k)+1023)<<52)
 	}
 	return math.Ldexp(p, int(k))
 }

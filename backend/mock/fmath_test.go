@@ -73,3 +73,24 @@ func TestVectorActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestExp64ScalesAsLdexp holds exp64's fast scaling to math.Ldexp of the
+// same polynomial, bit for bit, across the whole range (the subnormal
+// results included, which take Ldexp itself).
+func TestExp64ScalesAsLdexp(t *testing.T) {
+	ldexp := func(x float64) float64 {
+		k := math.Floor(float64(x*log2e) + 0.5)
+		r := float64(x-float64(k*ln2Hi)) - float64(k*ln2Lo)
+		p := 1.0 / 6227020800
+		for _, c := range [...]float64{1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
+			1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1} {
+			p = float64(p*r) + c
+		}
+		return math.Ldexp(p, int(k))
+	}
+	for x := -745.0; x < 709.78; x += 0.000731 {
+		if got, want := exp64(x), ldexp(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("exp64(%g) = %g, Ldexp form %g", x, got, want)
+		}
+	}
+}
