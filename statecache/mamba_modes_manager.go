@@ -353,18 +353,22 @@ func (m *MambaManager) grow(req RequestID, t *MambaTable, n int) error {
 // exactly on a boundary and the running block is the boundary's. "none"
 // caches nothing.
 func (m *MambaManager) CacheBlocks(req RequestID, t *MambaTable, numTokens int, hashes []BlockHash) error {
-	if m.Spec.Mode == MambaNone {
+	if m.cachesNothing(t, numTokens) {
 		return nil
 	}
 	full := numTokens / m.Spec.BlockSize
-	if t.numCached >= full {
-		return nil
-	}
 	if err := m.Pool.CacheFullBlocks(req, m.Group, t.Blocks, hashes, t.numCached, full, m.Spec.BlockSize); err != nil {
 		return err
 	}
 	t.numCached = full
 	return nil
+}
+
+// cachesNothing: CacheBlocks(t, numTokens) has nothing to cache (most
+// calls: small enough to inline where the KV cache manager loops over
+// the groups).
+func (m *MambaManager) cachesNothing(t *MambaTable, numTokens int) bool {
+	return m.Spec.Mode == MambaNone || t.numCached >= numTokens/m.Spec.BlockSize
 }
 
 // Free returns t's blocks, tail first (free), and empties t.

@@ -496,8 +496,10 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 		return nil
 	}
 	for g, mm := range m.mamba {
-		if err := mm.CacheBlocks(req, &t.MambaT[g], numTokens, hashes); err != nil {
-			return err
+		if mt := &t.MambaT[g]; !mm.cachesNothing(mt, numTokens) {
+			if err := mm.CacheBlocks(req, mt, numTokens, hashes); err != nil {
+				return err
+			}
 		}
 	}
 	if full <= int(t.cachedBlocks) {
