@@ -24,9 +24,9 @@ mkdir -p "$out"
 # name | expect (FAIL or ok) | property | check arguments
 searches=$(cat <<'TABLE'
 A-imposter|FAIL|stale-slot-read|--version v0.13
-A-imposter-fixed|ok|stale-slot-read|--version v0.19 --trials 10000
+A-imposter-fixed|ok|stale-slot-read|--version v0.19 --model tiny-hybrid --trials 10000
 A-residue|FAIL|no-decode-before-prefill|--version v0.14
-A-residue-fixed|ok|no-decode-before-prefill|--version v0.19 --trials 10000
+A-residue-fixed|ok|no-decode-before-prefill|--version v0.19 --model tiny-hybrid --trials 10000
 B-wrap|FAIL|wrong-address-write|--bits 16-20
 B-wrap-fixed|ok|wrong-address-write|--trials 10000
 gdn-stateless|FAIL|stale-slot-read|--version v0.22 --model qwen3-next-80b-a3b
