@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"bufio"
 	"io"
+	"slices"
 	"strconv"
 
 	"statesim/sched"
@@ -31,85 +31,177 @@ const TraceVersion = 2
 // that scheduled nothing runs no model and writes no line; its step
 // number is skipped.
 type traceWriter struct {
-	w   *bufio.Writer
-	buf []byte
+	w   io.Writer
+	buf []byte // lines not yet written to w
+	err error  // w's first error: later steps write nothing, flush returns it
 }
 
+// traceFlushAt is how many buffered bytes make step hand them to w: a
+// line is appended in place, so there is no second copy into a bufio
+// buffer.
+const traceFlushAt = 1 << 16
+
+// rowMiddle holds, per region, path and has_initial_state, the constant
+// run of a row from `,"region":"` to the slots' opening bracket: one
+// append in place of six.
+var rowMiddle = func() (m [4][2][2]string) {
+	for r := range m {
+		for p := range m[r] {
+			for h := range m[r][p] {
+				m[r][p][h] = `,"region":"` + sched.Region(r).String() + `","path":"` +
+					sched.Path(p).String() + `","has_initial_state":` + strconv.FormatBool(h == 1) + `,"slots":[`
+			}
+		}
+	}
+	return m
+}()
+
+// graphField is the optional "graph" field per sched.Graph (none when eager).
+var graphField = func() (g [3]string) {
+	for i := sched.GraphPiecewise; int(i) < len(g); i++ {
+		g[i] = `,"graph":"` + i.String() + `"`
+	}
+	return g
+}()
+
 func newTraceWriter(w io.Writer) *traceWriter {
-	return &traceWriter{w: bufio.NewWriterSize(w, 1<<16)}
+	return &traceWriter{w: w, buf: make([]byte, 0, 2*traceFlushAt)}
 }
 
 func (t *traceWriter) step(out *step.Record) {
-	b := t.buf[:0]
-	b = append(b, `{"v":`...)
-	b = strconv.AppendInt(b, TraceVersion, 10)
-	b = append(b, `,"step":`...)
-	b = strconv.AppendInt(b, out.Step, 10)
+	if t.err != nil {
+		return
+	}
+	b := t.buf
+	b = append(b, `{"v":`+strconv.Itoa(TraceVersion)+`,"step":`...)
+	b = appendInt(b, out.Step)
 	b = append(b, `,"start_ns":`...)
-	b = strconv.AppendInt(b, int64(out.Start), 10)
+	b = appendInt(b, int64(out.Start))
 	b = append(b, `,"end_ns":`...)
-	b = strconv.AppendInt(b, int64(out.End), 10)
+	b = appendInt(b, int64(out.End))
 	b = append(b, `,"num_scheduled_tokens":`...)
-	b = strconv.AppendInt(b, int64(out.NumScheduledTokens), 10)
+	b = appendInt(b, int64(out.NumScheduledTokens))
 	b = append(b, `,"num_decodes":`...)
-	b = strconv.AppendInt(b, int64(out.NumDecodes), 10)
+	b = appendInt(b, int64(out.NumDecodes))
 	b = append(b, `,"preempted":[`...)
 	for i, id := range out.Preempted {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, id, 10)
+		b = appendInt(b, id)
 	}
 	b = append(b, `],"rows":[`...)
 	for i := range out.Rows {
 		row := &out.Rows[i]
-		if i > 0 {
-			b = append(b, ',')
+		if i == 0 {
+			b = append(b, `{"row":`...)
+		} else {
+			b = append(b, `,{"row":`...)
 		}
-		b = append(b, `{"row":`...)
-		b = strconv.AppendInt(b, int64(row.BatchIndex), 10)
+		b = appendInt(b, int64(row.BatchIndex))
 		b = append(b, `,"request_id":`...)
-		b = strconv.AppendInt(b, row.RequestID, 10)
+		b = appendInt(b, row.RequestID)
 		b = append(b, `,"scheduled":`...)
-		b = strconv.AppendInt(b, int64(row.NumScheduled), 10)
+		b = appendInt(b, int64(row.NumScheduled))
 		b = append(b, `,"computed":`...)
-		b = strconv.AppendInt(b, int64(row.NumComputed), 10)
+		b = appendInt(b, int64(row.NumComputed))
 		b = append(b, `,"prompt":`...)
-		b = strconv.AppendInt(b, int64(row.NumPrompt), 10)
-		b = append(b, `,"region":"`...)
-		b = append(b, row.Region.String()...)
-		b = append(b, `","path":"`...)
-		b = append(b, row.Path.String()...)
-		b = append(b, `","has_initial_state":`...)
-		b = strconv.AppendBool(b, row.HasInitialState)
-		b = append(b, `,"slots":`...)
+		b = appendInt(b, int64(row.NumPrompt))
+		b = append(b, rowMiddle[row.Region][row.Path][b2i(row.HasInitialState)]...)
 		b = appendSlots(b, row.StateBlocks)
 		if row.Graph != sched.GraphEager { // left out when eager, so older traces stay byte-identical
-			b = append(b, `,"graph":"`...)
-			b = append(b, row.Graph.String()...)
-			b = append(b, '"')
+			b = append(b, graphField[row.Graph]...)
 		}
 		if len(row.KernelSlots) > 0 {
-			b = append(b, `,"kernel_slots":`...)
+			b = append(b, `,"kernel_slots":[`...)
 			b = appendSlots(b, row.KernelSlots)
 		}
 		b = append(b, '}')
 	}
 	b = append(b, "]}\n"...)
+	if len(b) >= traceFlushAt {
+		_, t.err = t.w.Write(b)
+		b = b[:0]
+	}
 	t.buf = b
-	t.w.Write(b)
 }
 
-// appendSlots appends slots as a JSON array.
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// appendSlots appends slots and the closing bracket of their JSON array
+// (the caller wrote the opening one).
 func appendSlots(b []byte, slots []int32) []byte {
-	b = append(b, '[')
 	for j, s := range slots {
 		if j > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(s), 10)
+		b = appendInt(b, int64(s)) // int32: appendSmall when under 10,000
 	}
 	return append(b, ']')
 }
 
-func (t *traceWriter) flush() error { return t.w.Flush() }
+// digitPairs is "00" to "99": appendInt writes two digits per division.
+const digitPairs = "00010203040506070809" + "10111213141516171819" +
+	"20212223242526272829" + "30313233343536373839" + "40414243444546474849" +
+	"50515253545556575859" + "60616263646566676869" + "70717273747576777879" +
+	"80818283848586878889" + "90919293949596979899"
+
+// appendInt is strconv.AppendInt(b, v, 10) without its scratch array and
+// copy: most trace fields (rows, ids, token counts, slots) are under
+// 10,000 and take one append of their digits.
+func appendInt(b []byte, v int64) []byte {
+	if uint64(v) < 10000 {
+		return appendSmall(b, uint32(v))
+	}
+	if v < 0 {
+		return strconv.AppendInt(b, v, 10) // no trace field is negative
+	}
+	u := uint64(v)
+	n := 5 // digits
+	for x := u / 100000; x > 0; x /= 10 {
+		n++
+	}
+	l := len(b)
+	b = slices.Grow(b, n)[:l+n]
+	for i := l + n; i > l+1; i -= 2 {
+		q := u / 100
+		d := (u - q*100) * 2
+		b[i-2], b[i-1] = digitPairs[d], digitPairs[d+1]
+		u = q
+	}
+	if n&1 == 1 {
+		b[l] = byte('0' + u)
+	}
+	return b
+}
+
+// appendSmall appends u < 10,000 in decimal.
+func appendSmall(b []byte, u uint32) []byte {
+	switch {
+	case u < 10:
+		return append(b, byte('0'+u))
+	case u < 100:
+		return append(b, digitPairs[u*2], digitPairs[u*2+1])
+	case u < 1000:
+		q := u / 100
+		d := (u - q*100) * 2
+		return append(b, byte('0'+q), digitPairs[d], digitPairs[d+1])
+	default:
+		q := u / 100
+		h, d := q*2, (u-q*100)*2
+		return append(b, digitPairs[h], digitPairs[h+1], digitPairs[d], digitPairs[d+1])
+	}
+}
+
+func (t *traceWriter) flush() error {
+	if t.err == nil && len(t.buf) > 0 {
+		_, t.err = t.w.Write(t.buf)
+		t.buf = t.buf[:0]
+	}
+	return t.err
+}

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"statesim/sched"
+	"statesim/sim"
 	"statesim/step"
 )
 
@@ -32,5 +35,80 @@ func TestTraceGraphFields(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], `"slots":[5],"graph":"full","kernel_slots":[3]}`) {
 		t.Errorf("replayed row: %s", lines[1])
+	}
+}
+
+// The hand-written writer matches encoding/json on random records: every
+// digit count from 1 to 19, negatives, empty and nil lists, every region,
+// path and graph, streams longer than one flush.
+func TestTraceWriterMatchesJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 14))
+	num := func() int64 {
+		v := rng.Int64() >> rng.IntN(63) // every magnitude
+		if rng.IntN(8) == 0 {
+			v = -v
+		}
+		return v
+	}
+	slots := func() []int32 {
+		s := make([]int32, rng.IntN(4))
+		for i := range s {
+			s[i] = int32(num())
+		}
+		return s
+	}
+	var got bytes.Buffer
+	var want []byte
+	tw := newTraceWriter(&got)
+	var rec step.Record
+	for range 3000 {
+		rec.Rows = rec.Rows[:0]
+		rec.Step, rec.Start, rec.End = num(), sim.Time(num()), sim.Time(num())
+		rec.NumScheduledTokens, rec.NumDecodes = int(num()), int(num())
+		rec.Preempted = nil
+		for range rng.IntN(3) {
+			rec.Preempted = append(rec.Preempted, num())
+		}
+		for range rng.IntN(6) {
+			r := rec.AddRow()
+			r.BatchIndex, r.RequestID = int(num()), num()
+			r.NumScheduled, r.NumComputed, r.NumPrompt = int(num()), int(num()), int(num())
+			r.Region, r.Path = sched.Region(rng.IntN(4)), sched.Path(rng.IntN(2))
+			r.HasInitialState, r.Graph = rng.IntN(2) == 1, sched.Graph(rng.IntN(3))
+			r.StateBlocks, r.KernelSlots = slots(), slots()
+		}
+		tw.step(&rec)
+		want = append(want, referenceLine(&rec)...)
+	}
+	if err := tw.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		g, w := got.Bytes(), want
+		i := 0
+		for i < len(g) && i < len(w) && g[i] == w[i] {
+			i++
+		}
+		t.Fatalf("differs from encoding/json at byte %d:\n got %.120s\nwant %.120s", i, g[i:], w[i:])
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	f.n++
+	return 0, errors.New("disk full")
+}
+
+// A write error stops the trace and flush reports it.
+func TestTraceWriterError(t *testing.T) {
+	f := &failWriter{}
+	tw := newTraceWriter(f)
+	var rec step.Record
+	rec.AddRow().StateBlocks = make([]int32, 1<<15) // each line over traceFlushAt
+	tw.step(&rec)
+	tw.step(&rec)
+	if err := tw.flush(); err == nil || f.n != 1 {
+		t.Fatalf("flush: %v after %d writes, want disk full after 1", err, f.n)
 	}
 }
