@@ -306,6 +306,17 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 	// the boundaries the chunk crosses before its end: blocks i with
 	// c < (i+1)·B < c+q. The same in every group.
 	held, lo, hi := (c-1)/s.bs, c/s.bs, (c+q-1)/s.bs
+	if lo >= hi && s.KV.MambaMode() == statecache.MambaAll {
+		// A chunk that crosses no boundary writes no boundary state, and
+		// reads only a source other than its running block (most rows: a
+		// decode inside a block reads and writes the running block).
+		for g := range t.MambaT {
+			if bl := t.MambaT[g].Blocks; c > 0 && held < len(bl) && bl[held] != statecache.NullBlock && bl[held] != t.Mamba[g] {
+				s.readSource(row, g, s.KV.MambaManagerOf(g), bl[held], t.Mamba[g], restore, &reported, now)
+			}
+		}
+		return
+	}
 	for g := range t.MambaT {
 		mm := s.KV.MambaManagerOf(g)
 		mt := &t.MambaT[g]

@@ -137,15 +137,41 @@ func NewMambaManager(pool *BlockPool, spec MambaSpec, g int32) (*MambaManager, e
 // (last_state_block_idx < cdiv(numComputed, B) − 1). Freed positions
 // become null; a freed block with a hash stays findable in the free queue.
 func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComputed int) error {
-	b := m.Spec.BlockSize
-	if m.Spec.Mode == MambaAlign && m.Spec.SpecSafeFree {
+	top, src := m.Spec.skipBounds(numComputed)
+	return m.removeSkipped(req, t, top, src)
+}
+
+// skipBounds are RemoveSkippedBlocks' bounds at numComputed: the walk
+// starts below position top (the block holding the last skipped token),
+// and align's copy source goes once its position is below src.
+func (s MambaSpec) skipBounds(numComputed int) (top, src int) {
+	if s.Mode == MambaAlign && s.SpecSafeFree {
 		// NOTE(tdoublep), #33997: under async scheduling the count may
 		// include drafts the step in flight rejects; assume all were.
-		numComputed = max(0, numComputed-m.Spec.NumSpeculativeBlocks)
+		numComputed = max(0, numComputed-s.NumSpeculativeBlocks)
 	}
 	if skipped := numComputed - 1; skipped > 0 {
+		top = skipped / s.BlockSize
+	}
+	return top, mambaCeilDiv(numComputed, s.BlockSize) - 1
+}
+
+// skipsNothing: RemoveSkippedBlocks with bounds top, src frees nothing
+// from t (most calls: small enough to inline where the KV cache manager
+// loops over the groups).
+func (t *MambaTable) skipsNothing(top, src int, align bool) bool {
+	if i := min(top, len(t.Blocks)) - 1; i >= 0 && t.Blocks[i] != NullBlock {
+		return false
+	}
+	i := t.lastState - 1
+	return !align || i < 0 || i >= src || i >= len(t.Blocks) || t.Blocks[i] == NullBlock
+}
+
+// removeSkipped is RemoveSkippedBlocks with its bounds (skipBounds).
+func (m *MambaManager) removeSkipped(req RequestID, t *MambaTable, top, src int) error {
+	if top > 0 {
 		m.freed = m.freed[:0]
-		for i := min(skipped/b, len(t.Blocks)) - 1; i >= 0 && t.Blocks[i] != NullBlock; i-- {
+		for i := min(top, len(t.Blocks)) - 1; i >= 0 && t.Blocks[i] != NullBlock; i-- {
 			m.freed = append(m.freed, t.Blocks[i])
 			t.Blocks[i] = NullBlock
 		}
@@ -156,7 +182,7 @@ func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComp
 	}
 	if m.Spec.Mode == MambaAlign && t.lastState > 0 {
 		i := t.lastState - 1
-		if i < mambaCeilDiv(numComputed, b)-1 && i < len(t.Blocks) && t.Blocks[i] != NullBlock {
+		if i < src && i < len(t.Blocks) && t.Blocks[i] != NullBlock {
 			one := [1]int32{t.Blocks[i]}
 			if err := m.release(req, one[:]); err != nil {
 				return err

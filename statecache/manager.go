@@ -44,6 +44,11 @@ type BlockTable struct {
 	attnHitBlocks int32
 	// hitChecked: the hit blocks' reads have been checked (HitChecked).
 	hitChecked bool
+	// skipTop, in all mode, is a RemoveSkippedBlocks walk's top (0:
+	// none) below which every Mamba group's table holds a null: until
+	// Free, the tables only grow at their ends, so a call with that top
+	// again frees nothing (most calls: a decode within a block).
+	skipTop int32
 }
 
 // HitBlocks is how many leading blocks of each attention group t reached
@@ -431,14 +436,28 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	if m.mamba == nil || t.MambaT == nil {
 		return nil
 	}
-	freed := false
+	// The groups share one spec (NewKVCacheManager): bound once.
+	spec := m.mamba[0].Spec
+	top, src := spec.skipBounds(numComputed)
+	all := spec.Mode == MambaAll
+	if all && top > 0 && int32(top) == t.skipTop {
+		return nil
+	}
+	freed, covers := false, true
 	for g, mm := range m.mamba {
 		mt := &t.MambaT[g]
+		covers = covers && len(mt.Blocks) >= top
+		if mt.skipsNothing(top, src, spec.Mode == MambaAlign) {
+			continue
+		}
 		h := mt.held
-		if err := mm.RemoveSkippedBlocks(req, mt, numComputed); err != nil {
+		if err := mm.removeSkipped(req, mt, top, src); err != nil {
 			return err
 		}
 		freed = freed || mt.held != h
+	}
+	if all && covers {
+		t.skipTop = int32(top) // position top-1 is null in every group now
 	}
 	if freed {
 		t.held = t.countHeld()
@@ -610,7 +629,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	}
 	t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = 0, 0, 0
 	t.resetKV()
-	t.covered, t.held = 0, 0
+	t.covered, t.held, t.skipTop = 0, 0, 0
 	if m.blockwiseFree {
 		return m.freeBlockwise(req, t)
 	}

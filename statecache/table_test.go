@@ -1,6 +1,7 @@
 package statecache
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"statesim/model"
@@ -47,5 +48,63 @@ func TestTableCountsFollowItsBlocks(t *testing.T) {
 	}
 	if got, want := hand.NumHeld(), hand.countHeld(); got != want || got != 2+3 {
 		t.Errorf("hand-filled table: NumHeld %d, blocks %d, want 5", got, want)
+	}
+}
+
+// In all mode the KV cache manager remembers the skipped-block walk's
+// top (skipTop) so that a decode within a block skips the walk. Whatever
+// the schedule (chunked prefills, decodes, prefix hits, tables freed and
+// reused), every Mamba group must hold no block before the one holding
+// the last skipped token once AllocateSlots has freed them
+// (remove_skipped_blocks), as the walk on every call would leave it.
+func TestSkippedBlocksFreedEveryCall(t *testing.T) {
+	sh, _ := model.Preset("tiny-hybrid") // 1 attention + 3 Mamba groups
+	l := sh.Layout(16)
+	bs := l.BlockSize
+	m, err := NewKVCacheManagerWith(&l, 400, ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: MambaAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	tables := []BlockTable{m.NewTable(), m.NewTable()}
+	step, walks := int64(1), 0
+	for req := RequestID(1); req <= 60; req++ {
+		tb := &tables[rng.IntN(len(tables))] // reused after Free
+		n := 2*bs + rng.IntN(4*bs)
+		hashes := tokenHashes(n+bs, bs, int32(rng.IntN(3))) // three prefixes: hits
+		m.Pool.NewStepStarts(step)
+		step++
+		c := 0
+		hit := m.GetComputedBlocks(tb, hashes, n, false)
+		for c < n+bs {
+			q := 1
+			if c < n {
+				q = min(n-c-hit, 1+rng.IntN(2*bs))
+			}
+			if ok, err := m.AllocateSlots(req, tb, c, hit, c+hit+q, c+hit+q, hashes); !ok || err != nil {
+				t.Fatalf("request %d at %d: %v %v", req, c, ok, err)
+			}
+			c += hit
+			hit = 0
+			if top := (c - 1) / bs; c > 1 {
+				for g := range tb.MambaT {
+					for i, b := range tb.MambaT[g].Blocks[:min(top, len(tb.MambaT[g].Blocks))] {
+						if b != NullBlock {
+							t.Fatalf("request %d, %d computed: Mamba group %d holds block %d at position %d, below the walk's top %d", req, c, g, b, i, top)
+						}
+					}
+				}
+				walks++
+			}
+			c += q
+			m.Pool.NewStepStarts(step)
+			step++
+		}
+		if err := m.Free(req, tb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if walks < 1000 || m.Pool.Stats().Hits == 0 {
+		t.Fatalf("%d checks, %d hit tokens: the schedule is too thin", walks, m.Pool.Stats().Hits)
 	}
 }
