@@ -75,6 +75,10 @@ func with64BitIndex(p *prop.Params) string { p.StateIndexBits = 64; return "64bi
 // underV031 is the GDN builders' fix (#51565, first in v0.31).
 func underV031(p *prop.Params) string { p.Version = "v0.31"; return "fixed" }
 
+// with51483 is Kimi-K3's KDA builder fix alone on the same release: it,
+// not #51565 (the shared GDN builder's), closes Kimi-K3's stale read.
+func with51483(p *prop.Params) string { p.Patches = []string{"+51483"}; return "51483" }
+
 // gdnBudgetCut is the GDN search over prompts of two tokens or more: the
 // imposter is a new request cut to one token by the budget.
 // with53059 is the same requests under open PR #53059's runner guard, on
@@ -199,6 +203,8 @@ var regressions = []regression{
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
 	{name: "gdn-imposter-qwen3-next", cfg: func() prop.Config { return prop.GDN("v0.22", "qwen3-next-80b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
+	{name: "kda-stateless-kimi-k3", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-k3") }, prop: "stale-slot-read", seed: 1, control: underV031,
+		more: []func(p *prop.Params) string{with51483}},
 	{name: "gdn-imposter-budget-cut", cfg: gdnBudgetCut, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "cudagraph-stale-qwen3-next", cfg: cudagraphStale, prop: "stale-slot-read", seed: 1, control: with53059},
 	{name: "cudagraph-stale-qwen3-next-mtp", cfg: cudagraphStaleMTP, prop: "stale-slot-read", seed: 1, control: also53059},

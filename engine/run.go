@@ -221,7 +221,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
 		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
 		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
-		StateKind: r.shape.StateKind(), MambaAlignBlockSize: alignBlockSize(kv), AsyncScheduling: asyncScheduling(sc, mode),
+		StateKind: r.shape.StateKind(), FullRankGate: r.shape.Mixer.FullRankGate, MambaAlignBlockSize: alignBlockSize(kv), AsyncScheduling: asyncScheduling(sc, mode),
 	}, r.kv, sc.Version(), opt.Policy)
 	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
 	if sp := sc.Spec(); sp.On() {

@@ -63,6 +63,7 @@ var hfBuilders = map[string]func(h *hf, s *Shape){
 	"minimax_m1":       minimax,
 	"minimax":          minimax,
 	"kimi_linear":      kimiLinear,
+	"kimi_k3":          kimiLinear, // its text_config is a kimi_linear config
 	"zamba2":           zamba2,
 	"llama":            attentionOnly,
 	"mistral":          attentionOnly,
@@ -661,7 +662,8 @@ func minimax(h *hf, s *Shape) {
 func kimiLinear(h *hf, s *Shape) {
 	la := h.sub("linear_attn_config")
 	heads, hd := la.int("num_heads"), la.int("head_dim")
-	s.Mixer = Mixer{Kind: KDA, NumHeads: heads, HeadDim: hd, NumKHeads: heads, HeadKDim: hd, ConvKernel: la.int("short_conv_kernel_size")}
+	s.Mixer = Mixer{Kind: KDA, NumHeads: heads, HeadDim: hd, NumKHeads: heads, HeadKDim: hd, ConvKernel: la.int("short_conv_kernel_size"),
+		FullRankGate: la.boolOr(false, "use_full_rank_gate")}
 	kdaL := la.ints("kda_layers")
 	fullL := la.ints("full_attn_layers")
 	if la.err != nil {
@@ -695,19 +697,26 @@ func kimiLinear(h *hf, s *Shape) {
 	experts := h.intOr(0, "num_experts")
 	dense := h.intOr(0, "first_k_dense_replace")
 	shared := h.intOr(0, "num_shared_experts") * h.intOr(0, "moe_intermediate_size")
+	// Kimi-K3: a q LoRA, an MLA output gate, and latent MoE (routed experts
+	// on routed_expert_hidden_size, with down and up projections around them).
+	qLora := h.intOr(0, "q_lora_rank")
+	gate := h.boolOr(false, "mla_use_output_gate")
+	latent := h.intOr(0, "routed_expert_hidden_size")
 	for i, k := range per {
 		if k == Attention {
-			p.mla(h.int("qk_nope_head_dim"), h.int("v_head_dim"))
+			p.mlaLoRA(h.int("qk_nope_head_dim"), h.int("v_head_dim"), qLora, gate)
 		} else {
-			p.kda()
+			p.kdaGated(s.Mixer.FullRankGate)
 		}
-		if experts > 0 && i >= dense {
+		if experts > 0 && i >= dense && latent > 0 {
+			p.latentMoE(experts, h.int("moe_intermediate_size"), shared, latent)
+		} else if experts > 0 && i >= dense {
 			p.moe(experts, h.int("moe_intermediate_size"), shared)
 		} else {
 			p.mlp(h.int("intermediate_size"), true)
 		}
 	}
-	p.done("Kimi Linear: KDA or MLA attention per layer, MoE with shared experts after first_k_dense_replace dense layers")
+	p.done("Kimi Linear / Kimi-K3: KDA or MLA attention per layer, MoE with shared experts after first_k_dense_replace dense layers (Kimi-K3: q LoRA, output gates, latent MoE; AttnRes projections left out)")
 }
 
 func attentionOnly(h *hf, s *Shape) {

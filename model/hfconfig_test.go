@@ -67,6 +67,12 @@ func TestConfigsDeriveVLLMsLayout(t *testing.T) {
 		// 32·128·128·4 = 2,097,152; MLA (512 + 64)·2 = 1152 per token,
 		// aligned to 64: 64·cdiv(2170880, 73728) = 1920.
 		{"kimi-linear-48b-a3b.json", KDA, 7, 20, 2170880, 1152, 1920, true, 1.89, 4, 7, Mamba, 48, 0.05},
+		// Kimi-K3: conv 3·(3·96·128)·2 = 221,184; recurrent fp32
+		// 96·128·128·4 = 6,291,456; MLA 1152 per token, aligned to 64:
+		// 64·cdiv(6512640, 73728) = 5696, 49,152 B of padding = 0.75%; 69
+		// KDA layers in groups of 24 make 3 groups, then the attention's.
+		// 2779.93 B is the count xinference lists for moonshotai/Kimi-K3.
+		{"kimi-k3.json", KDA, 24, 69, 6512640, 1152, 5696, true, 0.75, 4, 24, Mamba, 2779.93, 0.001},
 	}
 	kinds := map[StateKind]bool{}
 	for _, c := range cases {

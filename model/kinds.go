@@ -37,6 +37,11 @@ type Mixer struct {
 	HeadKDim  int `json:"head_k_dim,omitempty"`
 	NumVHeads int `json:"num_v_heads,omitempty"`
 	HeadVDim  int `json:"head_v_dim,omitempty"`
+	// FullRankGate is KDA's linear_attn_config.use_full_rank_gate: vLLM
+	// runs such layers as KimiK3DeltaAttention, whose backend's metadata
+	// builder is KimiK3KDAMetadataBuilder (Kimi-K3); without it, as
+	// KimiGatedDeltaNetAttention on the GDN backend (Kimi Linear).
+	FullRankGate bool `json:"use_full_rank_gate,omitempty"`
 }
 
 // StateTensor is one tensor of a layer's state in one block, per TP rank.

@@ -51,13 +51,25 @@ func (p *params) attentionGated(gate bool) {
 }
 
 // mla: DeepSeek-style latent attention without a q LoRA (Kimi Linear).
-func (p *params) mla(nope, v int) {
+func (p *params) mla(nope, v int) { p.mlaLoRA(nope, v, 0, false) }
+
+// mlaLoRA: latent attention, with a q LoRA of rank qLora when > 0 and an
+// output gate (one projection of hidden to heads × v) when gate (Kimi-K3).
+func (p *params) mlaLoRA(nope, v, qLora int, gate bool) {
 	s := p.s
 	h := s.NumAttentionHeads
-	p.add(s.HiddenSize, h*(nope+s.QKRopeHeadDim))     // q_proj
+	if qLora > 0 {
+		p.add(s.HiddenSize, qLora)             // q_a_proj
+		p.add(qLora, h*(nope+s.QKRopeHeadDim)) // q_b_proj
+	} else {
+		p.add(s.HiddenSize, h*(nope+s.QKRopeHeadDim)) // q_proj
+	}
 	p.add(s.HiddenSize, s.KVLoraRank+s.QKRopeHeadDim) // kv_a_proj_with_mqa
 	p.add(s.KVLoraRank, h*(nope+v))                   // kv_b_proj
-	p.add(h*v, s.HiddenSize)                          // o_proj
+	if gate {
+		p.add(s.HiddenSize, h*v) // g_proj
+	}
+	p.add(h*v, s.HiddenSize) // o_proj
 }
 
 // mlp: gated (gate, up, down) or plain (up, down).
@@ -66,6 +78,19 @@ func (p *params) mlp(inter int, gated bool) {
 		p.add(3, p.s.HiddenSize, inter)
 	} else {
 		p.add(2, p.s.HiddenSize, inter)
+	}
+}
+
+// latentMoE: Kimi-K3's routed experts on a latent width (down and up
+// projections from and to the hidden size), a router and a shared expert
+// on the hidden size.
+func (p *params) latentMoE(experts, inter, shared, latent int) {
+	h := p.s.HiddenSize
+	p.add(experts, 3, latent, inter)
+	p.add(2, h, latent)
+	p.add(experts, h)
+	if shared > 0 {
+		p.add(3, h, shared)
 	}
 }
 
@@ -133,14 +158,24 @@ func (p *params) linearAttention() {
 
 // kda: q, k, v projections and their short convolutions, the low-rank
 // forget-gate and output-gate projections, beta, A/dt_bias, o_proj.
-func (p *params) kda() {
+func (p *params) kda() { p.kdaGated(false) }
+
+// kdaGated: with a full-rank output gate (Kimi-K3's use_full_rank_gate)
+// g_proj maps hidden to heads × head dim instead of g_a, g_b.
+func (p *params) kdaGated(fullRank bool) {
 	m, h := &p.s.Mixer, p.s.HiddenSize
 	hd := m.NumHeads * m.HeadDim
 	p.add(3, h, hd)
 	p.add(3, hd, m.ConvKernel)
-	p.add(2, h, m.HeadDim)  // f_a, g_a
-	p.add(2, m.HeadDim, hd) // f_b, g_b
-	p.add(h, m.NumHeads)    // b_proj
+	p.add(h, m.HeadDim)  // f_a
+	p.add(m.HeadDim, hd) // f_b
+	if fullRank {
+		p.add(h, hd) // g_proj
+	} else {
+		p.add(h, m.HeadDim)  // g_a
+		p.add(m.HeadDim, hd) // g_b
+	}
+	p.add(h, m.NumHeads) // b_proj
 	p.add(2, hd)
 	p.add(hd, h)
 }

@@ -109,3 +109,35 @@ func BenchmarkGDNFixedClean(b *testing.B) {
 		}
 	}
 }
+
+// TestKimiK3KDABuilder: Kimi-K3's KDA layers (use_full_rank_gate) split in
+// KimiK3KDAMetadataBuilder, fixed by #51483, not in the shared GDN builder
+// that #51565 fixed. At v0.30 the search finds the stale read on kimi-k3;
+// adding #51565 alone leaves it (while it closes Kimi Linear's, whose KDA
+// layers keep the GDN backend), adding #51483 alone closes it.
+func TestKimiK3KDABuilder(t *testing.T) {
+	for _, c := range []struct {
+		model, patch string
+		live         bool
+	}{
+		{"kimi-k3", "", true},
+		{"kimi-k3", "+51565", true},
+		{"kimi-k3", "+51483", false},
+		{"kimi-linear-48b-a3b", "+51483", true},
+		{"kimi-linear-48b-a3b", "+51565", false},
+	} {
+		cfg := GDN("v0.30", c.model)
+		if c.patch != "" {
+			cfg.Patches = []string{c.patch}
+		}
+		res := gdnSearch(t, cfg, "stale-slot-read", 200)
+		switch {
+		case c.live && res.Holds:
+			t.Errorf("%s at v0.30 %s: no stale read in %d scenarios", c.model, c.patch, res.Trials)
+		case c.live && len(res.Shrunk.Requests) != 2:
+			t.Errorf("%s at v0.30 %s: shrunk to %d requests, want 2: %s", c.model, c.patch, len(res.Shrunk.Requests), res.Shrunk)
+		case !c.live && !res.Holds:
+			t.Errorf("%s at v0.30 %s: stale read: %s: %v", c.model, c.patch, res.Shrunk, res.Err)
+		}
+	}
+}

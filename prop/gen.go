@@ -108,11 +108,13 @@ func Releases() []string {
 }
 
 // MatrixModels lists the hybrid presets, then every built-in model
-// config with state layers.
+// config with state layers but Kimi-K3 (KDA with a full-rank gate): the
+// matrix draws every release from v0.13, and vLLM serves Kimi-K3 from
+// v0.27 only, so it is searched by name (--model kimi-k3).
 func MatrixModels() []string {
 	out := slices.Clone(HybridPresets)
 	for _, m := range scenarios.BuiltinModels() {
-		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 {
+		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 && !s.Mixer.FullRankGate {
 			out = append(out, m)
 		}
 	}

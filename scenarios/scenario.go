@@ -239,6 +239,9 @@ func (s *Scenario) Validate() error {
 	if _, err := sched.Patched(v, e.Patches); err != nil {
 		return fe("engine.patches", "%v", err)
 	}
+	if err := s.validateServed(); err != nil {
+		return err
+	}
 	if _, err := sched.ParseCUDAGraphMode(e.CUDAGraphMode); err != nil {
 		return fe("engine.cudagraph_mode", "%v", err)
 	}
@@ -494,6 +497,33 @@ func fieldErr(prefix string, err error) error {
 		}
 	}
 	return &FieldError{Path: prefix[:len(prefix)-1], Msg: m}
+}
+
+// kimiK3Release is the first release that serves Kimi-K3: v0.27.0
+// (2026-08-10) lists its model files and kernels (#50089, #50000).
+var kimiK3Release = statecache.Release{Major: 0, Minor: 27}
+
+// validateServed refuses a model the release does not serve (Serves).
+func (s *Scenario) validateServed() error {
+	if err := Serves(&s.Model.Shape, s.Engine.VLLMVersion); err != nil {
+		return fe("engine.vllm_version", "%v", err)
+	}
+	return nil
+}
+
+// Serves reports whether vLLM release version (a vllm_version value)
+// serves the model: Kimi-K3 (KDA layers with a full-rank gate,
+// vllm/models/kimi_k3) only from v0.27; every other model statesim
+// derives in every release it models.
+func Serves(sh *model.Shape, version string) error {
+	if !sh.Mixer.FullRankGate {
+		return nil
+	}
+	sc := Scenario{Engine: Engine{VLLMVersion: version}}
+	if r, ok := sc.Release(); !ok || !r.AtLeast(kimiK3Release) {
+		return fmt.Errorf("vLLM %s does not serve Kimi-K3 (%s): its model files came with #50089, first in %s.0", version, sh.Name, kimiK3Release)
+	}
+	return nil
 }
 
 // Version is the parsed vllm_version (valid after Validate).

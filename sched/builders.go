@@ -26,8 +26,8 @@ const (
 	// BuilderKimiK3KDA: KimiK3KDAMetadataBuilder
 	// (vllm/models/kimi_k3/nvidia/kda_metadata.py, added by #50089), the
 	// GDN builder's subclass for Kimi-K3 only; the same default-flag split
-	// until #51483. model/ derives no Kimi-K3 config yet, so BuilderOf
-	// never returns it: it is here for the table and its tests.
+	// until #51483. Kimi-K3's KDA layers are KimiK3DeltaAttention, chosen
+	// by linear_attn_config.use_full_rank_gate (kimi_k3/nvidia/model.py).
 	BuilderKimiK3KDA
 	numBuilders
 )
@@ -37,10 +37,15 @@ func (b Builder) String() string {
 }
 
 // BuilderOf is the builder vLLM picks for a model whose state layers are
-// of kind k ("" for presets, which are Mamba1).
-func BuilderOf(k model.StateKind) Builder {
-	switch k {
-	case model.GatedDeltaNet, model.KDA:
+// of kind k ("" for presets, which are Mamba1); fullRankGate is KDA's
+// use_full_rank_gate (model.Mixer.FullRankGate): Kimi-K3's layers, whose
+// backend builds with KimiK3KDAMetadataBuilder. Kimi Linear's KDA layers
+// keep the GDN backend.
+func BuilderOf(k model.StateKind, fullRankGate bool) Builder {
+	switch {
+	case k == model.KDA && fullRankGate:
+		return BuilderKimiK3KDA
+	case k == model.GatedDeltaNet, k == model.KDA:
 		return BuilderGDN
 	}
 	return BuilderMamba

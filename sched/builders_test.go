@@ -80,8 +80,15 @@ func TestBuilderOf(t *testing.T) {
 		model.LinearAttention: BuilderMamba, model.GatedDeltaNet: BuilderGDN,
 		model.KDA: BuilderGDN, // Kimi Linear's KDA layers run on the GDN backend (#51562)
 	} {
-		if got := BuilderOf(k); got != want {
-			t.Errorf("BuilderOf(%q) = %s, want %s", k, got, want)
+		if got := BuilderOf(k, false); got != want {
+			t.Errorf("BuilderOf(%q, false) = %s, want %s", k, got, want)
+		}
+		// Only KDA layers have a full-rank gate to pick Kimi-K3's builder.
+		if k == model.KDA {
+			want = BuilderKimiK3KDA
+		}
+		if got := BuilderOf(k, true); got != want {
+			t.Errorf("BuilderOf(%q, true) = %s, want %s", k, got, want)
 		}
 	}
 }

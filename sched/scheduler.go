@@ -25,9 +25,11 @@ type Config struct {
 	EnableChunkedPrefill      bool
 	LongPrefillTokenThreshold int // 0 = off
 	Policy                    SchedulingPolicy
-	// StateKind is the model's state layers' kind: it picks the metadata
-	// builder whose split sets each row's path (BuilderOf).
-	StateKind model.StateKind
+	// StateKind is the model's state layers' kind: with FullRankGate
+	// (KDA's use_full_rank_gate, Kimi-K3) it picks the metadata builder
+	// whose split sets each row's path (BuilderOf).
+	StateKind    model.StateKind
+	FullRankGate bool
 	// MambaAlignBlockSize, when > 0, is the Mamba block size of
 	// mamba_cache_mode align: V1 cuts prefill chunks to its boundaries
 	// (need_mamba_block_aligned_split, AlignMambaChunk).
@@ -604,7 +606,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if s.Spec.On() {
 		spec = &s.Spec
 	}
-	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
+	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 	"statesim/backend"
 
+	"statesim/model"
 	"statesim/prop"
 	"statesim/scenarios"
 	"statesim/sched"
@@ -136,6 +137,22 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*matrix || given["version"] {
 		cfg.Versions = versions
+	}
+	// A model some drawn release does not serve (Kimi-K3 before v0.27) is
+	// bad input, not a counterexample. Unknown names are the search's to
+	// report.
+	for _, m := range cfg.Presets {
+		sh, err := model.Preset(m)
+		if err != nil {
+			if sh, err = scenarios.ReadHFConfig(m, ""); err != nil {
+				continue
+			}
+		}
+		for _, v := range cfg.Versions {
+			if err := scenarios.Serves(&sh, v); err != nil {
+				return bad("--model %s: %v", m, err)
+			}
+		}
 	}
 	cfg.MinBits, cfg.MaxBits = lo, hi
 	if len(patches) > 0 {

@@ -91,6 +91,11 @@ func TestCheckModelFlag(t *testing.T) {
 	if code, _, errs = runCLI("check", "--model", "qwen4", "--out", t.TempDir()); code != exitBadInput || !strings.Contains(errs, `--model: model "qwen4"`) {
 		t.Fatalf("unknown model: exit %d, want %d\n%s", code, exitBadInput, errs)
 	}
+	// Kimi-K3 before the release that serves it is bad input, not a
+	// counterexample.
+	if code, _, errs = runCLI("check", "--version", "v0.26", "--model", "kimi-k3", "--out", t.TempDir()); code != exitBadInput || !strings.Contains(errs, "--model kimi-k3: vLLM v0.26 does not serve Kimi-K3") {
+		t.Fatalf("kimi-k3 at v0.26: exit %d, want %d\n%s", code, exitBadInput, errs)
+	}
 }
 
 // TestCheckModelRunner: at v0.31 + #53059 the search finds the stale
