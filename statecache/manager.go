@@ -49,6 +49,10 @@ type BlockTable struct {
 	// Free, the tables only grow at their ends, so a call with that top
 	// again frees nothing (most calls: a decode within a block).
 	skipTop int32
+	// mambaCached: every Mamba group's num_cached_block is at least this
+	// (it only grows until Free), so CacheBlocks of no more full blocks
+	// skips the loop over the groups (most calls: a decode within a block).
+	mambaCached int32
 }
 
 // HitBlocks is how many leading blocks of each attention group t reached
@@ -514,12 +518,15 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 	if m.coord == nil {
 		return nil
 	}
-	for g, mm := range m.mamba {
-		if mt := &t.MambaT[g]; !mm.cachesNothing(mt, numTokens) {
-			if err := mm.CacheBlocks(req, mt, numTokens, hashes); err != nil {
-				return err
+	if m.mamba != nil && full > int(t.mambaCached) {
+		for g, mm := range m.mamba {
+			if mt := &t.MambaT[g]; !mm.cachesNothing(mt, numTokens) {
+				if err := mm.CacheBlocks(req, mt, numTokens, hashes); err != nil {
+					return err
+				}
 			}
 		}
+		t.mambaCached = int32(full)
 	}
 	if full <= int(t.cachedBlocks) {
 		return nil
@@ -629,7 +636,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	}
 	t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = 0, 0, 0
 	t.resetKV()
-	t.covered, t.held, t.skipTop = 0, 0, 0
+	t.covered, t.held, t.skipTop, t.mambaCached = 0, 0, 0, 0
 	if m.blockwiseFree {
 		return m.freeBlockwise(req, t)
 	}
