@@ -73,6 +73,12 @@ func hashCases() []hashCase {
 			cs = append(cs, hashCase{name: n, args: []string{n}, trace: true})
 		}
 	}
+	// The hybrids with prefix caching on (Mamba cache mode all): no
+	// built-in runs them so (their releases default it off), and their
+	// shortcuts over the Mamba groups' tables are pinned here.
+	for _, n := range []string{"azure-conv", "mooncake-hybrid"} {
+		cs = append(cs, hashCase{name: n + "+prefix-caching", args: []string{n, "--set", "engine.enable_prefix_caching=on"}, trace: longTests()})
+	}
 	return cs
 }
 
