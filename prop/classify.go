@@ -40,6 +40,10 @@ type classRule struct {
 // gdnFamily reports whether a model's state layers are split by the
 // GDN builder: GatedDeltaNet, and KDA as Kimi Linear runs it
 // (KimiGatedDeltaNetAttention keeps the GDN backend; vLLM issue #51562).
+// Kimi-K3's KDA builder (KimiK3KDAMetadataBuilder) takes the same rules:
+// its fix #51483 and the GDN one #51565 are both first in v0.31, so the
+// releases do not tell them apart (an engine.patches set of one alone is
+// not judged differently here).
 func gdnFamily(k model.StateKind) bool { return k == model.GatedDeltaNet || k == model.KDA }
 
 // classRules maps each vllm_version to its rules. A version sched knows

@@ -31,6 +31,8 @@ B-wrap|FAIL|wrong-address-write|--bits 16-20
 B-wrap-fixed|ok|wrong-address-write|--trials 10000
 gdn-stateless|FAIL|stale-slot-read|--version v0.22 --model qwen3-next-80b-a3b
 gdn-stateless-fixed|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --trials 10000
+kda-stateless|FAIL|stale-slot-read|--version v0.30 --model kimi-k3
+kda-stateless-fixed|ok|stale-slot-read|--version v0.31 --model kimi-k3 --trials 10000
 cudagraph-k0|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise
 cudagraph-k0-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v1 --trials 10000
 cudagraph-k0-53059-v2|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v2
