@@ -41,9 +41,8 @@ type classRule struct {
 // GDN builder: GatedDeltaNet, and KDA as Kimi Linear runs it
 // (KimiGatedDeltaNetAttention keeps the GDN backend; vLLM issue #51562).
 // Kimi-K3's KDA builder (KimiK3KDAMetadataBuilder) takes the same rules:
-// its fix #51483 and the GDN one #51565 are both first in v0.31, so the
-// releases do not tell them apart (an engine.patches set of one alone is
-// not judged differently here).
+// its fix #51483 and the GDN one #51565 are both first in v0.31, so only
+// engine.patches tell them apart (withSplitPatches).
 func gdnFamily(k model.StateKind) bool { return k == model.GatedDeltaNet || k == model.KDA }
 
 // classRules maps each vllm_version to its rules. A version sched knows
@@ -171,6 +170,26 @@ func (k *classifier) withSpec(method string, numSpec int, patches []string) {
 	k.k, k.runnerT = numSpec, 1+numSpec
 	if (method == "mtp" || method == "eagle") && !slices.Contains(patches, "+55898") {
 		k.runnerT = 1
+	}
+}
+
+// withSplitPatches applies a scenario's engine.patches to the GDN-family
+// split: the model's builder fix (#51483 for Kimi-K3's KDA builder,
+// fullRankGate; #51565 for the shared GDN builder) added gives v0.31's
+// rule, removed v0.22's. The other builder's fix changes nothing here.
+func (k *classifier) withSplitPatches(patches []string, fullRankGate bool) {
+	if !k.gdn {
+		return
+	}
+	fix := "51565"
+	if fullRankGate {
+		fix = "51483"
+	}
+	switch {
+	case slices.Contains(patches, "+"+fix):
+		k.decode, k.rule.gdnStateless = classRules["v0.31"].gdnDecode, true
+	case slices.Contains(patches, "-"+fix):
+		k.decode, k.rule.gdnStateless = classRules["v0.22"].gdnDecode, false
 	}
 }
 

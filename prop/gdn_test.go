@@ -114,7 +114,9 @@ func BenchmarkGDNFixedClean(b *testing.B) {
 // KimiK3KDAMetadataBuilder, fixed by #51483, not in the shared GDN builder
 // that #51565 fixed. At v0.30 the search finds the stale read on kimi-k3;
 // adding #51565 alone leaves it (while it closes Kimi Linear's, whose KDA
-// layers keep the GDN backend), adding #51483 alone closes it.
+// layers keep the GDN backend), adding #51483 alone closes it. The
+// observer's rules follow the same patch (withSplitPatches), so
+// no-decode-before-prefill agrees with the stale read either way.
 func TestKimiK3KDABuilder(t *testing.T) {
 	for _, c := range []struct {
 		model, patch string
@@ -130,7 +132,8 @@ func TestKimiK3KDABuilder(t *testing.T) {
 		if c.patch != "" {
 			cfg.Patches = []string{c.patch}
 		}
-		res := gdnSearch(t, cfg, "stale-slot-read", 200)
+		r := NewRunner(t.TempDir(), nil)
+		res := gdnSearchWith(t, r, cfg, "stale-slot-read", 200)
 		switch {
 		case c.live && res.Holds:
 			t.Errorf("%s at v0.30 %s: no stale read in %d scenarios", c.model, c.patch, res.Trials)
@@ -138,6 +141,9 @@ func TestKimiK3KDABuilder(t *testing.T) {
 			t.Errorf("%s at v0.30 %s: shrunk to %d requests, want 2: %s", c.model, c.patch, len(res.Shrunk.Requests), res.Shrunk)
 		case !c.live && !res.Holds:
 			t.Errorf("%s at v0.30 %s: stale read: %s: %v", c.model, c.patch, res.Shrunk, res.Err)
+		}
+		if res := gdnSearchWith(t, r, cfg, "no-decode-before-prefill", 200); res.Holds == c.live {
+			t.Errorf("%s at v0.30 %s: no-decode-before-prefill holds = %v, want %v (%v)", c.model, c.patch, res.Holds, !c.live, res.Shrunk)
 		}
 	}
 }
