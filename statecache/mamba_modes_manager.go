@@ -399,9 +399,15 @@ func (m *MambaManager) cachesNothing(t *MambaTable, numTokens int) bool {
 
 // Free returns t's blocks, tail first (free), and empties t.
 func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
-	slices.Reverse(t.Blocks)
-	if err := m.release(req, t.Blocks); err != nil {
-		slices.Reverse(t.Blocks)
+	// Only the real blocks, gathered in one pass: a finished request's
+	// table in all mode is nulls but for its last block or two.
+	m.freed = m.freed[:0]
+	for i := len(t.Blocks) - 1; i >= 0; i-- {
+		if b := t.Blocks[i]; b != NullBlock {
+			m.freed = append(m.freed, b)
+		}
+	}
+	if err := m.release(req, m.freed); err != nil {
 		return err
 	}
 	*t = MambaTable{Blocks: t.Blocks[:0], runner: t.runner[:0]}
