@@ -48,27 +48,31 @@ func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	if m.spec > 0 {
 		return 0 // speculative steps move the state columns every step
 	}
-	b, cb, top := 0, 0, 0 // a block size, and c's and c-1's blocks in it
-	for g, mm := range m.mamba {
+	if len(m.mamba) == 0 {
+		return k
+	}
+	// The groups share one spec (NewKVCacheManager): its tests, once.
+	spec := m.mamba[0].Spec
+	b := spec.BlockSize
+	cb, top := c/b, (c-1)/b // c's and c-1's blocks
+	if spec.Mode == MambaNone || c-cb*b < 2 {
+		return 0
+	}
+	for g := range m.mamba {
 		mt := &t.MambaT[g]
-		if mm.Spec.BlockSize != b { // the groups share one, mostly: divide once
-			b = mm.Spec.BlockSize
-			cb, top = c/b, (c-1)/b
-		}
 		n := len(mt.Blocks)
-		if mm.Spec.Mode == MambaNone || c-cb*b < 2 || !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < cb {
+		if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < cb {
 			return 0
 		}
-		if mm.Spec.Mode == MambaAlign {
+		if spec.Mode == MambaAlign {
 			i := mt.lastState - 1
 			if !mt.allocated || (i >= 0 && i < n-1 && mt.Blocks[i] != NullBlock) {
 				return 0
 			}
 		}
-		if top := min(top, n); top > 0 && mt.Blocks[top-1] != NullBlock {
+		if top > 0 && mt.Blocks[top-1] != NullBlock { // top ≤ cb < n
 			return 0
 		}
-		k = min(k, (cb+1)*b-c)
 	}
-	return k
+	return min(k, (cb+1)*b-c)
 }
