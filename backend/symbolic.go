@@ -317,6 +317,12 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 		}
 		return
 	}
+	if s.KV.MambaMode() == statecache.MambaAll {
+		for g := range t.MambaT {
+			bl := t.MambaT[g].Blocks
+			s.Prov.Prefetch(bl[min(lo, len(bl)):min(hi, len(bl))])
+		}
+	}
 	for g := range t.MambaT {
 		mm := s.KV.MambaManagerOf(g)
 		mt := &t.MambaT[g]

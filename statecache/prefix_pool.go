@@ -137,6 +137,22 @@ func (c *prefixCache) popN(q *FreeBlockQueue, dst []int32) {
 	c.sink ^= s
 }
 
+// prefetchHead reads the records of the next n blocks the queue hands
+// out, and the table slots of the cached ones, as popN does for one
+// call's blocks: for an allocation over several groups, each popping a
+// few blocks. It changes nothing.
+func (c *prefixCache) prefetchHead(q *FreeBlockQueue, n int) {
+	rec := c.rec
+	var s int32
+	for b := q.head; n > 0 && b != noBlock; n-- {
+		if r := &rec[b]; r.Cached {
+			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
+		}
+		b = q.next[b]
+	}
+	c.sink ^= s
+}
+
 // freeBlocks is BlockPool.FreeBlocks with prefix caching: every reference
 // is dropped (all or nothing), then the blocks left unheld are queued, to
 // the tail, or under FreshToHead the cached ones to the tail in order and

@@ -63,6 +63,7 @@ type Provenances struct {
 	// few thousand requests touches a few pages).
 	pages    []*recordPage
 	clobbers uint64 // wrapped writes so far: the KV checks' epoch
+	sink     bool   // keeps Prefetch's reads alive
 }
 
 const recordPageBits = 10
@@ -170,6 +171,20 @@ func (ps *Provenances) WriteStates(blocks []int32, skip int32, req RequestID, fi
 		}
 		tokens += blockSize
 	}
+}
+
+// Prefetch reads the records of blocks (NullBlock and blocks whose page
+// is not allocated yet passed over): a loop of Prefetch over several
+// Mamba groups' tables issues their cache misses together, where the
+// writes that follow, one group at a time, would wait for each.
+func (ps *Provenances) Prefetch(blocks []int32) {
+	var s bool
+	for _, b := range blocks {
+		if pg := ps.pages[uint32(b)>>recordPageBits]; b != NullBlock && pg != nil {
+			s = s != pg.p[uint32(b)&(1<<recordPageBits-1)].leased
+		}
+	}
+	ps.sink = ps.sink != s
 }
 
 // Clobber records a state write meant for slot intended that landed on b.
