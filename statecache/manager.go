@@ -366,7 +366,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	if need > m.Pool.NumFree() {
 		return false, nil
 	}
-	if need > 1 && need <= 64 && m.mamba != nil {
+	if need > 1 && need <= prefetchBlocks && m.mamba != nil {
 		// The groups pop one at a time, a block or a few each at a
 		// boundary: read every group's blocks first so that their misses
 		// overlap. A long prefill chunk's pops (Mooncake: ~45 blocks a
@@ -478,6 +478,11 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	return nil
 }
 
+// prefetchBlocks bounds the blocks read ahead of the per-group pool work
+// (prefetchHead, prefetchSkipped, prefetchMambaCache): about what L1
+// holds of their records and slots.
+const prefetchBlocks = 64
+
 // prefetchSkipped reads the records and free-queue links of the blocks
 // RemoveSkippedBlocks frees in all mode, every group's together (a
 // group frees a block or a few per call, whose misses alone would not
@@ -488,9 +493,14 @@ func (m *KVCacheManager) prefetchSkipped(t *BlockTable, top int) {
 	}
 	c, q := m.Pool.pc, &m.Pool.q
 	var s int32
+	n := prefetchBlocks
 	for g := range m.mamba {
 		bl := t.MambaT[g].Blocks
 		for i := min(top, len(bl)) - 1; i >= 0 && bl[i] != NullBlock; i-- {
+			if n--; n < 0 {
+				c.sink ^= s
+				return // a long run overlaps its misses in its own free
+			}
 			b := bl[i]
 			s ^= c.rec[b].ref ^ q.next[b] ^ q.prev[b]
 		}
@@ -576,6 +586,9 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 // alone would not overlap.
 func (m *KVCacheManager) prefetchMambaCache(t *BlockTable, full int, hashes []BlockHash) {
 	c := m.Pool.pc
+	if full-int(t.mambaCached) > prefetchBlocks/len(m.mamba) {
+		return // each group's CacheFullBlocks overlaps a long run's misses
+	}
 	var s int32
 	for g, mm := range m.mamba {
 		mt := &t.MambaT[g]
