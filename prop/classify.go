@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"statesim/model"
+	"statesim/scenarios"
 	"statesim/sched"
 	"statesim/step"
 )
@@ -284,6 +285,16 @@ func newClassifier(version string, kind model.StateKind, forcePrefill bool) clas
 	if gdnFamily(kind) {
 		k.decode, k.gdn = r.gdnDecode, true
 	}
+	return k
+}
+
+// classifierFor is the observer set up from scenario sc: its version,
+// model, speculative decoding, CUDA graphs, runner and patches.
+func classifierFor(sc *scenarios.Scenario) classifier {
+	k := newClassifier(sc.Engine.VLLMVersion, sc.Model.Shape.StateKind(), sc.Engine.ForcePrefillPath)
+	k.withGraphs(sc.Engine.CUDAGraphMode, sc.Engine.Patches, sc.Engine.MaxNumSeqs, sc.Engine.ModelRunner)
+	k.withSpec(sc.Engine.Speculative.Method, sc.Engine.Speculative.NumSpeculativeTokens, sc.Engine.Patches)
+	k.withSplitPatches(sc.Engine.Patches, sc.Model.Shape.Mixer.FullRankGate)
 	return k
 }
 

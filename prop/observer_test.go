@@ -168,8 +168,7 @@ func TestObserverAgreesWithTheScheduler(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				k := newClassifier(sc.Engine.VLLMVersion, sc.Model.Shape.StateKind(), sc.Engine.ForcePrefillPath)
-				k.withGraphs(sc.Engine.CUDAGraphMode, sc.Engine.Patches, sc.Engine.MaxNumSeqs, sc.Engine.ModelRunner)
+				k := classifierFor(sc)
 				disagree := ""
 				_, err = engine.Run(sc, engine.Options{Observe: func(rec *step.Record) {
 					if s := k.check(rec, func(*step.Record, *step.Row, sched.Path) {}); s != "" && disagree == "" {

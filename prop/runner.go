@@ -146,10 +146,7 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
 	// once per table: BlocksHeld + SharedBlockRefs.
 	mode, _ := sc.MambaMode()
 	shared := mode.PrefixCaching
-	cls := newClassifier(sc.Engine.VLLMVersion, sc.Model.Shape.StateKind(), sc.Engine.ForcePrefillPath)
-	cls.withGraphs(sc.Engine.CUDAGraphMode, sc.Engine.Patches, sc.Engine.MaxNumSeqs, sc.Engine.ModelRunner)
-	cls.withSpec(sc.Engine.Speculative.Method, sc.Engine.Speculative.NumSpeculativeTokens, sc.Engine.Patches)
-	cls.withSplitPatches(sc.Engine.Patches, sc.Model.Shape.Mixer.FullRankGate)
+	cls := classifierFor(sc)
 	decodeNoState := func(rec *step.Record, row *step.Row, derived sched.Path) {
 		if hasMamba && o.DecodeBeforePrefill == "" {
 			o.DecodeBeforePrefill = fmt.Sprintf("step %d: request %d with 0 computed tokens and %d scheduled is on the Mamba decode path (recorded %s, the version's rules give %s)",
