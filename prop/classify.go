@@ -270,9 +270,11 @@ func (k *classifier) fullReplay(rec *step.Record) bool {
 	if !k.fullGraphs || len(rec.Rows) == 0 || len(rec.Rows) > k.maxBS {
 		return false
 	}
+	// #53059 (V1) and #51865 (V2) ask the same of each row; prefilledAt
+	// is the prompt under V1, prefill_len under V2.
 	for i := range rec.Rows {
 		r := &rec.Rows[i]
-		if r.NumScheduled != 1+k.k || k.guard && r.NumComputed < r.NumPrompt || k.guardV2 && r.NumComputed < k.prefilledAt(r) {
+		if r.NumScheduled != 1+k.k || (k.guard || k.guardV2) && r.NumComputed < k.prefilledAt(r) {
 			return false
 		}
 	}
