@@ -597,8 +597,9 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if cap(s.tmp) < len(out.Rows) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
-	v1 := behaviours[s.Version].Reorder != ReorderNone
-	persistent := v1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
+	// engineV1: a V1-engine release, not the V0 control (either runner).
+	engineV1 := behaviours[s.Version].Reorder != ReorderNone
+	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
@@ -611,7 +612,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
-	if v1 {
+	if engineV1 {
 		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {
