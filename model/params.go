@@ -81,22 +81,20 @@ func (p *params) mlp(inter int, gated bool) {
 	}
 }
 
-// latentMoE: Kimi-K3's routed experts on a latent width (down and up
-// projections from and to the hidden size), a router and a shared expert
-// on the hidden size.
+// latentMoE: Kimi-K3's MoE, its routed experts on a latent width (with
+// down and up projections from and to the hidden size).
 func (p *params) latentMoE(experts, inter, shared, latent int) {
-	h := p.s.HiddenSize
-	p.add(experts, 3, latent, inter)
-	p.add(2, h, latent)
-	p.add(experts, h)
-	if shared > 0 {
-		p.add(3, h, shared)
-	}
+	p.add(2, p.s.HiddenSize, latent)
+	p.moeOn(latent, experts, inter, shared)
 }
 
 // moe: routed experts (gated), a router and a shared expert.
-func (p *params) moe(experts, inter, shared int) {
-	p.add(experts, 3, p.s.HiddenSize, inter)
+func (p *params) moe(experts, inter, shared int) { p.moeOn(p.s.HiddenSize, experts, inter, shared) }
+
+// moeOn is moe with the routed experts on width; the router and the
+// shared expert stay on the hidden size.
+func (p *params) moeOn(width, experts, inter, shared int) {
+	p.add(experts, 3, width, inter)
 	p.add(experts, p.s.HiddenSize)
 	if shared > 0 {
 		p.add(3, p.s.HiddenSize, shared)
