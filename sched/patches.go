@@ -48,12 +48,13 @@ var prs = []pr{
 const (
 	baseBits   = 3 // releases V013..V0 fit in 3 bits
 	baseMask   = 1<<baseBits - 1
-	numPatched = 1 << (baseBits + 13) // every release under every subset of prs
+	numPRs     = 13                       // len(prs), checked at init
+	numPatched = 1 << (baseBits + numPRs) // every release under every subset of prs
 )
 
 func init() {
-	if len(prs) != 13 || len(prs) > 16 || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes 13 PRs and releases in 3 bits")
+	if len(prs) != numPRs || numVersions > 1<<baseBits {
+		panic("sched: numPatched assumes numPRs PRs and releases in 3 bits")
 	}
 	// The patched entries' names are made when asked for (Version.String):
 	// building 2^13 × 5 strings here cost every process start tens of ms.
@@ -79,7 +80,7 @@ func prSet(rel Version) int {
 
 // behaviourOf builds the batch behaviour of a PR set (no name).
 func behaviourOf(set int) Behaviour {
-	var on [16]int // the set's PR numbers (init checks len(prs) ≤ 16)
+	var on [numPRs]int // the set's PR numbers
 	n := 0
 	for i := range prs {
 		if set&(1<<i) != 0 {
