@@ -184,7 +184,9 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 		reqs: map[statecache.RequestID]*reqData{}, keep: map[int64]bool{}, traces: map[int64]*Trace{},
 	}
 	m.stats.Threshold = cfg.Threshold
-	m.refKey = fmt.Appendf(nil, "%+v|%d|%d|%d|", cfg.Shape, cfg.WeightSeed, geo.BlockSize, geo.PageElems)
+	// Everything reference reads of the Mock: the shape, the layout (geo
+	// and the private caches derive from the two) and the weights.
+	m.refKey = fmt.Appendf(nil, "%+v|%+v|%d|", cfg.Shape, cfg.Layout, cfg.WeightSeed)
 	for _, id := range cfg.TraceIDs {
 		m.keep[id] = true
 	}
@@ -298,7 +300,7 @@ type RefPoint struct {
 }
 
 // references memoises Reference across Mocks: its result is a pure
-// function of the model (shape and weight seed) and the request (seed,
+// function of the model (shape, layout and weight seed) and the request (seed,
 // prompt length, tokens), and runs in one process often ask for the same
 // one again: a version and its fix over one workload, a 16-bit index and
 // its 64-bit control, a property search's shrinks. Bounded: when full it
