@@ -26,11 +26,12 @@ func longTests() bool { return testtier.Long() || *update }
 //
 // The suite runs a diagonal of the grid, each cell at one seed: point j
 // takes value j mod n of every axis of n values and seed j mod the seed
-// count, for j up to the longest axis, so that every value of every axis
-// and every seed is run somewhere (10 of bug-a-memory's 320 runs, every
-// value of a one-axis sweep), and each of those rows must equal the
-// checked-in table's row field for field. The long tier runs every cell
-// and compares the whole table, the per-point summary included.
+// count, for j up to the longest axis or the seed count if larger, so
+// that every value of every axis and every seed is run somewhere (10 of
+// bug-a-memory's 320 runs, every value of a one-axis sweep), and each of
+// those rows must equal the checked-in table's row field for field. The
+// long tier runs every cell and compares the whole table, the per-point
+// summary included.
 func TestGolden(t *testing.T) {
 	names := Names()
 	if len(names) < 3 {
@@ -82,7 +83,7 @@ var suiteSkips = map[string]string{"bug-b-rollouts": "128"}
 
 // diagonal is the suite's cells of a grid (see TestGolden), in grid order.
 func diagonal(spec *sweep.Spec, cells []sweep.Cell) []sweep.Cell {
-	longest := 1
+	longest := spec.Seeds // so that every seed runs, had a spec more seeds than values
 	for _, a := range spec.Axes {
 		longest = max(longest, len(a.Values))
 	}
