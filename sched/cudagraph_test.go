@@ -142,10 +142,10 @@ func TestPatches(t *testing.T) {
 		}
 	}
 	// -51565 at v0.31 is v0.22's GDN split; +both at v0.22 is v0.31.
-	if a, _ := Patched(V031, []string{"-51565"}); a.Behaviour().GDN != V022.Behaviour().GDN {
+	if a := mustPatched(t, V031, "-51565"); a.Behaviour().GDN != V022.Behaviour().GDN {
 		t.Error("v0.31-51565's GDN split is not v0.22's")
 	}
-	w, _ := Patched(V022, []string{"+51565", "+51483"})
+	w := mustPatched(t, V022, "+51565", "+51483")
 	b, want := w.Behaviour(), V031.Behaviour()
 	b.Name = want.Name
 	if b != want {

@@ -19,7 +19,7 @@ func TestResumedRecomputeChunkByRunner(t *testing.T) {
 		t.Fatalf("V1 prefill length %d, want the prompt's 10", got)
 	}
 	spec := &Spec{Method: SpecMTP, K: 1}
-	fix, _ := Patched(V031, []string{"+55898"})
+	fix := mustPatched(t, V031, "+55898")
 	for _, c := range []struct {
 		ru   Runner
 		want Path
@@ -46,7 +46,7 @@ func TestV2OrdersUniformDecodesFirst(t *testing.T) {
 		}
 	}
 	spec := &Spec{Method: SpecNgram, K: 2}
-	old, _ := Patched(V031, []string{"-47381"})
+	old := mustPatched(t, V031, "-47381")
 	for _, c := range []struct {
 		v     Version
 		first RequestID
@@ -64,4 +64,15 @@ func TestV2OrdersUniformDecodesFirst(t *testing.T) {
 	if nd := ClassifyRunner(old, BuilderMamba, rs, make([]Row, 0, 2), false, spec, RunnerV1); nd != 1 || rs[0].Req != dec {
 		t.Errorf("V1: %d decodes, row 0 request %d", nd, rs[0].Req.ID)
 	}
+}
+
+// mustPatched is Patched for a test: a PR set it refuses fails the test
+// instead of leaving the zero Version (v0.13) to stand in for it.
+func mustPatched(t *testing.T, v Version, patches ...string) Version {
+	t.Helper()
+	w, err := Patched(v, patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -130,7 +130,7 @@ func TestDraftDecodeBehindChunkTakesPrefillPath(t *testing.T) {
 	if nd := ClassifySpec(V031, BuilderMamba, rs, make([]Row, 0, 2), false, spec); nd != 0 || rs[1].Path != PathPrefill {
 		t.Fatalf("v0.31: %d decodes, draft row path %s; want 0 and prefill", nd, rs[1].Path)
 	}
-	fix, _ := Patched(V031, []string{"+55898"})
+	fix := mustPatched(t, V031, "+55898")
 	rs = rows()
 	if nd := ClassifySpec(fix, BuilderMamba, rs, make([]Row, 0, 2), false, spec); nd != 1 || rs[0].Req != dec || rs[0].Path != PathDecode {
 		t.Fatalf("v0.31+55898: %d decodes, first row %d on %s; want the draft row decoding first", nd, rs[0].Req.ID, rs[0].Path)
