@@ -3,6 +3,7 @@ package statecache
 import (
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"statesim/model"
 )
@@ -62,5 +63,21 @@ func TestMaxModelLenFits(t *testing.T) {
 	}
 	if _, longest := MaxModelLenFits(l, int(nm), 1); longest != 0 {
 		t.Errorf("a pool without room for the state slots: longest %d", longest)
+	}
+}
+
+// The records' sizes that the constants and layouts rely on: a pool
+// record fills one cache line (kvCacheBlockBytes, PrefixCachingHostBytes),
+// a provenance is two to a line (recordPage) and costs its size plus the
+// lease owner's pointer (RecordBytesPerBlock).
+func TestKVCacheBlockSize(t *testing.T) {
+	if got := unsafe.Sizeof(kvCacheBlock{}); got != kvCacheBlockBytes || kvCacheBlockBytes != 64 {
+		t.Errorf("kvCacheBlock is %d bytes; kvCacheBlockBytes says %d, a cache line is 64", got, kvCacheBlockBytes)
+	}
+	if got := unsafe.Sizeof(Provenance{}); got != 32 {
+		t.Errorf("Provenance is %d bytes, want 32 (two to a cache line)", got)
+	}
+	if got := unsafe.Sizeof(Provenance{}) + unsafe.Sizeof((*BlockTable)(nil)); got != RecordBytesPerBlock {
+		t.Errorf("a provenance and its owner are %d bytes, RecordBytesPerBlock says %d", got, RecordBytesPerBlock)
 	}
 }
