@@ -127,12 +127,9 @@ func (c *prefixCache) popN(q *FreeBlockQueue, dst []int32) {
 	for i := range dst {
 		dst[i] = q.PopLeft()
 	}
-	rec := c.rec
 	var s int32
 	for _, b := range dst {
-		if r := &rec[b]; r.Cached {
-			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
-		}
+		s ^= c.readEviction(b)
 	}
 	c.sink ^= s
 }
@@ -142,15 +139,22 @@ func (c *prefixCache) popN(q *FreeBlockQueue, dst []int32) {
 // call's blocks: for an allocation over several groups, each popping a
 // few blocks. It changes nothing.
 func (c *prefixCache) prefetchHead(q *FreeBlockQueue, n int) {
-	rec := c.rec
 	var s int32
 	for b := q.head; n > 0 && b != noBlock; n-- {
-		if r := &rec[b]; r.Cached {
-			s ^= c.table.prefetchRun(BlockKey{r.Hash, r.Group})
-		}
+		s ^= c.readEviction(b)
 		b = q.next[b]
 	}
 	c.sink ^= s
+}
+
+// readEviction reads block b's record and, when b is cached, the table
+// slots its eviction will probe: popN's and prefetchHead's read of a
+// block about to leave the queue.
+func (c *prefixCache) readEviction(b int32) int32 {
+	if r := &c.rec[b]; r.Cached {
+		return c.table.prefetchRun(BlockKey{r.Hash, r.Group})
+	}
+	return 0
 }
 
 // freeBlocks is BlockPool.FreeBlocks with prefix caching: every reference
