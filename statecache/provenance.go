@@ -102,8 +102,8 @@ func (ps *Provenances) ownerOf(b int32) **BlockTable {
 	return &ps.page(b).owner[uint32(b)&(1<<recordPageBits-1)]
 }
 
-// newPage allocates b's page with every block zeroed, out of at's line so
-// that at stays small enough to inline.
+// newPage allocates b's page with every block zeroed, out of page's line
+// so that page, and with it at and ownerOf, stay small enough to inline.
 func (ps *Provenances) newPage(b int32) *recordPage {
 	pg := new(recordPage)
 	for i := range pg.p {
