@@ -455,7 +455,9 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	if all && top > 0 && int32(top) == t.skipTop {
 		return nil
 	}
-	m.prefetchSkipped(t, top)
+	if all {
+		m.prefetchSkipped(t, top)
+	}
 	freed, covers := false, true
 	for g, mm := range m.mamba {
 		mt := &t.MambaT[g]
@@ -488,9 +490,6 @@ const prefetchBlocks = 64
 // group frees a block or a few per call, whose misses alone would not
 // overlap).
 func (m *KVCacheManager) prefetchSkipped(t *BlockTable, top int) {
-	if m.mamba[0].Spec.Mode != MambaAll {
-		return
-	}
 	c, q := m.Pool.pc, &m.Pool.q
 	var s int32
 	n := prefetchBlocks
