@@ -10,9 +10,8 @@ import (
 // Built-in scenarios name repository files (azure-conv's trace) relative
 // to the repository root.
 func TestMain(m *testing.M) {
-	testtier.MemoryTempDir()
 	if err := os.Chdir(".."); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	testtier.Main(m)
 }

@@ -2,7 +2,6 @@ package plot
 
 import (
 	"image/png"
-	"os"
 	"testing"
 
 	"statesim/internal/testtier"
@@ -12,7 +11,6 @@ import (
 // their PNG charts are not compressed (checkFiles decodes the pixels; the
 // compression, the same for every chart, was half the package's time).
 func TestMain(m *testing.M) {
-	testtier.MemoryTempDir()
 	pngEncoder.CompressionLevel = png.NoCompression
-	os.Exit(m.Run())
+	testtier.Main(m)
 }

@@ -1,14 +1,10 @@
 package sweep
 
 import (
-	"os"
 	"testing"
 
 	"statesim/internal/testtier"
 )
 
 // The tests' temporary files stay in memory where the machine allows.
-func TestMain(m *testing.M) {
-	testtier.MemoryTempDir()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testtier.Main(m) }

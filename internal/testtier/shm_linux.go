@@ -13,7 +13,7 @@ const shmMinFree = 1 << 30
 // MemoryTempDir points $TMPDIR, when it is unset, at /dev/shm if that is
 // a directory the test can write with at least 1 GiB free, so that
 // t.TempDir's files (traces, plots, sweep cells, a search's thousands of
-// request files) stay in memory. Call it from TestMain. On some disks each
+// request files) stay in memory. Main calls it first. On some disks each
 // file creation costs a millisecond of system time: prop's tests spent
 // 1.2 s of system time on the disk, 0.1 s in /dev/shm.
 func MemoryTempDir() {
