@@ -21,13 +21,6 @@ import (
 func withDigest(opt Options, h hash.Hash) Options {
 	var b []byte
 	n := func(v int64) { b = binary.AppendVarint(b, v) }
-	flag := func(v bool) {
-		if v {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-	}
 	flush := func() {
 		if len(b) > 1<<15 {
 			h.Write(b)
@@ -51,8 +44,7 @@ func withDigest(opt Options, h hash.Hash) Options {
 			for _, v := range []int64{int64(blk), int64(p.Writer), int64(p.Content), int64(p.Tokens), p.Step} {
 				n(v)
 			}
-			flag(p.Tainted)
-			flag(p.Clobber)
+			b = append(b, byte(b2i(p.Tainted)), byte(b2i(p.Clobber)))
 			n(int64(p.Intended))
 			flush()
 		}
@@ -63,7 +55,7 @@ func withDigest(opt Options, h hash.Hash) Options {
 				for _, v := range []int64{int64(blk), int64(c.Hash), int64(c.Writer), c.Step, int64(c.Group), int64(c.Tokens)} {
 					n(v)
 				}
-				flag(c.Cached)
+				b = append(b, byte(b2i(c.Cached)))
 				n(int64(pool.RefCount(blk)))
 				flush()
 			}
