@@ -64,7 +64,7 @@ func referenceLine(rec *step.Record) []byte {
 }
 
 // tracedRecords runs a scenario with --trace and reads its lines back into
-// step records, for the benchmark and the equivalence test.
+// step records, for the benchmark.
 func tracedRecords(tb testing.TB, name string, sets ...string) ([]step.Record, []byte) {
 	tb.Helper()
 	sc, err := scenarios.Load(name, sets)
