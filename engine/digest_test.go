@@ -10,6 +10,7 @@ import (
 
 	"statesim/sched"
 	"statesim/statecache"
+	"statesim/step"
 )
 
 // withDigest sets opt's test hooks to write into h what two ways of
@@ -67,18 +68,22 @@ func withDigest(opt Options, h hash.Hash) Options {
 	return opt
 }
 
-// The digest spells out Provenance's and PrefixRecord's fields one by one:
-// a field added to either must be added to withDigest too.
+// The digest and recordKey spell out Provenance's, PrefixRecord's,
+// step.Record's and step.Row's fields one by one: a field added to one of
+// them must be added to its writer too.
 func TestDigestCoversEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v      any
 		fields int
+		by     string
 	}{
-		{statecache.Provenance{}, 8}, // leased is settled by Get, never seen
-		{statecache.PrefixRecord{}, 6},
+		{statecache.Provenance{}, 8, "withDigest"}, // leased is settled by Get, never seen
+		{statecache.PrefixRecord{}, 6, "withDigest"},
+		{step.Record{}, 28, "recordKey"},
+		{step.Row{}, 21, "recordKey"},
 	} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.fields {
-			t.Errorf("%T has %d fields, withDigest writes %d: add the new ones to it", c.v, got, c.fields)
+			t.Errorf("%T has %d fields, %s writes %d: add the new ones to it", c.v, got, c.by, c.fields)
 		}
 	}
 }

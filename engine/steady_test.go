@@ -166,14 +166,10 @@ func recordKey(r *step.Record) string {
 		x := &r.Rows[i]
 		for _, v := range []int64{x.RequestID, int64(x.Group), int64(x.BatchIndex), int64(x.NumScheduled), int64(x.NumComputed),
 			int64(x.NumPrompt), int64(x.NumOutput), int64(x.NumPreemptions), x.ArrivalNS, int64(x.Kind), int64(x.Region), int64(x.Path),
-			int64(x.BlocksShort), int64(x.Status), x.CorruptStep, int64(x.Graph)} {
+			int64(x.BlocksShort), int64(x.Status), x.CorruptStep, int64(x.Graph), int64(x.NumDrafts)} {
 			n(v)
 		}
-		if x.HasInitialState {
-			n(1)
-		} else {
-			n(0)
-		}
+		n(int64(b2i(x.HasInitialState)))
 		n(int64(len(x.StateBlocks)))
 		for _, s := range x.StateBlocks {
 			n(int64(s))
