@@ -83,6 +83,11 @@ var (
 	pairMooncakeHybrid = prefixPair{"mooncake-hybrid", nil}
 	// The Azure hour on the Jamba-like hybrid (on: Mamba cache mode all).
 	pairAzureHybrid = prefixPair{"azure-conv", nil}
+	// The same two hybrids at v0.31, where caching on means Mamba cache
+	// mode align (vLLM's default for hybrids from #50991): the cache that
+	// ships today.
+	pairAzureHybridAlign    = prefixPair{"azure-conv", []string{"engine.vllm_version=v0.31"}}
+	pairMooncakeHybridAlign = prefixPair{"mooncake-hybrid", []string{"engine.vllm_version=v0.31"}}
 	// GRPO rollouts sharing their prompts.
 	pairRollouts = prefixPair{"rollouts-shared-prefix", nil}
 	// Multi-turn chat whose prompts grow by turn.
@@ -102,10 +107,18 @@ func BenchmarkReplayMooncakeHybrid(b *testing.B)               { pairMooncakeHyb
 func BenchmarkReplayMooncakeHybridPrefixCaching(b *testing.B)  { pairMooncakeHybrid.bench(b, true) }
 func BenchmarkReplayAzureConvHybrid(b *testing.B)              { pairAzureHybrid.bench(b, false) }
 func BenchmarkReplayAzureConvHybridPrefixCaching(b *testing.B) { pairAzureHybrid.bench(b, true) }
-func BenchmarkReplayRollouts(b *testing.B)                     { pairRollouts.bench(b, false) }
-func BenchmarkReplayRolloutsPrefixCaching(b *testing.B)        { pairRollouts.bench(b, true) }
-func BenchmarkReplaySessions(b *testing.B)                     { pairSessions.bench(b, false) }
-func BenchmarkReplaySessionsPrefixCaching(b *testing.B)        { pairSessions.bench(b, true) }
+func BenchmarkReplayAzureConvHybridAlign(b *testing.B)         { pairAzureHybridAlign.bench(b, false) }
+func BenchmarkReplayAzureConvHybridAlignPrefixCaching(b *testing.B) {
+	pairAzureHybridAlign.bench(b, true)
+}
+func BenchmarkReplayMooncakeHybridAlign(b *testing.B) { pairMooncakeHybridAlign.bench(b, false) }
+func BenchmarkReplayMooncakeHybridAlignPrefixCaching(b *testing.B) {
+	pairMooncakeHybridAlign.bench(b, true)
+}
+func BenchmarkReplayRollouts(b *testing.B)              { pairRollouts.bench(b, false) }
+func BenchmarkReplayRolloutsPrefixCaching(b *testing.B) { pairRollouts.bench(b, true) }
+func BenchmarkReplaySessions(b *testing.B)              { pairSessions.bench(b, false) }
+func BenchmarkReplaySessionsPrefixCaching(b *testing.B) { pairSessions.bench(b, true) }
 
 // BenchmarkPrefixCachingMemory replays 1x, 4x and 16x the GRPO rollouts
 // (2, 8, 32 training steps, 512 rollouts each) with prefix caching on a
