@@ -58,7 +58,7 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
 // numBlocks blocks in host memory: per block the free queue's backward
 // link and a 64-byte record (kvCacheBlock) in place of the 8-byte holder,
-// plus the cached-block table's slots (2 to 4 per block).
+// plus the cached-block table's slots (4 to 8 per block).
 // TestPrefixCachingHostBytes measures it.
 func PrefixCachingHostBytes(numBlocks int) int64 {
 	const (

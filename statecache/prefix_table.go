@@ -2,15 +2,15 @@ package statecache
 
 // blockTable is the cached-block table, BlockKey → the head of the chain
 // of blocks cached under it: open addressing with linear probing and
-// backward-shift deletion over a fixed array of at least twice the pool's
-// blocks. It never holds more keys than blocks, so it never grows, and
+// backward-shift deletion over a fixed array of at least four times the
+// pool's blocks. It never holds more keys than blocks, so it never grows, and
 // with no tombstones it never rehashes: lookups, inserts and deletes
 // allocate nothing (a Go map, churned by evictions, occasionally does). It
 // is never iterated.
 //
 // The table is larger than a core's cache on a real pool, and keys are
 // hashes, so an operation's first probe is usually a cache miss. So a slot
-// is 8 bytes, eight to a cache line (120k blocks: 2 MiB): the chain's head
+// is 8 bytes, eight to a cache line (120k blocks: 4 MiB): the chain's head
 // and a tag, the top 32 bits of the key's product, whose top bits are the
 // slot's home (deletion re-homes entries from the tag alone). The key
 // itself is the head's record (rec: a chain's blocks are cached under its
@@ -40,11 +40,16 @@ func newBlockTable(numBlocks int, rec []kvCacheBlock) blockTable {
 	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, rec: rec}
 }
 
-// tableSlots is the power of two ≥ 2·numBlocks: probe runs stay short at
-// a load of at most a half.
+// tableSlots is the power of two ≥ 4·numBlocks: at a load of at most a
+// quarter, probe runs and deletion's backward shifts are short. Against
+// twice the blocks (a load of up to a half) it cut Mooncake's
+// attention-only caching replay by 14 % (docs/performance.md); eight
+// times was no faster. Block ids are int32, so a pool has fewer than
+// 2^31 blocks and 2^32 slots, the most a 32-bit tag homes, keep the load
+// under a half.
 func tableSlots(numBlocks int) int {
 	size := 1
-	for size < 2*numBlocks {
+	for size < 4*numBlocks && size < 1<<32 {
 		size <<= 1
 	}
 	return size
