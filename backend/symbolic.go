@@ -306,7 +306,14 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 	// the boundaries the chunk crosses before its end: blocks i with
 	// c < (i+1)·B < c+q. The same in every group.
 	held, lo, hi := (c-1)/s.bs, c/s.bs, (c+q-1)/s.bs
-	if lo >= hi && s.KV.MambaMode() == statecache.MambaAll {
+	all := s.KV.MambaMode() == statecache.MambaAll
+	if (!all || lo >= hi) && s.KV.MambaReadsRunning(t, c) {
+		// Most rows, every group alike (the groups' tables move in
+		// lockstep): the state is in the running block already and no
+		// boundary state is written.
+		return
+	}
+	if lo >= hi && all {
 		// A chunk that crosses no boundary writes no boundary state, and
 		// reads only a source other than its running block (most rows: a
 		// decode inside a block reads and writes the running block).
@@ -317,7 +324,7 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 		}
 		return
 	}
-	if s.KV.MambaMode() == statecache.MambaAll {
+	if all {
 		for g := range t.MambaT {
 			bl := t.MambaT[g].Blocks
 			s.Prov.Prefetch(bl[min(lo, len(bl)):min(hi, len(bl))])

@@ -455,6 +455,13 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	if all && top > 0 && int32(top) == t.skipTop {
 		return nil
 	}
+	if t.mambaSkipsNothing(top, src, spec.Mode == MambaAlign) {
+		// Most calls, every group alike (lockstep): nothing to free.
+		if all && len(t.MambaT[0].Blocks) >= top {
+			t.skipTop = int32(top)
+		}
+		return nil
+	}
 	if all {
 		m.prefetchSkipped(t, top)
 	}
@@ -511,12 +518,12 @@ func (m *KVCacheManager) prefetchSkipped(t *BlockTable, top int) {
 // a request to hold numTokens main-model tokens, when its attention
 // blocks (sized with the lookahead) already do.
 func (m *KVCacheManager) MambaNeedsBlocks(t *BlockTable, numTokens int) bool {
-	for g, mm := range m.mamba {
-		if mm.Spec.Mode == MambaAlign && mambaCeilDiv(numTokens, mm.Spec.BlockSize)+mm.Spec.NumSpeculativeBlocks > len(t.MambaT[g].Blocks) {
-			return true
-		}
+	if len(m.mamba) == 0 {
+		return false
 	}
-	return false
+	// Lockstep: the groups' tables have one length.
+	mm := m.mamba[0]
+	return mm.Spec.Mode == MambaAlign && mambaCeilDiv(numTokens, mm.Spec.BlockSize)+mm.Spec.NumSpeculativeBlocks > len(t.MambaT[0].Blocks)
 }
 
 // syncSlots points each Mamba group's slot at its running block, and
@@ -524,11 +531,8 @@ func (m *KVCacheManager) MambaNeedsBlocks(t *BlockTable, numTokens int) bool {
 // (align mode: the table's last 1 + K positions). A lease over the old
 // slots is written back first: it covers the blocks it was taken on.
 func (m *KVCacheManager) syncSlots(t *BlockTable) {
-	moved := false
-	for g, mm := range m.mamba {
-		if mm.State(&t.MambaT[g]).Running != t.Mamba[g] {
-			moved = true
-		}
+	if len(m.mamba) == 0 || m.mambaSlotsSynced(t) {
+		return // most calls: no group's running block moved (lockstep)
 	}
 	if m.spec > 0 {
 		for g := range m.mamba {
@@ -537,9 +541,6 @@ func (m *KVCacheManager) syncSlots(t *BlockTable) {
 				t.Spec[g*m.spec+j-1] = bl[len(bl)-1-m.spec+j]
 			}
 		}
-	}
-	if !moved {
-		return
 	}
 	if t.st.ps != nil {
 		t.st.ps.SettleState(t)
@@ -555,6 +556,15 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 	full := numTokens / m.blockSize
 	if m.coord == nil {
 		return nil
+	}
+	if m.mamba != nil && full > int(t.mambaCached) && t.mambaCachesNoBlock(full, len(hashes)) {
+		// Align mode between boundaries, every group alike (lockstep):
+		// only the counts move.
+		for g := range t.MambaT {
+			mt := &t.MambaT[g]
+			mt.numCached = max(mt.numCached, full)
+		}
+		t.mambaCached = int32(full)
 	}
 	if m.mamba != nil && full > int(t.mambaCached) {
 		m.prefetchMambaCache(t, full, hashes)

@@ -41,6 +41,8 @@ func (ps *Provenances) DecodesLeased(t *BlockTable, req RequestID, computed, end
 // the caller caches as that step would), align's copy source is already
 // released, and the running block, the slot the kernels read and write,
 // is the table's last. 0 when any group cannot; k with no cache mode.
+// The groups' tables have one shape (mamba_modes_lockstep.go), so group
+// 0's is read for all.
 func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	if len(t.MambaT) == 0 {
 		return k
@@ -58,21 +60,19 @@ func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	if spec.Mode == MambaNone || c-cb*b < 2 {
 		return 0
 	}
-	for g := range m.mamba {
-		mt := &t.MambaT[g]
-		n := len(mt.Blocks)
-		if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < cb {
+	mt := &t.MambaT[0]
+	n := len(mt.Blocks)
+	if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[0] || mt.numCached < cb {
+		return 0
+	}
+	if spec.Mode == MambaAlign {
+		i := mt.lastState - 1
+		if !mt.allocated || (i >= 0 && i < n-1 && mt.Blocks[i] != NullBlock) {
 			return 0
 		}
-		if spec.Mode == MambaAlign {
-			i := mt.lastState - 1
-			if !mt.allocated || (i >= 0 && i < n-1 && mt.Blocks[i] != NullBlock) {
-				return 0
-			}
-		}
-		if top > 0 && mt.Blocks[top-1] != NullBlock { // top ≤ cb < n
-			return 0
-		}
+	}
+	if top > 0 && mt.Blocks[top-1] != NullBlock { // top ≤ cb < n
+		return 0
 	}
 	return min(k, (cb+1)*b-c)
 }

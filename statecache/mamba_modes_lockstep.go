@@ -1,0 +1,68 @@
+package statecache
+
+// The Mamba groups of a layout share one MambaSpec (NewKVCacheManagerWith)
+// and move in lockstep: the KV cache manager calls every group's manager
+// with the same request and token counts (vLLM's coordinator does the
+// same, kv_cache_coordinator.py), a hit is one lookup over all of them
+// that needs every group cached at its end (MambaHit: cachedAll) and is
+// cut alike (the EAGLE drop, the coordinator's rounds), and the
+// speculative blocks move alike. So a request's tables have one shape:
+// length, null positions, copy source, counts and flags; only the block
+// ids differ, and a table's real blocks are distinct (hit blocks have one
+// position each, pops come off the free queue), so a block that moves
+// (the running block, a speculative one) moves in every group. The
+// checks below read group 0 and stand for all groups; the per-group work
+// runs only when group 0 says there is some. TestMambaGroupsLockstep
+// holds the shape equal and the answers equal to asking every group.
+
+// mambaSkipsNothing: RemoveSkippedBlocks with bounds top, src frees
+// nothing in any group of t (lockstep: group 0's nulls are every group's).
+func (t *BlockTable) mambaSkipsNothing(top, src int, align bool) bool {
+	return t.MambaT[0].skipsNothing(top, src, align)
+}
+
+// mambaSlotsSynced: every Mamba group's slot is its running block
+// already, so syncSlots has nothing to move and the speculative tail is
+// as the last sync left it. Group 0 stands for all: a running block
+// that changed changed position (blocks never move under it), and the
+// position is every group's.
+func (m *KVCacheManager) mambaSlotsSynced(t *BlockTable) bool {
+	return m.mamba[0].State(&t.MambaT[0]).Running == t.Mamba[0]
+}
+
+// mambaCachesNoBlock: every Mamba group's positions [numCached, full) are
+// null (align mode between boundaries), so CacheBlocks' per-group calls
+// would only raise num_cached_block; false where CacheFullBlocks would
+// refuse the call (too few blocks or hashes).
+func (t *BlockTable) mambaCachesNoBlock(full, nHashes int) bool {
+	bl := t.MambaT[0].Blocks
+	if full > len(bl) || full > nHashes {
+		return false
+	}
+	for _, b := range bl[min(t.MambaT[0].numCached, full):full] {
+		if b != NullBlock {
+			return false
+		}
+	}
+	return true
+}
+
+// MambaReadsRunning reports whether a step of t from c computed tokens
+// reads each Mamba group's state from the group's running block (or
+// reads none: c = 0): in align mode there is no copy source still held;
+// in all mode the block holding token c−1 is null or the running block.
+// Then the backend has no state to restore. True without a Mamba cache
+// mode.
+func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
+	if len(m.mamba) == 0 || len(t.MambaT) == 0 || c == 0 {
+		return true
+	}
+	mm, mt := m.mamba[0], &t.MambaT[0]
+	src := int32(NullBlock)
+	if mm.Spec.Mode == MambaAlign {
+		src = mm.State(mt).CopySource
+	} else if held := (c - 1) / mm.Spec.BlockSize; held < len(mt.Blocks) {
+		src = mt.Blocks[held]
+	}
+	return src == NullBlock || src == t.Mamba[0]
+}
