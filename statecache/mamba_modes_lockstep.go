@@ -11,23 +11,18 @@ package statecache
 // ids differ, and a table's real blocks are distinct (hit blocks have one
 // position each, pops come off the free queue), so a block that moves
 // (the running block, a speculative one) moves in every group. The
-// checks below read group 0 and stand for all groups; the per-group work
-// runs only when group 0 says there is some. TestMambaGroupsLockstep
-// holds the shape equal and the answers equal to asking every group.
+// checks below, syncSlots, MambaSteady and MambaNeedsBlocks read group 0
+// and stand for all groups; the per-group work runs only when group 0
+// says there is some. syncSlots: a running block never moves in its
+// table, so group 0's slot is its running block iff every group's is,
+// and the new one is at group 0's position in every group.
+// TestMambaGroupsLockstep holds the shape equal and the answers equal to
+// asking every group.
 
 // mambaSkipsNothing: RemoveSkippedBlocks with bounds top, src frees
 // nothing in any group of t (lockstep: group 0's nulls are every group's).
 func (t *BlockTable) mambaSkipsNothing(top, src int, align bool) bool {
 	return t.MambaT[0].skipsNothing(top, src, align)
-}
-
-// mambaSlotsSynced: every Mamba group's slot is its running block
-// already, so syncSlots has nothing to move and the speculative tail is
-// as the last sync left it. Group 0 stands for all: a running block
-// that changed changed position (blocks never move under it), and the
-// position is every group's.
-func (m *KVCacheManager) mambaSlotsSynced(t *BlockTable) bool {
-	return m.mamba[0].State(&t.MambaT[0]).Running == t.Mamba[0]
 }
 
 // mambaCachesNoBlock: every Mamba group's positions [numCached, full) are

@@ -531,7 +531,11 @@ func (m *KVCacheManager) MambaNeedsBlocks(t *BlockTable, numTokens int) bool {
 // (align mode: the table's last 1 + K positions). A lease over the old
 // slots is written back first: it covers the blocks it was taken on.
 func (m *KVCacheManager) syncSlots(t *BlockTable) {
-	if len(m.mamba) == 0 || m.mambaSlotsSynced(t) {
+	if len(m.mamba) == 0 {
+		return
+	}
+	run := m.mamba[0].State(&t.MambaT[0])
+	if run.Running == t.Mamba[0] {
 		return // most calls: no group's running block moved (lockstep)
 	}
 	if m.spec > 0 {
@@ -545,8 +549,12 @@ func (m *KVCacheManager) syncSlots(t *BlockTable) {
 	if t.st.ps != nil {
 		t.st.ps.SettleState(t)
 	}
-	for g, mm := range m.mamba {
-		t.Mamba[g] = mm.State(&t.MambaT[g]).Running
+	// Every group's running block is at group 0's position (lockstep).
+	for g := range m.mamba {
+		t.Mamba[g] = NullBlock
+		if run.RunningIndex >= 0 {
+			t.Mamba[g] = t.MambaT[g].Blocks[run.RunningIndex]
+		}
 	}
 }
 
