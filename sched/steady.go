@@ -16,8 +16,8 @@ import (
 // leaves everything V1 reads as it was but the counts, until a row
 // finishes (max_tokens, max_model_len) or reaches the end of its last
 // block (a new block, or the next block's records), or, under a Mamba
-// cache mode (align, all), a step could change a state table
-// (KV.MambaSteady): the bound returned.
+// cache mode (align, all), a step could change a state table other
+// than by the first step's frees (KV.MambaSteady): the bound returned.
 // The persistent batch then keeps its rows in their order (all scheduled,
 // none joins, the four regions' reorder moves no decode), the split sees
 // the same decodes and the CUDA-graph dispatch the same shape and slots,
@@ -78,7 +78,11 @@ func (s *Scheduler) AdvanceSteady(k int, start, end sim.Time) {
 // its block caches it (cacheRunning), in running order, with that step's
 // number on the records. No earlier step of the stretch fills a block,
 // and nothing touches the pool between that schedule and this call, so
-// the cache ends as stepping would leave it.
+// the cache ends as stepping would leave it. Its RemoveSkippedBlocks
+// makes the first replayed step's Mamba frees (the block behind a
+// boundary, align's copy source: KV.MambaSteady), whose bounds every
+// step of the stretch shares; frees and caching touch disjoint records,
+// so their order across rows does not matter.
 func (s *Scheduler) CacheSteady() error {
 	if !s.KV.PrefixCaching() {
 		return nil

@@ -84,20 +84,14 @@ func refMambaSteady(m *KVCacheManager, t *BlockTable, c, k int) int {
 	}
 	spec := m.mamba[0].Spec
 	b := spec.BlockSize
-	cb, top := c/b, (c-1)/b
-	if c-cb*b < 2 {
+	cb := c / b
+	if c == cb*b {
 		return 0
 	}
 	for g := range m.mamba {
 		mt := &t.MambaT[g]
 		n := len(mt.Blocks)
-		if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < cb {
-			return 0
-		}
-		if i := mt.lastState - 1; spec.Mode == MambaAlign && (!mt.allocated || (i >= 0 && i < n-1 && mt.Blocks[i] != NullBlock)) {
-			return 0
-		}
-		if top > 0 && mt.Blocks[top-1] != NullBlock {
+		if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[g] || mt.numCached < cb || spec.Mode == MambaAlign && !mt.allocated {
 			return 0
 		}
 	}

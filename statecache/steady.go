@@ -32,17 +32,23 @@ func (ps *Provenances) DecodesLeased(t *BlockTable, req RequestID, computed, end
 
 // MambaSteady is how many of at most k decode steps from numComputed c
 // (one token each, no speculation: the steps schedule at c, c+1, ...)
-// leave every Mamba group's table of t as it is and restore nothing:
-// RemoveSkippedBlocks frees nothing (the position below the walk's top is
-// null already and the top stays put: c is at least two tokens into its
-// block, so c-1 is in it too), AllocateNewBlocks adds nothing (the table
-// ends at c's block), CacheBlocks caches nothing before the last step (the
-// blocks before c's are cached; the last step may fill c's block, which
-// the caller caches as that step would), align's copy source is already
-// released, and the running block, the slot the kernels read and write,
-// is the table's last. 0 when any group cannot; k with no cache mode.
-// The groups' tables have one shape (mamba_modes_lockstep.go), so group
-// 0's is read for all.
+// leave every Mamba group's table of t as the first step's
+// RemoveSkippedBlocks leaves it and restore nothing. That first call
+// frees the blocks below the walk's top and align's copy source (the
+// block behind the boundary, a step after it was crossed); the later
+// steps' calls have the same bounds (c is at least one token into its
+// block, so c-1 is in it too, and so is every later step's), free
+// nothing, and neither does CacheSteady's call at c+k, which therefore
+// makes the first step's frees once the stretch is replayed: no step of
+// it allocates, so the pool ends as stepping leaves it. Besides,
+// AllocateNewBlocks adds nothing (the table ends at c's block),
+// CacheBlocks caches nothing before the last step (the blocks before
+// c's are cached; the last step may fill c's block, which the caller
+// caches as that step would), the step after the frees reads its state
+// from the running block, and the running block, the slot the kernels
+// read and write, is the table's last. 0 when any group cannot; k with
+// no cache mode. The groups' tables have one shape
+// (mamba_modes_lockstep.go), so group 0's is read for all.
 func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	if len(t.MambaT) == 0 {
 		return k
@@ -56,23 +62,16 @@ func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	// The groups share one spec (NewKVCacheManager): its tests, once.
 	spec := m.mamba[0].Spec
 	b := spec.BlockSize
-	cb, top := c/b, (c-1)/b // c's and c-1's blocks
-	if spec.Mode == MambaNone || c-cb*b < 2 {
-		return 0
+	cb := c / b // c's block, and c-1's
+	if spec.Mode == MambaNone || c == cb*b {
+		return 0 // c's step would start a block: the walk's top moves
 	}
 	mt := &t.MambaT[0]
 	n := len(mt.Blocks)
-	if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[0] || mt.numCached < cb {
+	if !mt.running || n != cb+1 || mt.Blocks[n-1] != t.Mamba[0] || mt.numCached < cb || spec.Mode == MambaAlign && !mt.allocated {
 		return 0
 	}
-	if spec.Mode == MambaAlign {
-		i := mt.lastState - 1
-		if !mt.allocated || (i >= 0 && i < n-1 && mt.Blocks[i] != NullBlock) {
-			return 0
-		}
-	}
-	if top > 0 && mt.Blocks[top-1] != NullBlock { // top ≤ cb < n
-		return 0
-	}
+	// A copy source is below c's block (the running block is the last),
+	// so the first step's call releases it.
 	return min(k, (cb+1)*b-c)
 }
