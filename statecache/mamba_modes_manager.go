@@ -383,7 +383,14 @@ func (m *MambaManager) CacheBlocks(req RequestID, t *MambaTable, numTokens int, 
 		return nil
 	}
 	full := numTokens / m.Spec.BlockSize
-	if err := m.Pool.CacheFullBlocks(req, m.Group, t.Blocks, hashes, t.numCached, full, m.Spec.BlockSize); err != nil {
+	// Nulls cache nothing: start at the first real block (an align
+	// table past a prefill chunk is nulls but for two or three blocks,
+	// and CacheFullBlocks reads ahead every position's key).
+	lo := t.numCached
+	for lo < full && lo < len(t.Blocks) && lo < len(hashes) && t.Blocks[lo] == NullBlock {
+		lo++
+	}
+	if err := m.Pool.CacheFullBlocks(req, m.Group, t.Blocks, hashes, lo, full, m.Spec.BlockSize); err != nil {
 		return err
 	}
 	t.numCached = full
