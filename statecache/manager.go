@@ -782,12 +782,16 @@ func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 			continue
 		}
 		bs := t.Attn[g.i]
-		if m.coord != nil {
-			for _, b := range bs {
-				if m.Pool.pc.rec[b].ref > 1 {
-					m.sharedRefs--
-				}
+		if pc := m.Pool.pc; pc != nil {
+			// Tail first, as vLLM's free reverses the table; the
+			// references dropped from shared blocks counted on the way.
+			shared, err := pc.freeBlocks(&m.Pool.q, m.Pool.order, req, bs, true)
+			if err != nil {
+				return fmt.Errorf("free attention group %d: %w", g.i, err)
 			}
+			m.sharedRefs -= shared
+			t.Attn[g.i] = bs[:0]
+			continue
 		}
 		slices.Reverse(bs)
 		if err := m.Pool.FreeBlocks(req, bs); err != nil {

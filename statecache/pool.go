@@ -316,7 +316,8 @@ func (p *BlockPool) Push(req RequestID, b int32) error {
 // changes.
 func (p *BlockPool) FreeBlocks(req RequestID, blocks []int32) error {
 	if p.pc != nil {
-		return p.pc.freeBlocks(&p.q, p.order, req, blocks)
+		_, err := p.pc.freeBlocks(&p.q, p.order, req, blocks, false)
+		return err
 	}
 	if err := p.release(req, blocks); err != nil {
 		return err

@@ -161,14 +161,28 @@ func (c *prefixCache) readEviction(b int32) int32 {
 // is dropped (all or nothing), then the blocks left unheld are queued, to
 // the tail, or under FreshToHead the cached ones to the tail in order and
 // the fresh ones (a request's partial last block, mostly) to the head in
-// order.
-func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32) error {
+// order. tailFirst takes blocks in reverse (a group's table, which vLLM
+// frees reversed) without reversing them in place. It returns the
+// references dropped from blocks other requests still hold.
+func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32, tailFirst bool) (int, error) {
 	rec := c.rec
-	for i, b := range blocks {
+	n, last := len(blocks), len(blocks)-1
+	at := func(k int) int32 {
+		if tailFirst {
+			return blocks[last-k]
+		}
+		return blocks[k]
+	}
+	shared := 0
+	for k := range n {
+		b := at(k)
 		if b == NullBlock {
 			continue // a Mamba table's skipped positions: most of a long one
 		}
 		if uint(b) < uint(len(rec)) && rec[b].ref > 0 {
+			if rec[b].ref > 1 {
+				shared++
+			}
 			rec[b].ref--
 			continue
 		}
@@ -179,15 +193,16 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		}
 		// Undo the references already dropped.
-		for _, u := range blocks[:i] {
-			if u != NullBlock {
+		for j := range k {
+			if u := at(j); u != NullBlock {
 				rec[u].ref++
 			}
 		}
-		return err
+		return 0, err
 	}
 	fresh := c.fresh[:0]
-	for _, b := range blocks {
+	for k := range n {
+		b := at(k)
 		if b == NullBlock {
 			continue
 		}
@@ -206,7 +221,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 	}
 	q.PrependN(fresh)
 	c.fresh = fresh[:0]
-	return nil
+	return shared, nil
 }
 
 // allocated: b left the free queue for req; a cached b is evicted (vLLM's
