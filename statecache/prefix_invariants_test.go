@@ -94,7 +94,7 @@ func TestPrefixCacheInvariantsUnderRandomLoad(t *testing.T) {
 			const slots = 6
 			reqs := make([]*vreq, slots)
 			done := make([]int, slots) // tokens allocated so far
-			var hits, fails, resets int
+			var hits, fails, resets, dups int
 			id := RequestID(0)
 			for op := range 3000 {
 				i := rnd(slots)
@@ -159,9 +159,15 @@ func TestPrefixCacheInvariantsUnderRandomLoad(t *testing.T) {
 				if err := checkPrefixInvariants(m.Pool, tabs, hs); err != nil {
 					t.Fatalf("%s, %d rules, op %d: %v", order, len(rules), op, err)
 				}
+				for b := range m.Pool.pc.rec {
+					if r := &m.Pool.pc.rec[b]; r.Cached && r.dupNext != noBlock {
+						dups++ // a key cached twice: its evictions unlink from a chain
+					}
+				}
 			}
-			if hits == 0 || fails == 0 || m.Pool.Stats().Evictions == 0 {
-				t.Errorf("%s, %d rules: the load missed a path: %d hits, %d failed allocations, %d evictions", order, len(rules), hits, fails, m.Pool.Stats().Evictions)
+			if hits == 0 || fails == 0 || m.Pool.Stats().Evictions == 0 || dups == 0 {
+				t.Errorf("%s, %d rules: the load missed a path: %d hits, %d failed allocations, %d evictions, %d duplicate keys",
+					order, len(rules), hits, fails, m.Pool.Stats().Evictions, dups)
 			}
 			t.Logf("%s, %d rules: %d hits, %d failed allocations, %d resets, stats %+v", order, len(rules), hits, fails, resets, m.Pool.Stats())
 		}
