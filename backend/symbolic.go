@@ -155,7 +155,11 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 		t.MarkHitChecked()
 		for g := range t.Attn {
 			pg := s.KV.PoolGroup(g)
-			for bi := 0; bi < t.HitBlocks(); bi++ {
+			// The blocks the attention hit itself held, checked in place;
+			// from the first that does not serve (or past them: the EAGLE
+			// gap), block by block with the message.
+			first := statecache.FirstHitMismatch(s.Pool, s.Prov, pg, t.Attn[g][:min(t.HitBlocks(), t.AttnHitBlocks())], r.BlockHashes, s.bs)
+			for bi := first; bi < t.HitBlocks(); bi++ {
 				b := t.Attn[g][bi]
 				rec := s.Pool.Record(b)
 				p := s.Prov.Get(b)

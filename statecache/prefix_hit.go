@@ -328,3 +328,29 @@ func (c *HybridCoordinator) HitBlocks(g int32) []int32 { return c.hit[g] }
 
 // NumGroups is the number of KV cache groups.
 func (c *HybridCoordinator) NumGroups() int { return len(c.hit) }
+
+// FirstHitMismatch is the first position of blocks (the leading blocks of
+// a prefix hit in attention group g of the pool, for a reader whose
+// block hashes are hashes) whose block does not serve it: by the cache's
+// record another group or prefix, or bytes that are not the full,
+// untainted K/V of the record's writer. It returns len(blocks) when every
+// block serves; the caller explains a mismatch from the full records (a
+// hit's blocks are checked once each, most of a long prompt's, so the
+// scan reads the records in place).
+func FirstHitMismatch(p *BlockPool, ps *Provenances, g int32, blocks []int32, hashes []BlockHash, blockSize int) int {
+	p.mustCache("FirstHitMismatch")
+	rec := p.pc.rec
+	for bi, b := range blocks {
+		if bi >= len(hashes) {
+			return bi
+		}
+		r := &rec[b]
+		if r.Group != g || r.Hash != hashes[bi] || int(r.Tokens) != (bi+1)*blockSize {
+			return bi
+		}
+		if pv := ps.touch(b); pv.Content != KV || pv.Writer != r.Writer || pv.Tainted || int(pv.Tokens) < blockSize {
+			return bi
+		}
+	}
+	return len(blocks)
+}
