@@ -10,7 +10,7 @@ BIN     := bin/statesim
 FUZZTIME    ?= 30000x
 FUZZMINTIME ?= 2000x
 
-.PHONY: all build run test long vet fuzz fuzz-long bench bugtable clean
+.PHONY: all build run test long vet fuzz fuzz-long bench bench-prefix bugtable clean
 
 all: build
 
@@ -70,6 +70,11 @@ bench:
 	$(GO) test -run '^$$' -bench 'Replay(AzureConv|Synthetic1M)$$' -benchtime 1x -benchmem -count 5 ./engine
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./trace ./sketch
 	./scripts/bench-rss.sh 5
+
+# Issue 15's target: each prefix-caching pair's on/off user CPU per replay
+# (docs/performance.md, "Where the targets stand"); about ten minutes.
+bench-prefix:
+	./scripts/prefix-ratios.sh 5 5
 
 clean:
 	rm -rf bin out
