@@ -54,6 +54,10 @@ type Options struct {
 	stepByStep bool
 	// bulkSteps, when set, counts the steps replayed in bulk (tests).
 	bulkSteps *int64
+	// listAll lists private tails in the prefix cache's table as vLLM
+	// does (statecache.KVCacheManager.ListAll): the reference the
+	// shortcut is held to (private_test.go).
+	listAll bool
 	// finished and ended, when set, see every request as it finishes and
 	// the runner once the run ends (tests that compare two ways of running
 	// beyond the report: digest_test.go).
@@ -216,6 +220,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	if err != nil {
 		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
 	}
+	kv.ListAll = opt.listAll
 	r.kv = kv
 	r.s = sched.New(sched.Config{
 		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
@@ -508,7 +513,7 @@ func (r *runner) newRequest(a workload.Arrival) *sched.Request {
 	q.NumPromptTokens = a.PromptLen
 	q.MaxTokens = a.OutputLen
 	q.Seed = a.Seed
-	q.Prefix, q.OutputID = a.Prefix, a.OutputID
+	q.Prefix, q.OutputID, q.PrivateTail = a.Prefix, a.OutputID, a.PrivateTail
 	q.FirstTokenTime = -1
 	q.CorruptStep = -1
 	return q

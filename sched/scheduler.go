@@ -172,7 +172,33 @@ func (st *State) admit(r *Request) int {
 		return 0
 	}
 	st.hashes(r)
+	if from, ok := st.privateFrom(r); ok {
+		r.Blocks.SetPrivateFrom(from)
+	}
 	return st.KV.GetComputedBlocks(&r.Blocks, r.BlockHashes, r.NumTokens(), r.NumPreemptions > 0)
+}
+
+// privateFrom is the first of r's blocks whose hash no other request can
+// make (hashes): past its shared Prefix when its own tokens are its own
+// (PrivateTail), every block when it has neither (UniqueBlockHashes). A
+// user's HashBlocks may share anything.
+func (st *State) privateFrom(r *Request) (int, bool) {
+	switch {
+	case st.HashBlocks != nil:
+		return 0, false
+	case r.OutputID != 0 || len(r.Prefix) > 0:
+		if !r.PrivateTail {
+			return 0, false
+		}
+		if r.prefixTokens == 0 {
+			// Once: a waiting request is admitted again each step it
+			// does not fit, and a trace's Prefix is one segment per id.
+			r.prefixTokens = int32(statecache.SegmentTokens(r.Prefix)) + 1
+		}
+		return int(r.prefixTokens-1) / st.KV.BlockSize(), true
+	default:
+		return 0, true
+	}
 }
 
 // cacheRunning is allocate_slots for a running request that needs no new
@@ -196,6 +222,9 @@ func (st *State) Preempt(r *Request, out *Output) error {
 		return fmt.Errorf("preempt: request %d is not running", r.ID)
 	}
 	st.Running = append(st.Running[:idx], st.Running[idx+1:]...)
+	// It will look its own prefix up again: its private blocks must be
+	// findable as vLLM's are.
+	st.KV.Publish(r.ID, &r.Blocks)
 	if err := st.KV.Free(r.ID, &r.Blocks); err != nil {
 		return err
 	}

@@ -33,6 +33,10 @@ type MambaTable struct {
 	// block, a moved speculative block) keeps its old id there.
 	runner     []int32
 	runnerSent bool
+	// freedPrivate: blocks of a private tail freed while the request runs
+	// (removeSkipped), perhaps still cached out of the table: a
+	// preemption lists those still its (KVCacheManager.Publish).
+	freedPrivate []int32
 }
 
 // RunnerBlocks is the model runner's view of t: the block ids it was
@@ -138,7 +142,7 @@ func NewMambaManager(pool *BlockPool, spec MambaSpec, g int32) (*MambaManager, e
 // become null; a freed block with a hash stays findable in the free queue.
 func (m *MambaManager) RemoveSkippedBlocks(req RequestID, t *MambaTable, numComputed int) error {
 	top, src := m.Spec.skipBounds(numComputed)
-	return m.removeSkipped(req, t, top, src)
+	return m.removeSkipped(req, t, top, src, false)
 }
 
 // skipBounds are RemoveSkippedBlocks' bounds at numComputed: the walk
@@ -168,12 +172,17 @@ func (t *MambaTable) skipsNothing(top, src int, align bool) bool {
 }
 
 // removeSkipped is RemoveSkippedBlocks with its bounds (skipBounds).
-func (m *MambaManager) removeSkipped(req RequestID, t *MambaTable, top, src int) error {
+// private: the blocks belong to a private tail (BlockTable.SetPrivateFrom)
+// and are remembered in t.freedPrivate, cached unlisted as they may be.
+func (m *MambaManager) removeSkipped(req RequestID, t *MambaTable, top, src int, private bool) error {
 	if top > 0 {
 		m.freed = m.freed[:0]
 		for i := min(top, len(t.Blocks)) - 1; i >= 0 && t.Blocks[i] != NullBlock; i-- {
 			m.freed = append(m.freed, t.Blocks[i])
 			t.Blocks[i] = NullBlock
+		}
+		if private {
+			t.freedPrivate = append(t.freedPrivate, m.freed...)
 		}
 		if err := m.release(req, m.freed); err != nil {
 			return err
@@ -184,6 +193,9 @@ func (m *MambaManager) removeSkipped(req RequestID, t *MambaTable, top, src int)
 		i := t.lastState - 1
 		if i < src && i < len(t.Blocks) && t.Blocks[i] != NullBlock {
 			one := [1]int32{t.Blocks[i]}
+			if private {
+				t.freedPrivate = append(t.freedPrivate, one[0])
+			}
 			if err := m.release(req, one[:]); err != nil {
 				return err
 			}
@@ -379,6 +391,12 @@ func (m *MambaManager) grow(req RequestID, t *MambaTable, n int) error {
 // exactly on a boundary and the running block is the boundary's. "none"
 // caches nothing.
 func (m *MambaManager) CacheBlocks(req RequestID, t *MambaTable, numTokens int, hashes []BlockHash) error {
+	return m.cacheBlocks(req, t, numTokens, hashes, numTokens/m.Spec.BlockSize)
+}
+
+// cacheBlocks is CacheBlocks with positions listed and on cached out of
+// the table (BlockTable.SetPrivateFrom).
+func (m *MambaManager) cacheBlocks(req RequestID, t *MambaTable, numTokens int, hashes []BlockHash, listed int) error {
 	if m.cachesNothing(t, numTokens) {
 		return nil
 	}
@@ -390,7 +408,7 @@ func (m *MambaManager) CacheBlocks(req RequestID, t *MambaTable, numTokens int, 
 	for lo < full && lo < len(t.Blocks) && lo < len(hashes) && t.Blocks[lo] == NullBlock {
 		lo++
 	}
-	if err := m.Pool.CacheFullBlocks(req, m.Group, t.Blocks, hashes, lo, full, m.Spec.BlockSize); err != nil {
+	if err := m.Pool.CacheFullBlocksListed(req, m.Group, t.Blocks, hashes, lo, full, m.Spec.BlockSize, listed); err != nil {
 		return err
 	}
 	t.numCached = full
@@ -417,7 +435,7 @@ func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
 	if err := m.release(req, m.freed); err != nil {
 		return err
 	}
-	*t = MambaTable{Blocks: t.Blocks[:0], runner: t.runner[:0]}
+	*t = MambaTable{Blocks: t.Blocks[:0], runner: t.runner[:0], freedPrivate: t.freedPrivate[:0]}
 	return nil
 }
 

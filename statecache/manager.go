@@ -53,6 +53,27 @@ type BlockTable struct {
 	// (it only grows until Free), so CacheBlocks of no more full blocks
 	// skips the loop over the groups (most calls: a decode within a block).
 	mambaCached int32
+	// private: blocks from position privateFrom on hold tokens no other
+	// request can share (SetPrivateFrom), so they are cached unlisted.
+	private     bool
+	privateFrom int32
+}
+
+// SetPrivateFrom says that the request's blocks from position block on
+// hold its own tokens only: a prompt tail and output no other request
+// has, whose hashes only this request, after a preemption, could look
+// up. Until Free they are cached out of the pool's table
+// (CacheFullBlocksListed); KVCacheManager.Publish lists them.
+func (t *BlockTable) SetPrivateFrom(block int) {
+	t.private, t.privateFrom = true, int32(max(block, 0))
+}
+
+// listed is where t's unlisted positions start, of full cached ones.
+func (t *BlockTable) listed(full int, all bool) int {
+	if !t.private || all {
+		return full
+	}
+	return int(t.privateFrom)
 }
 
 // HitBlocks is how many leading blocks of each attention group t reached
@@ -147,6 +168,10 @@ type KVCacheManager struct {
 	// state was cached at their end (VLLM-FACTS-CURRENT §2.3, known
 	// limits of align).
 	dropped int64
+	// ListAll lists every cached block in the table, private tails too
+	// (SetPrivateFrom ignored): vLLM's table as it is, the reference the
+	// tests hold the shortcut to.
+	ListAll bool
 }
 
 // SharedRefs is how many table entries name a block another table also
@@ -473,7 +498,7 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 			continue
 		}
 		h := mt.held
-		if err := mm.removeSkipped(req, mt, top, src); err != nil {
+		if err := mm.removeSkipped(req, mt, top, src, t.private); err != nil {
 			return err
 		}
 		freed = freed || mt.held != h
@@ -578,7 +603,7 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 		m.prefetchMambaCache(t, full, hashes)
 		for g, mm := range m.mamba {
 			if mt := &t.MambaT[g]; !mm.cachesNothing(mt, numTokens) {
-				if err := mm.CacheBlocks(req, mt, numTokens, hashes); err != nil {
+				if err := mm.cacheBlocks(req, mt, numTokens, hashes, t.listed(numTokens/mm.Spec.BlockSize, m.ListAll)); err != nil {
 					return err
 				}
 			}
@@ -589,7 +614,7 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 		return nil
 	}
 	for g := range t.Attn {
-		if err := m.Pool.CacheFullBlocks(req, m.attnGroup[g], t.Attn[g], hashes, int(t.cachedBlocks), full, m.blockSize); err != nil {
+		if err := m.Pool.CacheFullBlocksListed(req, m.attnGroup[g], t.Attn[g], hashes, int(t.cachedBlocks), full, m.blockSize, t.listed(full, m.ListAll)); err != nil {
 			return err
 		}
 	}
@@ -607,16 +632,43 @@ func (m *KVCacheManager) prefetchMambaCache(t *BlockTable, full int, hashes []Bl
 		return // each group's CacheFullBlocks overlaps a long run's misses
 	}
 	var s int32
+	listed := t.listed(full, m.ListAll)
 	for g, mm := range m.mamba {
 		mt := &t.MambaT[g]
 		hi := min(full, len(mt.Blocks), len(hashes))
 		for i := mt.numCached; i < hi; i++ {
 			if b := mt.Blocks[i]; b != NullBlock {
-				s ^= c.rec[b].ref ^ c.table.prefetch(BlockKey{hashes[i], mm.Group})
+				s ^= c.rec[b].ref
+				if i < listed {
+					s ^= c.table.prefetch(BlockKey{hashes[i], mm.Group})
+				}
 			}
 		}
 	}
 	c.sink ^= s
+}
+
+// Publish lists t's unlisted cached blocks in the pool's table, group by
+// group in the layout's order: a request is giving its blocks back and
+// will look its prefix up again (a preemption). Later blocks are listed
+// as vLLM lists them, at caching.
+func (m *KVCacheManager) Publish(req RequestID, t *BlockTable) {
+	if !t.private || m.coord == nil {
+		return
+	}
+	for _, g := range m.order {
+		if g.mamba {
+			if m.mamba != nil {
+				mt := &t.MambaT[g.i]
+				m.Pool.PublishWrittenBy(req, mt.freedPrivate)
+				mt.freedPrivate = mt.freedPrivate[:0]
+				m.Pool.Publish(mt.Blocks)
+			}
+			continue
+		}
+		m.Pool.Publish(t.Attn[g.i])
+	}
+	t.private = false
 }
 
 // BlockSize is the attention block size in tokens.
@@ -716,6 +768,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = 0, 0, 0
 	t.resetKV()
 	t.covered, t.held, t.skipTop, t.mambaCached = 0, 0, 0, 0
+	t.private, t.privateFrom = false, 0
 	if m.blockwiseFree {
 		return m.freeBlockwise(req, t)
 	}

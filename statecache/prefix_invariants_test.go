@@ -10,8 +10,9 @@ import (
 //   - a block has no reference exactly when it is queued (the null block
 //     never is), and queued + held = usable blocks;
 //   - every reference is a table entry: Σ refs = Σ table lengths, per block;
-//   - a block is findable exactly when its record says cached, under its
-//     record's key, and the table counts one key per chain;
+//   - a block is findable exactly when its record says cached and it is
+//     not a private tail's (unlisted), under its record's key, and the
+//     table counts one key per chain;
 //   - every cached block in a table sits at the position its hash names.
 func checkPrefixInvariants(p *BlockPool, tables []*PrefixTable, hashes [][]BlockHash) error {
 	inQueue := make([]bool, p.NumBlocks())
@@ -64,11 +65,15 @@ func checkPrefixInvariants(p *BlockPool, tables []*PrefixTable, hashes [][]Block
 				return fmt.Errorf("key %v: chain from %d ends at %d, its head says %d", k, head, tail, p.pc.rec[head].dupPrev)
 			}
 		}
-		if found != r.Cached {
-			return fmt.Errorf("block %d: record cached %v, in its key's chain %v", b, r.Cached, found)
+		// A private tail's block is cached out of the table (unlisted).
+		listed := r.Cached && !p.pc.rec[b].unlisted
+		if found != listed {
+			return fmt.Errorf("block %d: record cached %v (unlisted %v), in its key's chain %v", b, r.Cached, p.pc.rec[b].unlisted, found)
 		}
 		if r.Cached {
 			cached++
+		}
+		if listed {
 			keys[k] = true
 		}
 	}

@@ -12,7 +12,7 @@ type PrefixRecord struct {
 	Step   int64 // step it was allocated (Hash 0) or cached
 	Group  int32 // KV cache group the block was allocated for; -1 when unknown (Pop)
 	Tokens int32 // prefix tokens the hash covers, this block's included; 0 until cached
-	Cached bool  // findable by hash now
+	Cached bool  // findable by hash now (a private tail's, by its writer: CacheFullBlocksListed)
 }
 
 // Serves reports why the block does not hold the prefix a reader needs
@@ -89,7 +89,11 @@ type kvCacheBlock struct {
 	Writer           RequestID
 	Step             int64
 	holder           RequestID // the request that took it off the free queue
-	_                [8]byte   // to a cache line: records do not straddle lines
+	// unlisted: cached (findable in principle) but kept out of the table,
+	// because no request but its writer can ever ask for its key (a
+	// private tail, CacheFullBlocksListed); Publish lists it.
+	unlisted bool
+	_        [7]byte // to a cache line: records do not straddle lines
 }
 
 const kvCacheBlockBytes = 64 // unsafe.Sizeof(kvCacheBlock{}); TestKVCacheBlockSize
@@ -151,7 +155,7 @@ func (c *prefixCache) prefetchHead(q *FreeBlockQueue, n int) {
 // slots its eviction will probe: popN's and prefetchHead's read of a
 // block about to leave the queue.
 func (c *prefixCache) readEviction(b int32) int32 {
-	if r := &c.rec[b]; r.Cached {
+	if r := &c.rec[b]; r.Cached && !r.unlisted {
 		return c.table.prefetchRun(BlockKey{r.Hash, r.Group})
 	}
 	return 0
@@ -238,6 +242,11 @@ func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
 
 func (c *prefixCache) uncache(b int32) {
 	r := &c.rec[b]
+	if r.unlisted {
+		r.Cached, r.unlisted = false, false
+		c.numCached--
+		return
+	}
 	i, _ := c.table.probe(BlockKey{r.Hash, r.Group}, b) // a cached block's key is in the table
 	head, next := c.table.slots[i].head, r.dupNext
 	switch {
@@ -260,6 +269,13 @@ func (c *prefixCache) uncache(b int32) {
 }
 
 func (c *prefixCache) insert(b int32, k BlockKey) {
+	c.list(b, k)
+	c.rec[b].Cached = true
+	c.numCached++
+}
+
+// list enters b under k in the table, at the end of k's chain.
+func (c *prefixCache) list(b int32, k BlockKey) {
 	r := &c.rec[b]
 	r.dupNext = noBlock
 	if i, ok := c.table.probe(k, NullBlock); ok {
@@ -272,8 +288,6 @@ func (c *prefixCache) insert(b int32, k BlockKey) {
 		r.dupPrev = b
 		c.table.set(i, k, b) // b's record names k (CacheFullBlocks)
 	}
-	r.Cached = true
-	c.numCached++
 }
 
 func (p *BlockPool) mustCache(op string) {
@@ -363,6 +377,18 @@ func (p *BlockPool) GetCachedBlock(h BlockHash, groups []int32, dst []int32) boo
 // (vLLM's cache_full_blocks). A block that came from a hit keeps its hash,
 // which must be the one its position needs; null blocks are passed over.
 func (p *BlockPool) CacheFullBlocks(req RequestID, g int32, blocks []int32, hashes []BlockHash, numCached, numFull, blockSize int) error {
+	return p.CacheFullBlocksListed(req, g, blocks, hashes, numCached, numFull, blockSize, numFull)
+}
+
+// CacheFullBlocksListed is CacheFullBlocks with the blocks at positions
+// listed and on cached but left out of the table: a request's private
+// tail, whose keys (its own tokens' hashes) no other request can ask for.
+// vLLM lists them; a lookup cannot tell the difference, since only the
+// writer could ever find them, and it finds them again after a
+// preemption because Publish lists them first. What it saves is the
+// table's insert now and its delete at eviction: on a trace that shares
+// nothing, every block's.
+func (p *BlockPool) CacheFullBlocksListed(req RequestID, g int32, blocks []int32, hashes []BlockHash, numCached, numFull, blockSize, listed int) error {
 	p.mustCache("cache_full_blocks")
 	if numCached >= numFull {
 		return nil
@@ -370,19 +396,20 @@ func (p *BlockPool) CacheFullBlocks(req RequestID, g int32, blocks []int32, hash
 	if numFull > len(blocks) || numFull > len(hashes) {
 		return fmt.Errorf("block pool: request %d caches %d full blocks with %d blocks and %d hashes", req, numFull, len(blocks), len(hashes))
 	}
-	if numFull-numCached > 1 {
+	if lo, hi := numCached, min(numFull, listed); hi-lo > 1 {
 		var s int32
-		for _, h := range hashes[numCached:numFull] {
+		for _, h := range hashes[lo:hi] {
 			s ^= p.pc.table.prefetch(BlockKey{h, g})
 		}
 		p.pc.sink ^= s
 	}
+	c := p.pc
 	for i := numCached; i < numFull; i++ {
 		b := blocks[i]
 		if b == NullBlock {
 			continue
 		}
-		r := &p.pc.rec[b]
+		r := &c.rec[b]
 		if r.Cached {
 			if r.Hash != hashes[i] || r.Group != g {
 				return fmt.Errorf("block pool: request %d's block %d at position %d is cached as %#x in group %d, position needs %#x in group %d (a wrong block from the prefix cache)",
@@ -390,10 +417,41 @@ func (p *BlockPool) CacheFullBlocks(req RequestID, g int32, blocks []int32, hash
 			}
 			continue
 		}
-		r.Group, r.Hash, r.Tokens, r.Step = g, hashes[i], int32((i+1)*blockSize), p.pc.step
-		p.pc.insert(b, BlockKey{hashes[i], g})
+		r.Group, r.Hash, r.Tokens, r.Step = g, hashes[i], int32((i+1)*blockSize), c.step
+		if i >= listed {
+			r.Cached, r.unlisted = true, true
+			c.numCached++
+			continue
+		}
+		c.insert(b, BlockKey{hashes[i], g})
 	}
 	return nil
+}
+
+// Publish lists blocks' unlisted cached blocks in the table, in order:
+// a request about to give its blocks back (a preemption) will look its
+// own prefix up again. Null and uncached blocks are passed over.
+func (p *BlockPool) Publish(blocks []int32) {
+	p.PublishWrittenBy(NoRequest, blocks)
+}
+
+// PublishWrittenBy is Publish of the blocks req wrote (any writer for
+// NoRequest): a block req freed earlier may since have been evicted and
+// cached again by another request, whose tail it is now.
+func (p *BlockPool) PublishWrittenBy(req RequestID, blocks []int32) {
+	if p.pc == nil {
+		return
+	}
+	c := p.pc
+	for _, b := range blocks {
+		if b == NullBlock {
+			continue
+		}
+		if r := &c.rec[b]; r.unlisted && (req == NoRequest || r.Writer == req) {
+			r.unlisted = false
+			c.list(b, BlockKey{r.Hash, r.Group})
+		}
+	}
 }
 
 // ResetPrefixCache forgets every hash when no request holds a block, and
@@ -407,11 +465,26 @@ func (p *BlockPool) ResetPrefixCache() bool {
 	p.pc.table.clear()
 	for b := range p.pc.rec {
 		r := &p.pc.rec[b]
-		r.Cached, r.Hash, r.Tokens = false, 0, 0
+		r.Cached, r.unlisted, r.Hash, r.Tokens = false, false, 0, 0
 	}
 	p.pc.numCached = 0
 	p.pc.stats.Resets++
 	return true
+}
+
+// UnlistedBlocks is how many cached blocks are a private tail's, out of
+// the table (CacheFullBlocksListed): a scan, for tests and reports.
+func (p *BlockPool) UnlistedBlocks() int {
+	if p.pc == nil {
+		return 0
+	}
+	n := 0
+	for b := range p.pc.rec {
+		if p.pc.rec[b].unlisted {
+			n++
+		}
+	}
+	return n
 }
 
 // NumCachedBlocks is how many blocks are findable by hash, held or free.

@@ -312,6 +312,9 @@ type Arrival struct {
 	// one may name these tokens as Segment{OutputID, n}: a session's next
 	// turn does, with n its output length (the turn's prompt is all Prefix).
 	OutputID uint64
+	// PrivateTail: no arrival names OutputID's tokens (a session's next
+	// turn does), so the tokens past Prefix are this request's alone.
+	PrivateTail bool
 	// Reject is why the engine must refuse this trace record alone (a
 	// trace.Reject* reason), with Why the reader's message; empty for a
 	// request to serve.
@@ -415,7 +418,7 @@ func (c *closedLoop) Next() (Arrival, bool, error) {
 		}
 	}
 	a := Arrival{At: c.at, PromptLen: c.lastLen, OutputLen: c.spec.OutputLen.Draw(c.rng), Group: c.g,
-		Seed: sim.Mix(c.seed ^ sim.Mix(uint64(p)+1)), Prefix: c.prefix, OutputID: outputID(c.seed, c.n)}
+		Seed: sim.Mix(c.seed ^ sim.Mix(uint64(p)+1)), Prefix: c.prefix, OutputID: outputID(c.seed, c.n), PrivateTail: true}
 	c.i++
 	c.n++
 	return a, true, nil
@@ -466,7 +469,7 @@ func (p *poisson) Next() (Arrival, bool, error) {
 		p.at += sim.FromSeconds(gap)
 	}
 	a := Arrival{At: p.at, PromptLen: p.spec.PromptLen.Draw(p.rng), OutputLen: p.spec.OutputLen.Draw(p.rng),
-		Group: -1, Seed: sim.Mix(p.seed ^ sim.Mix(uint64(p.n)+1)), OutputID: outputID(p.seed, p.n)}
+		Group: -1, Seed: sim.Mix(p.seed ^ sim.Mix(uint64(p.n)+1)), OutputID: outputID(p.seed, p.n), PrivateTail: true}
 	p.n++
 	return a, true, nil
 }
@@ -544,7 +547,7 @@ func (t *traceSource) Next() (Arrival, bool, error) {
 		return Arrival{}, false, err
 	}
 	a := Arrival{At: sim.Time(rec.ArrivalNS), PromptLen: rec.PromptTokens, OutputLen: max(rec.OutputTokens, 1),
-		Group: -1, Seed: sim.Mix(t.seed ^ sim.Mix(uint64(t.n)+1)), Line: rec.Line, OutputID: outputID(t.seed, t.n)}
+		Group: -1, Seed: sim.Mix(t.seed ^ sim.Mix(uint64(t.n)+1)), Line: rec.Line, OutputID: outputID(t.seed, t.n), PrivateTail: true}
 	if t.spec.PromptLen.Kind != "trace" {
 		a.PromptLen = t.spec.PromptLen.Draw(t.rng)
 	}
