@@ -110,8 +110,9 @@ type prefixCache struct {
 	numCached int
 	step      int64
 	stats     PrefixCacheStats
-	sink      int32   // keeps prefetch reads alive
-	fresh     []int32 // FreeBlocks' scratch
+	sink      int32       // keeps prefetch reads alive
+	fresh     []int32     // FreeBlocks' scratch
+	held      []RequestID // FreeBlocks' scratch: holders to restore on an error
 }
 
 func newPrefixCache(n int) *prefixCache {
@@ -168,6 +169,14 @@ func (c *prefixCache) readEviction(b int32) int32 {
 // order. tailFirst takes blocks in reverse (a group's table, which vLLM
 // frees reversed) without reversing them in place. It returns the
 // references dropped from blocks other requests still hold.
+//
+// One pass takes the blocks up to the first with another reference (most
+// of a table: all of it on a trace that shares nothing): each is queued
+// as its reference drops. That is the two passes' order, because a block
+// listed twice has two references at its first listing, so none of these
+// comes again but as an error, which undoes them. From the first shared
+// block on, two passes: drop every reference, then queue each block left
+// unheld at its first listing.
 func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32, tailFirst bool) (int, error) {
 	rec := c.rec
 	n, last := len(blocks), len(blocks)-1
@@ -177,11 +186,30 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 		return blocks[k]
 	}
-	shared := 0
-	for k := range n {
-		b := at(k)
+	fresh, held := c.fresh[:0], c.held[:0]
+	start := 0
+	for ; start < n; start++ {
+		b := at(start)
 		if b == NullBlock {
 			continue // a Mamba table's skipped positions: most of a long one
+		}
+		if uint(b) >= uint(len(rec)) || rec[b].ref != 1 {
+			break
+		}
+		r := &rec[b]
+		held = append(held, r.holder)
+		r.ref, r.holder = 0, NoRequest
+		if order == FreshToHead && !r.Cached {
+			fresh = append(fresh, b)
+		} else {
+			q.Append(b)
+		}
+	}
+	shared := 0
+	for k := start; k < n; k++ {
+		b := at(k)
+		if b == NullBlock {
+			continue
 		}
 		if uint(b) < uint(len(rec)) && rec[b].ref > 0 {
 			if rec[b].ref > 1 {
@@ -196,16 +224,30 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		} else {
 			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		}
-		// Undo the references already dropped.
-		for j := range k {
+		// Undo the references already dropped, and the one pass's queueing
+		// (its fresh blocks are not queued yet).
+		for j := start; j < k; j++ {
 			if u := at(j); u != NullBlock {
 				rec[u].ref++
 			}
 		}
+		i := 0
+		for j := range start {
+			u := at(j)
+			if u == NullBlock {
+				continue
+			}
+			r := &rec[u]
+			if !(order == FreshToHead && !r.Cached) {
+				q.Remove(u)
+			}
+			r.ref, r.holder = 1, held[i]
+			i++
+		}
+		c.fresh, c.held = fresh[:0], held[:0]
 		return 0, err
 	}
-	fresh := c.fresh[:0]
-	for k := range n {
+	for k := start; k < n; k++ {
 		b := at(k)
 		if b == NullBlock {
 			continue
@@ -224,7 +266,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 	}
 	q.PrependN(fresh)
-	c.fresh = fresh[:0]
+	c.fresh, c.held = fresh[:0], held[:0]
 	return shared, nil
 }
 
