@@ -1,6 +1,9 @@
 package statecache
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // PrefixRecord is what the cache says a block holds: the provenance a
 // reader reached through a prefix hit is checked against. Blocks are
@@ -186,10 +189,18 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 		return blocks[k]
 	}
-	fresh, held := c.fresh[:0], c.held[:0]
-	start := 0
-	for ; start < n; start++ {
-		b := at(start)
+	fresh, held := c.fresh[:0], slices.Grow(c.held[:0], n)[:n]
+	start, nh := 0, 0
+	i, step := 0, 1
+	if tailFirst {
+		i, step = last, -1
+	}
+	toHead := order == FreshToHead
+	// q.Append, with the tail in a register (prefix caching: q.prev is
+	// kept).
+	next, prev, tail, appended := q.next, q.prev, q.tail, 0
+	for ; start < n; start, i = start+1, i+step {
+		b := blocks[i]
 		if b == NullBlock {
 			continue // a Mamba table's skipped positions: most of a long one
 		}
@@ -197,14 +208,23 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 			break
 		}
 		r := &rec[b]
-		held = append(held, r.holder)
+		held[nh] = r.holder
+		nh++
 		r.ref, r.holder = 0, NoRequest
-		if order == FreshToHead && !r.Cached {
+		if toHead && !r.Cached {
 			fresh = append(fresh, b)
-		} else {
-			q.Append(b)
+			continue
 		}
+		next[b], prev[b] = noBlock, tail
+		if tail == noBlock {
+			q.head = b
+		} else {
+			next[tail] = b
+		}
+		tail = b
+		appended++
 	}
+	q.tail, q.n = tail, q.n+appended
 	shared := 0
 	for k := start; k < n; k++ {
 		b := at(k)
