@@ -4,10 +4,9 @@
 # per replay, and the ratio. User CPU, not wall time: on a shared machine
 # a replay's wall time counts the time other processes hold its core.
 #
-# Per pair and round: the benchmark binary runs 1 replay and then 1+N
-# replays; (U(1+N) - U(1)) / N is one replay's user CPU with the scenario
-# load and the process start taken out. The figure is the median of the
-# rounds; rounds alternate off and on.
+# Per pair and round, scripts/replay-cpu.sh's figure (1+N replays less
+# 1, over N); the figure is the median of the rounds, which alternate off
+# and on.
 #
 # usage: scripts/prefix-ratios.sh [ROUNDS [N]]   (defaults 5 and 5)
 set -euo pipefail
@@ -17,20 +16,8 @@ cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/engine.test
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go test -c -o "$bin" ./engine
-cd engine
-
-# ucpu NAME K: user CPU seconds of K replays of BenchmarkNAME and one load.
-ucpu() {
-	{ /usr/bin/time -f '%U' "$bin" -test.run '^$' -test.bench "^Benchmark$1\$" -test.benchtime "$2x" >/dev/null; } 2>&1 | tail -1
-}
-
 # replay NAME: one replay's user CPU in ms, one round.
-replay() {
-	local one more
-	one=$(ucpu "$1" 1)
-	more=$(ucpu "$1" $((n + 1)))
-	awk -v a="$one" -v b="$more" -v n="$n" 'BEGIN { printf "%.0f\n", (b - a) / n * 1000 }'
-}
+replay() { scripts/replay-cpu.sh -b "$bin" "$1" 1 "$n"; }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
