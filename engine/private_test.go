@@ -2,7 +2,7 @@ package engine
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"io"
 	"testing"
 
 	"statesim/scenarios"
@@ -22,7 +22,7 @@ func TestPrivateTailsMatchListingAll(t *testing.T) {
 	for _, c := range []struct {
 		name              string
 		sets              []string
-		preempts, private bool // the run must preempt; must cache private blocks
+		preempts, private bool // the run must list private blocks at preemptions; must cache some
 	}{
 		{"azure-conv", []string{"workload.limit=600", "workload.rate_scale=6", "model.preset=attention-only-3b",
 			"engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=700"}, true, true},
@@ -32,7 +32,8 @@ func TestPrivateTailsMatchListingAll(t *testing.T) {
 			"engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=600"}, true, true},
 		{"rollouts-shared-prefix", []string{"workload.prompts=2", "workload.rollouts_per_prompt=8", "workload.steps=2",
 			"engine.num_gpu_blocks_override=1500"}, false, true},
-		{"mooncake-attention", []string{"workload.limit=300", "engine.num_gpu_blocks_override=4000"}, true, true},
+		// Preempted in their prefills (54 times): nothing private yet.
+		{"mooncake-attention", []string{"workload.limit=300", "engine.num_gpu_blocks_override=4000"}, false, true},
 		{"mooncake-hybrid", []string{"workload.limit=40", "engine.enable_prefix_caching=true", "engine.mamba_cache_mode=align",
 			"engine.num_gpu_blocks_override=1200"}, false, true},
 		// A session's output is its next turn's prompt: nothing private.
@@ -41,60 +42,40 @@ func TestPrivateTailsMatchListingAll(t *testing.T) {
 		ref := runListing(t, c.name, c.sets, true)
 		got := runListing(t, c.name, c.sets, false)
 		what := c.name + " " + join(c.sets)
-		if !bytes.Equal(got.json, ref.json) || !bytes.Equal(got.text, ref.text) {
-			t.Errorf("%s: the report differs from listing every block:\n%s\nvs\n%s", what, got.text, ref.text)
+		if !bytes.Equal(got.Outcome, ref.Outcome) {
+			t.Errorf("%s: reports, records or final cache differ from listing every block", what)
 		}
-		if !bytes.Equal(got.records, ref.records) || !bytes.Equal(got.digest, ref.digest) {
-			t.Errorf("%s: records or final cache differ from listing every block", what)
+		if ref.Unlisted != 0 {
+			t.Errorf("%s: listing every block left %d unlisted", what, ref.Unlisted)
 		}
-		if ref.unlisted != 0 {
-			t.Errorf("%s: listing every block left %d unlisted", what, ref.unlisted)
+		if c.private != (got.Private > 0) {
+			t.Errorf("%s: %d private blocks cached, want some: %v", what, got.Private, c.private)
 		}
-		if c.private != (got.unlisted > 0) {
-			t.Errorf("%s: %d private blocks cached at the end, want some: %v", what, got.unlisted, c.private)
+		if ref.Private != 0 {
+			t.Errorf("%s: listing every block cached %d private", what, ref.Private)
 		}
-		if c.preempts && got.preemptions == 0 {
-			t.Errorf("%s: no preemption: the run no longer tests a request finding its own blocks again", what)
+		if c.preempts && got.Published == 0 {
+			t.Errorf("%s: %d preemptions listed no private block: the run no longer tests a request finding its own blocks again", what, got.Preemptions)
 		}
 	}
 }
 
-type listingRun struct {
-	json, text, records, digest []byte
-	unlisted                    int
-	preemptions                 int64
-}
-
-func runListing(t *testing.T, name string, sets []string, listAll bool) listingRun {
+func runListing(t *testing.T, name string, sets []string, listAll bool) Listing {
 	t.Helper()
 	sc, err := scenarios.Load(name, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out listingRun
-	recs, h := sha256.New(), sha256.New()
-	opt := withDigest(Options{listAll: listAll, SkipSteady: true, Observe: func(rec *step.Record) {
-		recs.Write([]byte(recordKey(rec)))
-	}}, h)
-	ended := opt.ended
-	opt.ended = func(r *runner) {
-		ended(r)
-		out.unlisted = r.kv.Pool.UnlistedBlocks()
-	}
-	rep, err := Run(sc, opt)
+	out, err := RunListing(sc, listAll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j, x bytes.Buffer
-	if err := rep.WriteJSON(&j); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WriteText(&x); err != nil {
-		t.Fatal(err)
-	}
-	out.json, out.text, out.records, out.digest = j.Bytes(), x.Bytes(), recs.Sum(nil), h.Sum(nil)
-	out.preemptions = rep.Preemptions
 	return out
+}
+
+// recordsInto writes every record it observes into w (recordKey).
+func recordsInto(w io.Writer) func(*step.Record) {
+	return func(rec *step.Record) { io.WriteString(w, recordKey(rec)) }
 }
 
 func join(s []string) string {

@@ -103,12 +103,14 @@ func (p *Params) prefixCaching() (bool, string) {
 	if sh.NumMambaLayers() == 0 {
 		return true, ""
 	}
-	if !p.ChunkedPrefill || p.specK() > 0 && !(p.SpecAlign && p.CacheMode == "align") {
-		return false, ""
-	}
 	mode := p.CacheMode
 	if mode == "on" || p.Version == "v0.13" || p.Version == "v0.14" {
 		mode = "" // before #30877 (v0.15) there is no mode to ask for
+	}
+	// Speculative decoding runs with a cache mode only in align mode
+	// asked for (SpecAlign), which needs a release that can ask.
+	if !p.ChunkedPrefill || p.specK() > 0 && !(p.SpecAlign && mode == "align") {
+		return false, ""
 	}
 	return true, mode
 }

@@ -116,6 +116,8 @@ type prefixCache struct {
 	sink      int32       // keeps prefetch reads alive
 	fresh     []int32     // FreeBlocks' scratch
 	held      []RequestID // FreeBlocks' scratch: holders to restore on an error
+	// privateCached, published: PrivateCounts.
+	privateCached, published int64
 }
 
 func newPrefixCache(n int) *prefixCache {
@@ -483,6 +485,7 @@ func (p *BlockPool) CacheFullBlocksListed(req RequestID, g int32, blocks []int32
 		if i >= listed {
 			r.Cached, r.unlisted = true, true
 			c.numCached++
+			c.privateCached++
 			continue
 		}
 		c.insert(b, BlockKey{hashes[i], g})
@@ -499,7 +502,8 @@ func (p *BlockPool) Publish(blocks []int32) {
 
 // PublishWrittenBy is Publish of the blocks req wrote (any writer for
 // NoRequest): a block req freed earlier may since have been evicted and
-// cached again by another request, whose tail it is now.
+// cached again by another request, whose tail it is now (listing that one
+// would change no lookup, only cost a table entry).
 func (p *BlockPool) PublishWrittenBy(req RequestID, blocks []int32) {
 	if p.pc == nil {
 		return
@@ -512,6 +516,7 @@ func (p *BlockPool) PublishWrittenBy(req RequestID, blocks []int32) {
 		if r := &c.rec[b]; r.unlisted && (req == NoRequest || r.Writer == req) {
 			r.unlisted = false
 			c.list(b, BlockKey{r.Hash, r.Group})
+			c.published++
 		}
 	}
 }
@@ -532,6 +537,17 @@ func (p *BlockPool) ResetPrefixCache() bool {
 	p.pc.numCached = 0
 	p.pc.stats.Resets++
 	return true
+}
+
+// PrivateCounts are how many blocks were cached out of the table as a
+// private tail's (CacheFullBlocksListed) and how many of those were
+// listed later (Publish), over the pool's life: tests check with them
+// that a run exercised the shortcut.
+func (p *BlockPool) PrivateCounts() (cached, published int64) {
+	if p.pc == nil {
+		return 0, 0
+	}
+	return p.pc.privateCached, p.pc.published
 }
 
 // UnlistedBlocks is how many cached blocks are a private tail's, out of
