@@ -385,9 +385,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		}
 		need += max(want-len(t.Attn[g])-len(hit), 0)
 	}
-	for g, mm := range m.mamba {
-		need += mm.BlocksToAllocate(&t.MambaT[g], mm.mainTokens(numTokens, lookahead), computed, m.mambaHit(g, hitTokens))
-	}
+	need += m.mambaNeed(t, numTokens, lookahead, computed, hitTokens)
 	if need > m.Pool.NumFree() {
 		return false, nil
 	}
@@ -420,10 +418,12 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = int32(hb), int32(ah), int32(ah)
 		t.resetKV()
 	}
-	for g, mm := range m.mamba {
-		if mt := &t.MambaT[g]; !mt.running {
-			if err := mm.AddHitBlocks(req, mt, m.mambaHit(g, hitTokens), hitTokens); err != nil {
-				return false, err
+	if len(t.MambaT) > 0 && !t.MambaT[0].running { // one group running: all are (lockstep)
+		for g, mm := range m.mamba {
+			if mt := &t.MambaT[g]; !mt.running {
+				if err := mm.AddHitBlocks(req, mt, m.mambaHit(g, hitTokens), hitTokens); err != nil {
+					return false, err
+				}
 			}
 		}
 	}
@@ -448,6 +448,26 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	t.held = t.countHeld()
 	t.covered = max(t.covered, want*m.blockSize)
 	return true, m.CacheBlocks(req, t, min(numTokens, numKnown), hashes)
+}
+
+// mambaNeed is the blocks the Mamba groups' allocation takes, their
+// BlocksToAllocate summed, once RemoveSkippedBlocks has run. Without a
+// hit a group's count depends on its table's shape only, every group's
+// (lockstep): group 0's, times the groups (a running request's every
+// allocation).
+func (m *KVCacheManager) mambaNeed(t *BlockTable, numTokens, lookahead, computed, hitTokens int) int {
+	if len(m.mamba) == 0 {
+		return 0
+	}
+	if hitTokens == 0 {
+		mm := m.mamba[0]
+		return len(m.mamba) * mm.BlocksToAllocate(&t.MambaT[0], mm.mainTokens(numTokens, lookahead), computed, nil)
+	}
+	need := 0
+	for g, mm := range m.mamba {
+		need += mm.BlocksToAllocate(&t.MambaT[g], mm.mainTokens(numTokens, lookahead), computed, m.mambaHit(g, hitTokens))
+	}
+	return need
 }
 
 // attnHit is attention group g's part of the last hit, at most hb blocks.
