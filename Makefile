@@ -10,7 +10,7 @@ BIN     := bin/statesim
 FUZZTIME    ?= 30000x
 FUZZMINTIME ?= 2000x
 
-.PHONY: all build run test long vet fuzz fuzz-long bench bench-prefix bugtable clean
+.PHONY: all build run test long vet fuzz fuzz-long bench bench-prefix bench-prefix-instructions bugtable clean
 
 all: build
 
@@ -75,6 +75,10 @@ bench:
 # (docs/performance.md, "Where the targets stand"); about ten minutes.
 bench-prefix:
 	./scripts/prefix-ratios.sh 5 5
+
+# The same pairs in instructions (needs valgrind; about 10 minutes).
+bench-prefix-instructions:
+	./scripts/prefix-instructions.sh
 
 clean:
 	rm -rf bin out
