@@ -105,11 +105,28 @@ func (q *FreeBlockQueue) Append(b int32) {
 	q.n++
 }
 
-// AppendN appends bs in order (vLLM's append_n).
+// AppendN appends bs in order (vLLM's append_n), linking them with the
+// tail in a local: Append re-reads and re-writes the queue's fields for
+// each block.
 func (q *FreeBlockQueue) AppendN(bs []int32) {
-	for _, b := range bs {
-		q.Append(b)
+	if len(bs) == 0 {
+		return
 	}
+	next, prev, tail := q.next, q.prev, q.tail
+	for _, b := range bs {
+		next[b] = noBlock
+		if prev != nil {
+			prev[b] = tail
+		}
+		if tail == noBlock {
+			q.head = b
+		} else {
+			next[tail] = b
+		}
+		tail = b
+	}
+	q.tail = tail
+	q.n += len(bs)
 }
 
 // PushFront puts b at the head (taken first).

@@ -114,7 +114,8 @@ type prefixCache struct {
 	step      int64
 	stats     PrefixCacheStats
 	sink      int32       // keeps prefetch reads alive
-	fresh     []int32     // FreeBlocks' scratch
+	fresh     []int32     // FreeBlocks' scratch: blocks for the head
+	run       []int32     // FreeBlocks' scratch: the one pass's blocks for the tail
 	held      []RequestID // FreeBlocks' scratch: holders to restore on an error
 	// privateCached, published: PrivateCounts.
 	privateCached, published int64
@@ -176,12 +177,13 @@ func (c *prefixCache) readEviction(b int32) int32 {
 // references dropped from blocks other requests still hold.
 //
 // One pass takes the blocks up to the first with another reference (most
-// of a table: all of it on a trace that shares nothing): each is queued
-// as its reference drops. That is the two passes' order, because a block
-// listed twice has two references at its first listing, so none of these
-// comes again but as an error, which undoes them. From the first shared
-// block on, two passes: drop every reference, then queue each block left
-// unheld at its first listing.
+// of a table: all of it on a trace that shares nothing): each reference
+// drops and the block is set aside to queue. That is the two passes'
+// order, because a block listed twice has two references at its first
+// listing, so none of these comes again but as an error, which restores
+// them. From the first shared block on, two passes: drop every
+// reference, then queue each block left unheld at its first listing,
+// after the one pass's.
 func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32, tailFirst bool) (int, error) {
 	rec := c.rec
 	n, last := len(blocks), len(blocks)-1
@@ -191,16 +193,13 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 		return blocks[k]
 	}
-	fresh, held := c.fresh[:0], slices.Grow(c.held[:0], n)[:n]
-	start, nh := 0, 0
+	fresh, run, held := c.fresh[:0], slices.Grow(c.run[:0], n)[:n], slices.Grow(c.held[:0], n)[:n]
+	start, nh, nr := 0, 0, 0
 	i, step := 0, 1
 	if tailFirst {
 		i, step = last, -1
 	}
 	toHead := order == FreshToHead
-	// q.Append, with the tail in a register (prefix caching: q.prev is
-	// kept).
-	next, prev, tail, appended := q.next, q.prev, q.tail, 0
 	for ; start < n; start, i = start+1, i+step {
 		b := blocks[i]
 		if b == NullBlock {
@@ -215,18 +214,11 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		r.ref, r.holder = 0, NoRequest
 		if toHead && !r.Cached {
 			fresh = append(fresh, b)
-			continue
-		}
-		next[b], prev[b] = noBlock, tail
-		if tail == noBlock {
-			q.head = b
 		} else {
-			next[tail] = b
+			run[nr] = b
+			nr++
 		}
-		tail = b
-		appended++
 	}
-	q.tail, q.n = tail, q.n+appended
 	shared := 0
 	for k := start; k < n; k++ {
 		b := at(k)
@@ -246,29 +238,23 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		} else {
 			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		}
-		// Undo the references already dropped, and the one pass's queueing
-		// (its fresh blocks are not queued yet).
+		// Undo the references already dropped (nothing is queued yet).
 		for j := start; j < k; j++ {
 			if u := at(j); u != NullBlock {
 				rec[u].ref++
 			}
 		}
-		i := 0
+		h := held[:nh]
 		for j := range start {
-			u := at(j)
-			if u == NullBlock {
-				continue
+			if u := at(j); u != NullBlock {
+				rec[u].ref, rec[u].holder = 1, h[0]
+				h = h[1:]
 			}
-			r := &rec[u]
-			if !(order == FreshToHead && !r.Cached) {
-				q.Remove(u)
-			}
-			r.ref, r.holder = 1, held[i]
-			i++
 		}
-		c.fresh, c.held = fresh[:0], held[:0]
+		c.fresh, c.run, c.held = fresh[:0], run[:0], held[:0]
 		return 0, err
 	}
+	q.AppendN(run[:nr])
 	for k := start; k < n; k++ {
 		b := at(k)
 		if b == NullBlock {
@@ -281,14 +267,14 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 			continue
 		}
 		r.holder = NoRequest
-		if order == FreshToHead && !r.Cached {
+		if toHead && !r.Cached {
 			fresh = append(fresh, b)
 		} else {
 			q.Append(b)
 		}
 	}
 	q.PrependN(fresh)
-	c.fresh, c.held = fresh[:0], held[:0]
+	c.fresh, c.run, c.held = fresh[:0], run[:0], held[:0]
 	return shared, nil
 }
 
