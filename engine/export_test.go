@@ -14,7 +14,6 @@ type Listing struct {
 	// Outcome: the report (JSON and text), every stepped record,
 	// finished requests and the final cache (withDigest).
 	Outcome     []byte
-	Unlisted    int   // private blocks cached at the end
 	Preemptions int64 // preempted requests find their own blocks again
 	// Private blocks cached out of the table, and listed later because
 	// their request was preempted (statecache.BlockPool.PrivateCounts).
@@ -31,7 +30,6 @@ func RunListing(sc *scenarios.Scenario, listAll bool) (Listing, error) {
 	ended := opt.ended
 	opt.ended = func(r *runner) {
 		ended(r)
-		out.Unlisted = r.kv.Pool.UnlistedBlocks()
 		out.Private, out.Published = r.kv.Pool.PrivateCounts()
 	}
 	rep, err := Run(sc, opt)

@@ -408,7 +408,7 @@ func (m *MambaManager) cacheBlocks(req RequestID, t *MambaTable, numTokens int, 
 	for lo < full && lo < len(t.Blocks) && lo < len(hashes) && t.Blocks[lo] == NullBlock {
 		lo++
 	}
-	if err := m.Pool.CacheFullBlocksListed(req, m.Group, t.Blocks, hashes, lo, full, m.Spec.BlockSize, listed); err != nil {
+	if err := m.Pool.cacheFullBlocksListed(req, m.Group, t.Blocks, hashes, lo, full, m.Spec.BlockSize, listed); err != nil {
 		return err
 	}
 	t.numCached = full

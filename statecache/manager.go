@@ -63,7 +63,7 @@ type BlockTable struct {
 // hold its own tokens only: a prompt tail and output no other request
 // has, whose hashes only this request, after a preemption, could look
 // up. Until Free they are cached out of the pool's table
-// (CacheFullBlocksListed); KVCacheManager.Publish lists them.
+// (BlockPool.cacheFullBlocksListed); KVCacheManager.Publish lists them.
 func (t *BlockTable) SetPrivateFrom(block int) {
 	t.private, t.privateFrom = true, int32(max(block, 0))
 }
@@ -634,7 +634,7 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 		return nil
 	}
 	for g := range t.Attn {
-		if err := m.Pool.CacheFullBlocksListed(req, m.attnGroup[g], t.Attn[g], hashes, int(t.cachedBlocks), full, m.blockSize, t.listed(full, m.ListAll)); err != nil {
+		if err := m.Pool.cacheFullBlocksListed(req, m.attnGroup[g], t.Attn[g], hashes, int(t.cachedBlocks), full, m.blockSize, t.listed(full, m.ListAll)); err != nil {
 			return err
 		}
 	}
@@ -680,13 +680,13 @@ func (m *KVCacheManager) Publish(req RequestID, t *BlockTable) {
 		if g.mamba {
 			if m.mamba != nil {
 				mt := &t.MambaT[g.i]
-				m.Pool.PublishWrittenBy(req, mt.freedPrivate)
+				m.Pool.pc.publish(req, mt.freedPrivate)
 				mt.freedPrivate = mt.freedPrivate[:0]
-				m.Pool.Publish(mt.Blocks)
+				m.Pool.pc.publish(req, mt.Blocks)
 			}
 			continue
 		}
-		m.Pool.Publish(t.Attn[g.i])
+		m.Pool.pc.publish(req, t.Attn[g.i])
 	}
 	t.private = false
 }

@@ -15,7 +15,7 @@ type PrefixRecord struct {
 	Step   int64 // step it was allocated (Hash 0) or cached
 	Group  int32 // KV cache group the block was allocated for; -1 when unknown (Pop)
 	Tokens int32 // prefix tokens the hash covers, this block's included; 0 until cached
-	Cached bool  // findable by hash now (a private tail's, by its writer: CacheFullBlocksListed)
+	Cached bool  // findable by hash now (a private tail's, by its writer: cacheFullBlocksListed)
 }
 
 // Serves reports why the block does not hold the prefix a reader needs
@@ -94,7 +94,7 @@ type kvCacheBlock struct {
 	holder           RequestID // the request that took it off the free queue
 	// unlisted: cached (findable in principle) but kept out of the table,
 	// because no request but its writer can ever ask for its key (a
-	// private tail, CacheFullBlocksListed); Publish lists it.
+	// private tail, cacheFullBlocksListed); publish lists it.
 	unlisted bool
 	_        [7]byte // to a cache line: records do not straddle lines
 }
@@ -427,18 +427,18 @@ func (p *BlockPool) GetCachedBlock(h BlockHash, groups []int32, dst []int32) boo
 // (vLLM's cache_full_blocks). A block that came from a hit keeps its hash,
 // which must be the one its position needs; null blocks are passed over.
 func (p *BlockPool) CacheFullBlocks(req RequestID, g int32, blocks []int32, hashes []BlockHash, numCached, numFull, blockSize int) error {
-	return p.CacheFullBlocksListed(req, g, blocks, hashes, numCached, numFull, blockSize, numFull)
+	return p.cacheFullBlocksListed(req, g, blocks, hashes, numCached, numFull, blockSize, numFull)
 }
 
-// CacheFullBlocksListed is CacheFullBlocks with the blocks at positions
+// cacheFullBlocksListed is CacheFullBlocks with the blocks at positions
 // listed and on cached but left out of the table: a request's private
 // tail, whose keys (its own tokens' hashes) no other request can ask for.
 // vLLM lists them; a lookup cannot tell the difference, since only the
 // writer could ever find them, and it finds them again after a
-// preemption because Publish lists them first. What it saves is the
+// preemption because publish lists them first. What it saves is the
 // table's insert now and its delete at eviction: on a trace that shares
 // nothing, every block's.
-func (p *BlockPool) CacheFullBlocksListed(req RequestID, g int32, blocks []int32, hashes []BlockHash, numCached, numFull, blockSize, listed int) error {
+func (p *BlockPool) cacheFullBlocksListed(req RequestID, g int32, blocks []int32, hashes []BlockHash, numCached, numFull, blockSize, listed int) error {
 	p.mustCache("cache_full_blocks")
 	if numCached >= numFull {
 		return nil
@@ -479,27 +479,17 @@ func (p *BlockPool) CacheFullBlocksListed(req RequestID, g int32, blocks []int32
 	return nil
 }
 
-// Publish lists blocks' unlisted cached blocks in the table, in order:
-// a request about to give its blocks back (a preemption) will look its
-// own prefix up again. Null and uncached blocks are passed over.
-func (p *BlockPool) Publish(blocks []int32) {
-	p.PublishWrittenBy(NoRequest, blocks)
-}
-
-// PublishWrittenBy is Publish of the blocks req wrote (any writer for
-// NoRequest): a block req freed earlier may since have been evicted and
-// cached again by another request, whose tail it is now (listing that one
-// would change no lookup, only cost a table entry).
-func (p *BlockPool) PublishWrittenBy(req RequestID, blocks []int32) {
-	if p.pc == nil {
-		return
-	}
-	c := p.pc
+// publish lists req's unlisted cached blocks among blocks in the table,
+// in order: req is giving them back (a preemption) and will look its own
+// prefix up again. A block req freed earlier may since have been evicted
+// and cached again by another request as its own tail: that one stays
+// unlisted (listing it would change no lookup, only cost a table entry).
+func (c *prefixCache) publish(req RequestID, blocks []int32) {
 	for _, b := range blocks {
 		if b == NullBlock {
 			continue
 		}
-		if r := &c.rec[b]; r.unlisted && (req == NoRequest || r.Writer == req) {
+		if r := &c.rec[b]; r.unlisted && r.Writer == req {
 			r.unlisted = false
 			c.list(b, BlockKey{r.Hash, r.Group})
 			c.published++
@@ -526,29 +516,14 @@ func (p *BlockPool) ResetPrefixCache() bool {
 }
 
 // PrivateCounts are how many blocks were cached out of the table as a
-// private tail's (CacheFullBlocksListed) and how many of those were
-// listed later (Publish), over the pool's life: tests check with them
+// private tail's (cacheFullBlocksListed) and how many of those were
+// listed later (KVCacheManager.Publish), over the pool's life: tests check with them
 // that a run exercised the shortcut.
 func (p *BlockPool) PrivateCounts() (cached, published int64) {
 	if p.pc == nil {
 		return 0, 0
 	}
 	return p.pc.privateCached, p.pc.published
-}
-
-// UnlistedBlocks is how many cached blocks are a private tail's, out of
-// the table (CacheFullBlocksListed): a scan, for tests and reports.
-func (p *BlockPool) UnlistedBlocks() int {
-	if p.pc == nil {
-		return 0
-	}
-	n := 0
-	for b := range p.pc.rec {
-		if p.pc.rec[b].unlisted {
-			n++
-		}
-	}
-	return n
 }
 
 // NumCachedBlocks is how many blocks are findable by hash, held or free.
