@@ -74,8 +74,6 @@ type Request struct {
 	// PrivateTail: no other request names OutputID (a session's next turn
 	// does), so the blocks past Prefix hold tokens only this request has.
 	PrivateTail bool
-	// prefixTokens is SegmentTokens(Prefix)+1, 0 until admit needs it.
-	prefixTokens int32
 	// BlockHashes are the hashes of the request's full blocks of known
 	// tokens, grown as tokens are known (vLLM's request.block_hashes);
 	// used only with prefix caching.

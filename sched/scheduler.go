@@ -190,12 +190,7 @@ func (st *State) privateFrom(r *Request) (int, bool) {
 		if !r.PrivateTail {
 			return 0, false
 		}
-		if r.prefixTokens == 0 {
-			// Once: a waiting request is admitted again each step it
-			// does not fit, and a trace's Prefix is one segment per id.
-			r.prefixTokens = int32(statecache.SegmentTokens(r.Prefix)) + 1
-		}
-		return int(r.prefixTokens-1) / st.KV.BlockSize(), true
+		return statecache.SegmentTokens(r.Prefix) / st.KV.BlockSize(), true
 	default:
 		return 0, true
 	}
