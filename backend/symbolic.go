@@ -304,19 +304,21 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 	r := row.Req
 	t := &r.Blocks
 	c, q := row.NumComputed, row.NumScheduled
-	restore := s.restoring(t, c)
-	reported := false
+	all := s.KV.MambaMode() == statecache.MambaAll
+	if !all && s.KV.MambaReadsRunning(t, c) {
+		// Most rows in align mode, every group alike (the groups' tables
+		// move in lockstep): the state is in the running block already.
+		return
+	}
 	// The block holding the last computed token (all mode's source), and
 	// the boundaries the chunk crosses before its end: blocks i with
 	// c < (i+1)·B < c+q. The same in every group.
 	held, lo, hi := (c-1)/s.bs, c/s.bs, (c+q-1)/s.bs
-	all := s.KV.MambaMode() == statecache.MambaAll
-	if (!all || lo >= hi) && s.KV.MambaReadsRunning(t, c) {
-		// Most rows, every group alike (the groups' tables move in
-		// lockstep): the state is in the running block already and no
-		// boundary state is written.
-		return
+	if all && lo >= hi && s.KV.MambaReadsRunning(t, c) {
+		return // and no boundary state is written
 	}
+	restore := s.restoring(t, c)
+	reported := false
 	if lo >= hi && all {
 		// A chunk that crosses no boundary writes no boundary state, and
 		// reads only a source other than its running block (most rows: a
@@ -339,7 +341,7 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 		mt := &t.MambaT[g]
 		dst, src := t.Mamba[g], int32(statecache.NullBlock)
 		if mm.Spec.Mode == statecache.MambaAlign {
-			src = mm.State(mt).CopySource
+			src = mm.CopySource(mt)
 		} else if held < len(mt.Blocks) {
 			src = mt.Blocks[held]
 		}

@@ -55,7 +55,7 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 	mm, mt := m.mamba[0], &t.MambaT[0]
 	src := int32(NullBlock)
 	if mm.Spec.Mode == MambaAlign {
-		src = mm.State(mt).CopySource
+		src = mm.CopySource(mt)
 	} else if held := (c - 1) / mm.Spec.BlockSize; held < len(mt.Blocks) {
 		src = mt.Blocks[held]
 	}

@@ -462,16 +462,42 @@ type MambaState struct {
 // State reads t.
 func (m *MambaManager) State(t *MambaTable) MambaState {
 	s := MambaState{Running: NullBlock, CopySource: NullBlock, RunningIndex: -1, CopySourceIndex: -1, Held: t.held}
-	// In align mode a hit alone is not a running block yet: the running
-	// block is the fresh one the first allocation pops.
-	i := len(t.Blocks) - 1 - m.Spec.NumSpeculativeBlocks
-	if i >= 0 && (t.allocated || m.Spec.Mode != MambaAlign) {
+	if i := m.runningIndex(t); i >= 0 {
 		s.Running, s.RunningIndex, s.RunningTokens = t.Blocks[i], i, t.tokens
 	}
-	if i := t.lastState - 1; m.Spec.Mode == MambaAlign && i >= 0 && i < len(t.Blocks) && i != s.RunningIndex && t.Blocks[i] != NullBlock {
+	if i := m.copySourceIndex(t); i >= 0 {
 		s.CopySource, s.CopySourceIndex, s.CopySourceTokens = t.Blocks[i], i, t.srcTokens
 	}
 	return s
+}
+
+// runningIndex is State's RunningIndex, and copySourceIndex its
+// CopySourceIndex, without the rest: small enough to inline where the
+// backend and the lockstep checks ask per row and group.
+func (m *MambaManager) runningIndex(t *MambaTable) int {
+	// In align mode a hit alone is not a running block yet: the running
+	// block is the fresh one the first allocation pops.
+	if i := len(t.Blocks) - 1 - m.Spec.NumSpeculativeBlocks; i >= 0 && (t.allocated || m.Spec.Mode != MambaAlign) {
+		return i
+	}
+	return -1
+}
+
+func (m *MambaManager) copySourceIndex(t *MambaTable) int {
+	i := t.lastState - 1
+	if m.Spec.Mode != MambaAlign || i < 0 || i >= len(t.Blocks) || t.Blocks[i] == NullBlock || i == m.runningIndex(t) {
+		return -1
+	}
+	return i
+}
+
+// CopySource is State's CopySource: the block an align-mode step copies
+// t's state from, NullBlock when none is held.
+func (m *MambaManager) CopySource(t *MambaTable) int32 {
+	if i := m.copySourceIndex(t); i >= 0 {
+		return t.Blocks[i]
+	}
+	return NullBlock
 }
 
 // MambaSnapshot is a cached state block: which group, which token prefix

@@ -579,8 +579,9 @@ func (m *KVCacheManager) syncSlots(t *BlockTable) {
 	if len(m.mamba) == 0 {
 		return
 	}
-	run := m.mamba[0].State(&t.MambaT[0])
-	if run.Running == t.Mamba[0] {
+	mt0 := &t.MambaT[0]
+	ri := m.mamba[0].runningIndex(mt0)
+	if ri >= 0 && mt0.Blocks[ri] == t.Mamba[0] || ri < 0 && t.Mamba[0] == NullBlock {
 		return // most calls: no group's running block moved (lockstep)
 	}
 	if m.spec > 0 {
@@ -597,8 +598,8 @@ func (m *KVCacheManager) syncSlots(t *BlockTable) {
 	// Every group's running block is at group 0's position (lockstep).
 	for g := range m.mamba {
 		t.Mamba[g] = NullBlock
-		if run.RunningIndex >= 0 {
-			t.Mamba[g] = t.MambaT[g].Blocks[run.RunningIndex]
+		if ri >= 0 {
+			t.Mamba[g] = t.MambaT[g].Blocks[ri]
 		}
 	}
 }
@@ -883,11 +884,16 @@ func (t *BlockTable) StateBlocksHeld() int {
 	if t.MambaT == nil {
 		return len(t.Mamba) + len(t.Spec)
 	}
-	n := 0
-	for i := range t.MambaT {
-		n += t.MambaT[i].held
+	return t.mambaHeld()
+}
+
+// mambaHeld is the real blocks of t's Mamba tables: group 0's times the
+// groups, which hold alike (mamba_modes_lockstep.go).
+func (t *BlockTable) mambaHeld() int {
+	if len(t.MambaT) == 0 {
+		return 0
 	}
-	return n
+	return t.MambaT[0].held * len(t.MambaT)
 }
 
 // NumHeld counts the blocks in t.
@@ -904,10 +910,7 @@ func (t *BlockTable) countHeld() int {
 		n += len(g)
 	}
 	if t.MambaT != nil {
-		for i := range t.MambaT {
-			n += t.MambaT[i].held
-		}
-		return n
+		return n + t.mambaHeld()
 	}
 	for _, s := range t.Mamba {
 		if s != NullBlock {

@@ -186,6 +186,20 @@ func (c *prefixCache) readEviction(b int32) int32 {
 // after the one pass's.
 func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32, tailFirst bool) (int, error) {
 	rec := c.rec
+	if len(blocks) == 1 {
+		// One block held once (align's copy source, a Mamba table's
+		// block): the one pass, without its scratch.
+		if b := blocks[0]; b != NullBlock && uint(b) < uint(len(rec)) && rec[b].ref == 1 {
+			r := &rec[b]
+			r.ref, r.holder = 0, NoRequest
+			if order == FreshToHead && !r.Cached {
+				q.PushFront(b)
+			} else {
+				q.Append(b)
+			}
+			return 0, nil
+		}
+	}
 	n, last := len(blocks), len(blocks)-1
 	at := func(k int) int32 {
 		if tailFirst {
