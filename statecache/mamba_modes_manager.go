@@ -108,13 +108,16 @@ func (m *MambaManager) release(req RequestID, blocks []int32) error {
 	if len(blocks) == 0 {
 		return nil // most steps free nothing
 	}
-	shared := 0
-	for _, b := range blocks {
-		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.rec[b].ref > 1 {
-			shared++
+	if m.Pool.pc == nil {
+		if err := m.Pool.FreeBlocks(req, blocks); err != nil {
+			return fmt.Errorf("mamba group %d: %w", m.Group, err)
 		}
+		return nil
 	}
-	if err := m.Pool.FreeBlocks(req, blocks); err != nil {
+	// The free counts the references it drops from blocks still held
+	// (a table's real blocks are distinct, so each is one table entry).
+	shared, err := m.Pool.pc.freeBlocks(&m.Pool.q, m.Pool.order, req, blocks, false)
+	if err != nil {
 		return fmt.Errorf("mamba group %d: %w", m.Group, err)
 	}
 	m.sharedRefs -= shared
