@@ -49,6 +49,13 @@ type BlockTable struct {
 	// Free, the tables only grow at their ends, so a call with that top
 	// again frees nothing (most calls: a decode within a block).
 	skipTop int32
+	// alignSkip, in align mode without speculative blocks: a call whose
+	// numComputed lies in (lo, hi], one block's span over which the
+	// walk's top and the copy source's bound stay put, with group 0's
+	// table of this length and copy source, frees nothing: the last such
+	// call freed all it could, and only an allocation (which moves the
+	// length or the copy source) or Free changes the table.
+	alignSkip struct{ lo, hi, n, last int }
 	// mambaCached: every Mamba group's num_cached_block is at least this
 	// (it only grows until Free), so CacheBlocks of no more full blocks
 	// skips the loop over the groups (most calls: a decode within a block).
@@ -493,10 +500,15 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	if m.mamba == nil || t.MambaT == nil {
 		return nil
 	}
+	mt0 := &t.MambaT[0]
+	if as := &t.alignSkip; numComputed > as.lo && numComputed <= as.hi && len(mt0.Blocks) == as.n && mt0.lastState == as.last {
+		return nil // align mode, most calls: a decode within its block
+	}
 	// The groups share one spec (NewKVCacheManager): bound once.
-	spec := m.mamba[0].Spec
+	spec := &m.mamba[0].Spec
 	top, src := spec.skipBounds(numComputed)
 	all := spec.Mode == MambaAll
+	note := spec.Mode == MambaAlign && spec.NumSpeculativeBlocks == 0 && numComputed > 0
 	if all && top > 0 && int32(top) == t.skipTop {
 		return nil
 	}
@@ -504,6 +516,9 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		// Most calls, every group alike (lockstep): nothing to free.
 		if all && len(t.MambaT[0].Blocks) >= top {
 			t.skipTop = int32(top)
+		}
+		if note {
+			t.noteAlignSkip(mt0, src, spec.BlockSize)
 		}
 		return nil
 	}
@@ -529,7 +544,19 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 	if freed {
 		t.held = t.countHeld()
 	}
+	if note {
+		t.noteAlignSkip(mt0, src, spec.BlockSize)
+	}
 	return nil
+}
+
+// noteAlignSkip records, after RemoveSkippedBlocks in align mode, that
+// the span of numComputed sharing its bounds (top = src = q: numComputed
+// in (q·B, (q+1)·B]) has nothing left to free while group 0's table keeps
+// its length and copy source (alignSkip).
+func (t *BlockTable) noteAlignSkip(mt0 *MambaTable, q, b int) {
+	t.alignSkip.lo, t.alignSkip.hi = q*b, (q+1)*b
+	t.alignSkip.n, t.alignSkip.last = len(mt0.Blocks), mt0.lastState
 }
 
 // prefetchBlocks bounds the blocks read ahead of the per-group pool work
@@ -789,6 +816,7 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = 0, 0, 0
 	t.resetKV()
 	t.covered, t.held, t.skipTop, t.mambaCached = 0, 0, 0, 0
+	t.alignSkip.hi = 0
 	t.private, t.privateFrom = false, 0
 	if m.blockwiseFree {
 		return m.freeBlockwise(req, t)

@@ -51,17 +51,26 @@ func TestTableCountsFollowItsBlocks(t *testing.T) {
 	}
 }
 
-// In all mode the KV cache manager remembers the skipped-block walk's
-// top (skipTop) so that a decode within a block skips the walk. Whatever
-// the schedule (chunked prefills, decodes, prefix hits, tables freed and
-// reused), every Mamba group must hold no block before the one holding
-// the last skipped token once AllocateSlots has freed them
-// (remove_skipped_blocks), as the walk on every call would leave it.
+// The KV cache manager remembers where the skipped-block walk last found
+// nothing to free (all mode: its top, skipTop; align mode: the block span
+// and table shape, alignSkip) so that a decode within a block skips the
+// walk. Whatever the schedule (chunked prefills, decodes, prefix hits,
+// tables freed and reused), every Mamba group must hold no block before
+// the one holding the last skipped token once AllocateSlots has freed
+// them (remove_skipped_blocks: in align mode that includes the copy
+// source once a step has copied from it), as the walk on every call
+// would leave it.
 func TestSkippedBlocksFreedEveryCall(t *testing.T) {
+	for _, mode := range []MambaCacheMode{MambaAll, MambaAlign} {
+		t.Run(mode.String(), func(t *testing.T) { skippedBlocksFreedEveryCall(t, mode) })
+	}
+}
+
+func skippedBlocksFreedEveryCall(t *testing.T, mode MambaCacheMode) {
 	sh, _ := model.Preset("tiny-hybrid") // 1 attention + 3 Mamba groups
 	l := sh.Layout(16)
 	bs := l.BlockSize
-	m, err := NewKVCacheManagerWith(&l, 400, ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: MambaAll})
+	m, err := NewKVCacheManagerWith(&l, 400, ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
