@@ -53,14 +53,10 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 		return true
 	}
 	mm, mt := m.mamba[0], &t.MambaT[0]
-	src := int32(NullBlock)
 	if mm.Spec.Mode == MambaAlign {
-		if i := mt.lastState - 1; i < 0 || i >= len(mt.Blocks) || mt.Blocks[i] == NullBlock {
-			return true // most rows: the copy source is freed (or there is none)
-		}
-		src = mm.CopySource(mt)
-	} else if held := (c - 1) / mm.Spec.BlockSize; held < len(mt.Blocks) {
-		src = mt.Blocks[held]
+		i := mm.copySourceIndex(mt) // inlined: most rows have none held
+		return i < 0 || mt.Blocks[i] == t.Mamba[0]
 	}
-	return src == NullBlock || src == t.Mamba[0]
+	held := (c - 1) / mm.Spec.BlockSize
+	return held >= len(mt.Blocks) || mt.Blocks[held] == NullBlock || mt.Blocks[held] == t.Mamba[0]
 }

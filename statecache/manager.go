@@ -44,18 +44,16 @@ type BlockTable struct {
 	attnHitBlocks int32
 	// hitChecked: the hit blocks' reads have been checked (HitChecked).
 	hitChecked bool
-	// skipTop, in all mode, is a RemoveSkippedBlocks walk's top (0:
-	// none) below which every Mamba group's table holds a null: until
-	// Free, the tables only grow at their ends, so a call with that top
-	// again frees nothing (most calls: a decode within a block).
-	skipTop int32
-	// alignSkip, in align mode without speculative blocks: a call whose
-	// numComputed lies in (lo, hi], one block's span over which the
-	// walk's top and the copy source's bound stay put, with group 0's
-	// table of this length and copy source, frees nothing: the last such
-	// call freed all it could, and only an allocation (which moves the
-	// length or the copy source) or Free changes the table.
-	alignSkip struct{ lo, hi, n, last int }
+	// skipMemo: the last RemoveSkippedBlocks left nothing to free for a
+	// numComputed in (lo, hi], one block's span over which the walk's top
+	// (and align's copy-source bound, equal to it) stays put, with group
+	// 0's table n long and its copy source at last. A call in that span
+	// on a table of that shape frees nothing either (most calls: a decode
+	// within its block): a table changes only by an allocation, which
+	// moves its length or its copy source, or by Free, which clears the
+	// memo. Not kept in align mode with speculative blocks, which move in
+	// place.
+	skipMemo struct{ lo, hi, n, last int }
 	// mambaCached: every Mamba group's num_cached_block is at least this
 	// (it only grows until Free), so CacheBlocks of no more full blocks
 	// skips the loop over the groups (most calls: a decode within a block).
@@ -501,62 +499,40 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		return nil
 	}
 	mt0 := &t.MambaT[0]
-	if as := &t.alignSkip; numComputed > as.lo && numComputed <= as.hi && len(mt0.Blocks) == as.n && mt0.lastState == as.last {
-		return nil // align mode, most calls: a decode within its block
+	if sm := &t.skipMemo; numComputed > sm.lo && numComputed <= sm.hi && len(mt0.Blocks) == sm.n && mt0.lastState == sm.last {
+		return nil
 	}
 	// The groups share one spec (NewKVCacheManager): bound once.
 	spec := &m.mamba[0].Spec
 	top, src := spec.skipBounds(numComputed)
-	all := spec.Mode == MambaAll
-	note := spec.Mode == MambaAlign && spec.NumSpeculativeBlocks == 0 && numComputed > 0
-	if all && top > 0 && int32(top) == t.skipTop {
-		return nil
-	}
-	if t.mambaSkipsNothing(top, src, spec.Mode == MambaAlign) {
-		// Most calls, every group alike (lockstep): nothing to free.
-		if all && len(t.MambaT[0].Blocks) >= top {
-			t.skipTop = int32(top)
+	if !t.mambaSkipsNothing(top, src, spec.Mode == MambaAlign) {
+		if spec.Mode == MambaAll {
+			m.prefetchSkipped(t, top)
 		}
-		if note {
-			t.noteAlignSkip(mt0, src, spec.BlockSize)
+		freed := false
+		for g, mm := range m.mamba {
+			mt := &t.MambaT[g]
+			if mt.skipsNothing(top, src, spec.Mode == MambaAlign) {
+				continue
+			}
+			h := mt.held
+			if err := mm.removeSkipped(req, mt, top, src, t.private); err != nil {
+				return err
+			}
+			freed = freed || mt.held != h
 		}
-		return nil
-	}
-	if all {
-		m.prefetchSkipped(t, top)
-	}
-	freed, covers := false, true
-	for g, mm := range m.mamba {
-		mt := &t.MambaT[g]
-		covers = covers && len(mt.Blocks) >= top
-		if mt.skipsNothing(top, src, spec.Mode == MambaAlign) {
-			continue
+		if freed {
+			t.held = t.countHeld()
 		}
-		h := mt.held
-		if err := mm.removeSkipped(req, mt, top, src, t.private); err != nil {
-			return err
-		}
-		freed = freed || mt.held != h
 	}
-	if all && covers {
-		t.skipTop = int32(top) // position top-1 is null in every group now
-	}
-	if freed {
-		t.held = t.countHeld()
-	}
-	if note {
-		t.noteAlignSkip(mt0, src, spec.BlockSize)
+	if numComputed > 0 && (spec.Mode == MambaAll || spec.NumSpeculativeBlocks == 0) {
+		// For numComputed ≥ 1 the walk's top is (numComputed−1)/B, and in
+		// align mode without speculative blocks src equals it.
+		b := spec.BlockSize
+		t.skipMemo.lo, t.skipMemo.hi = top*b, (top+1)*b
+		t.skipMemo.n, t.skipMemo.last = len(mt0.Blocks), mt0.lastState
 	}
 	return nil
-}
-
-// noteAlignSkip records, after RemoveSkippedBlocks in align mode, that
-// the span of numComputed sharing its bounds (top = src = q: numComputed
-// in (q·B, (q+1)·B]) has nothing left to free while group 0's table keeps
-// its length and copy source (alignSkip).
-func (t *BlockTable) noteAlignSkip(mt0 *MambaTable, q, b int) {
-	t.alignSkip.lo, t.alignSkip.hi = q*b, (q+1)*b
-	t.alignSkip.n, t.alignSkip.last = len(mt0.Blocks), mt0.lastState
 }
 
 // prefetchBlocks bounds the blocks read ahead of the per-group pool work
@@ -815,8 +791,8 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 	}
 	t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = 0, 0, 0
 	t.resetKV()
-	t.covered, t.held, t.skipTop, t.mambaCached = 0, 0, 0, 0
-	t.alignSkip.hi = 0
+	t.covered, t.held, t.mambaCached = 0, 0, 0
+	t.skipMemo.hi = 0
 	t.private, t.privateFrom = false, 0
 	if m.blockwiseFree {
 		return m.freeBlockwise(req, t)

@@ -51,11 +51,11 @@ func TestTableCountsFollowItsBlocks(t *testing.T) {
 	}
 }
 
-// The KV cache manager remembers where the skipped-block walk last found
-// nothing to free (all mode: its top, skipTop; align mode: the block span
-// and table shape, alignSkip) so that a decode within a block skips the
-// walk. Whatever the schedule (chunked prefills, decodes, prefix hits,
-// tables freed and reused), every Mamba group must hold no block before
+// The KV cache manager remembers where the skipped-block walk last left
+// nothing to free (skipMemo: the block span and the table's shape) so
+// that a decode within a block skips the walk. Whatever the schedule
+// (chunked prefills, decodes, prefix hits, tables freed and reused), in
+// all mode and in align mode every Mamba group must hold no block before
 // the one holding the last skipped token once AllocateSlots has freed
 // them (remove_skipped_blocks: in align mode that includes the copy
 // source once a step has copied from it), as the walk on every call
