@@ -150,3 +150,33 @@ func TestPrefixCachingHostBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockTableGroupsShareLine: one hash's keys in groups 0..7 have
+// distinct homes on one eight-slot line (a cache line of the table), and
+// its keys in any groups distinct tags (so a probe reads no other
+// group's record), at every table size.
+func TestBlockTableGroupsShareLine(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 100, 1 << 16, 87505} {
+		tab := newBlockTable(n, nil)
+		for i := range 200 {
+			h := BlockHash(mix(uint64(i) + 1))
+			homes := map[uint64]bool{}
+			tags := map[uint32]bool{}
+			for g := range int32(1 << 9) {
+				tg := tab.tag(BlockKey{h, g})
+				if tags[tg] {
+					t.Fatalf("table of %d slots: hash %#x, group %d: tag %#x repeats", len(tab.slots), h, g, tg)
+				}
+				tags[tg] = true
+				if g >= 8 {
+					continue
+				}
+				home := tab.home(tg)
+				if len(tab.slots) >= 8 && (homes[home] || home/8 != tab.home(tab.tag(BlockKey{h, 0}))/8) {
+					t.Fatalf("table of %d slots: hash %#x, group %d: home %d, not its own slot on group 0's line", len(tab.slots), h, g, home)
+				}
+				homes[home] = true
+			}
+		}
+	}
+}
