@@ -20,7 +20,7 @@ package statecache
 type blockTable struct {
 	slots []tableSlot
 	mask  uint64
-	shift uint8 // 32 − log2(len(slots)); len(slots) ≤ 2^32: block ids are int32
+	shift uint8  // 32 − log2(len(slots)); len(slots) ≤ 2^32: block ids are int32
 	low   uint32 // a tag's bits below its home: where the group goes
 	n     int
 	rec   []kvCacheBlock
