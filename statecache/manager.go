@@ -237,7 +237,7 @@ func NewKVCacheManager(l *model.Layout, numBlocks int) *KVCacheManager {
 // is refused (ErrHybridPrefixCaching).
 func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*KVCacheManager, error) {
 	m := &KVCacheManager{
-		Pool:      NewBlockPoolWith(numBlocks, PoolOptions{EnablePrefixCaching: o.EnablePrefixCaching, FreeOrder: o.FreeOrder}),
+		Pool:      NewBlockPoolWith(numBlocks, PoolOptions{EnablePrefixCaching: o.EnablePrefixCaching, FreeOrder: o.FreeOrder, Groups: len(l.Groups)}),
 		blockSize: l.BlockSize,
 		nAttn:     l.NumAttnGroups(),
 		nMamba:    l.NumMambaGroups(),

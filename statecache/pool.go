@@ -214,6 +214,9 @@ type BlockPool struct {
 type PoolOptions struct {
 	EnablePrefixCaching bool
 	FreeOrder           FreeOrder
+	// Groups is the KV cache groups that cache blocks by hash in the
+	// pool (0: one); it sizes the cached-block table (tableSlots).
+	Groups int
 }
 
 // NewBlockPool returns a pool of numBlocks ids with block 0 reserved,
@@ -231,7 +234,7 @@ func NewBlockPoolWith(numBlocks int, o PoolOptions) *BlockPool {
 	p := &BlockPool{numBlocks: numBlocks, order: o.FreeOrder}
 	p.q = *NewFreeBlockQueue(numBlocks, 1, o.EnablePrefixCaching)
 	if o.EnablePrefixCaching {
-		p.pc = newPrefixCache(numBlocks)
+		p.pc = newPrefixCache(numBlocks, o.Groups)
 		return p
 	}
 	p.holder = make([]RequestID, numBlocks)

@@ -59,16 +59,16 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 }
 
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
-// numBlocks blocks in host memory: per block the free queue's backward
-// link and a 64-byte record (kvCacheBlock) in place of the 8-byte holder,
-// plus the cached-block table's slots (4 to 8 per block).
-// TestPrefixCachingHostBytes measures it.
-func PrefixCachingHostBytes(numBlocks int) int64 {
+// numBlocks blocks over groups KV cache groups in host memory: per block
+// the free queue's backward link and a 64-byte record (kvCacheBlock) in
+// place of the 8-byte holder, plus the cached-block table's slots (4 to
+// 16 per block, tableSlots). TestPrefixCachingHostBytes measures it.
+func PrefixCachingHostBytes(numBlocks, groups int) int64 {
 	const (
 		perBlock = 4 + kvCacheBlockBytes - 8 // prev; the record, less the holder
 		perSlot  = 8                         // tableSlot: tag, chain head
 	)
-	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
+	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks, groups))*perSlot
 }
 
 // kvCacheBlock is what the pool keeps on one block with prefix caching
@@ -121,9 +121,9 @@ type prefixCache struct {
 	privateCached, published int64
 }
 
-func newPrefixCache(n int) *prefixCache {
+func newPrefixCache(n, groups int) *prefixCache {
 	c := &prefixCache{rec: make([]kvCacheBlock, n)}
-	c.table = newBlockTable(n, c.rec)
+	c.table = newBlockTable(n, groups, c.rec)
 	for b := range c.rec {
 		c.rec[b] = kvCacheBlock{Group: -1, Writer: NoRequest, holder: NoRequest}
 	}

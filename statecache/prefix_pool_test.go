@@ -133,20 +133,22 @@ func TestBlockHashChain(t *testing.T) {
 // PrefixCachingHostBytes says, so a memory estimate can count it.
 func TestPrefixCachingHostBytes(t *testing.T) {
 	for _, n := range []int{1 << 20, 3 << 19} { // a power of two, and one that rounds the table up
-		measure := func(o PoolOptions) float64 {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			p := NewBlockPoolWith(n, o)
-			runtime.ReadMemStats(&after)
-			runtime.KeepAlive(p)
-			return float64(after.TotalAlloc - before.TotalAlloc)
-		}
-		extra := measure(PoolOptions{EnablePrefixCaching: true}) - measure(PoolOptions{})
-		want := float64(PrefixCachingHostBytes(n))
-		t.Logf("%d blocks: %.1f bytes per block with prefix caching", n, extra/float64(n))
-		if extra < 0.95*want || extra > 1.05*want {
-			t.Errorf("%d blocks: prefix caching allocates %.0f bytes, PrefixCachingHostBytes says %.0f", n, extra, want)
+		for _, groups := range []int{1, 8} {
+			measure := func(o PoolOptions) float64 {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				p := NewBlockPoolWith(n, o)
+				runtime.ReadMemStats(&after)
+				runtime.KeepAlive(p)
+				return float64(after.TotalAlloc - before.TotalAlloc)
+			}
+			extra := measure(PoolOptions{EnablePrefixCaching: true, Groups: groups}) - measure(PoolOptions{Groups: groups})
+			want := float64(PrefixCachingHostBytes(n, groups))
+			t.Logf("%d blocks, %d groups: %.1f bytes per block with prefix caching", n, groups, extra/float64(n))
+			if extra < 0.95*want || extra > 1.05*want {
+				t.Errorf("%d blocks, %d groups: prefix caching allocates %.0f bytes, PrefixCachingHostBytes says %.0f", n, groups, extra, want)
+			}
 		}
 	}
 }
@@ -157,7 +159,7 @@ func TestPrefixCachingHostBytes(t *testing.T) {
 // group's record), at every table size.
 func TestBlockTableGroupsShareLine(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 100, 1 << 16, 87505} {
-		tab := newBlockTable(n, nil)
+		tab := newBlockTable(n, 8, nil)
 		for i := range 200 {
 			h := BlockHash(mix(uint64(i) + 1))
 			homes := map[uint64]bool{}

@@ -31,9 +31,10 @@ type tableSlot struct {
 	head int32 // NullBlock (never cached): the slot is empty
 }
 
-// newBlockTable sizes a table for numBlocks blocks whose records are rec.
-func newBlockTable(numBlocks int, rec []kvCacheBlock) blockTable {
-	size := tableSlots(numBlocks)
+// newBlockTable sizes a table for numBlocks blocks of groups KV cache
+// groups whose records are rec.
+func newBlockTable(numBlocks, groups int, rec []kvCacheBlock) blockTable {
+	size := tableSlots(numBlocks, groups)
 	bits := uint8(0)
 	for 1<<bits < size {
 		bits++
@@ -41,16 +42,24 @@ func newBlockTable(numBlocks int, rec []kvCacheBlock) blockTable {
 	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, low: uint32(1)<<(32-bits) - 1, rec: rec}
 }
 
-// tableSlots is the power of two ≥ 4·numBlocks: at a load of at most a
-// quarter, probe runs and deletion's backward shifts are short. Against
-// twice the blocks (a load of up to a half) it cut Mooncake's
-// attention-only caching replay by 14 % (docs/performance.md); eight
-// times was no faster. Block ids are int32, so a pool has fewer than
-// 2^31 blocks and 2^32 slots, the most a 32-bit tag homes, keep the load
-// under a half.
-func tableSlots(numBlocks int) int {
+// tableSlots is the power of two ≥ 4·numBlocks, or 8·numBlocks over more
+// than one group: at a load of at most a quarter, probe runs and
+// deletion's backward shifts are short. Against twice the blocks (a load
+// of up to a half) it cut Mooncake's attention-only caching replay by
+// 14 % (docs/performance.md); eight times was no faster there. Over
+// several groups one hash's keys fill a line (tag), a probe run of up to
+// eight that deletions walk; with twice the slots fewer such lines
+// adjoin: Mooncake's hybrid in all mode took 4 % fewer instructions
+// (sixteen times: 6 %, but more misses in align mode). Block ids are
+// int32, so a pool has fewer than 2^31 blocks and 2^32 slots, the most a
+// 32-bit tag homes, keep the load under a half.
+func tableSlots(numBlocks, groups int) int {
+	per := 4
+	if groups > 1 {
+		per = 8
+	}
 	size := 1
-	for size < 4*numBlocks && size < 1<<32 {
+	for size < per*numBlocks && size < 1<<32 {
 		size <<= 1
 	}
 	return size
