@@ -115,7 +115,8 @@ func BenchmarkPoolPopPush(b *testing.B) {
 
 // TestBlockTableMatchesMap: random puts, deletes and lookups on a small
 // table (so probe runs collide and wrap) agree with a Go map, with two
-// keys that share a tag (a match the head's record must refuse).
+// keys that share a tag (a match the head's record must refuse), and the
+// runs stay in Robin Hood order.
 func TestBlockTableMatchesMap(t *testing.T) {
 	const perKey = 8
 	x := uint64(1)
@@ -134,7 +135,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 		inv *= 2 - fib*inv // Newton: fib·inv ≡ 1 mod 2^64
 	}
 	keys[1] = BlockKey{BlockHash((uint64(keys[0].Hash)*fib + 1) * inv), keys[0].Group}
-	tab := newBlockTable(6, 1, nil) // 16 slots
+	tab := newBlockTable(3, 1, nil) // 16 slots: 12 keys fill runs
 	if tab.tag(keys[0]) != tab.tag(keys[1]) || keys[0] == keys[1] {
 		t.Fatalf("keys %v and %v: tags %#x and %#x", keys[0], keys[1], tab.tag(keys[0]), tab.tag(keys[1]))
 	}
@@ -170,6 +171,14 @@ func TestBlockTableMatchesMap(t *testing.T) {
 		}
 		if tab.n != len(ref) {
 			t.Fatalf("step %d: %d keys, map %d", step, tab.n, len(ref))
+		}
+		// Robin Hood order: along a run the homes never go back, so an
+		// entry past its home follows one at most one slot nearer its own.
+		for j := range uint64(len(tab.slots)) {
+			s, i := tab.slots[j], (j-1)&tab.mask
+			if d := tab.dist(j, s.tag); s.head != NullBlock && d > 0 && (tab.slots[i].head == NullBlock || tab.dist(i, tab.slots[i].tag)+1 < d) {
+				t.Fatalf("step %d: slot %d, %d past its home, follows slot %d %+v", step, j, d, i, tab.slots[i])
+			}
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package statecache
 
 // blockTable is the cached-block table, BlockKey → the head of the chain
-// of blocks cached under it: open addressing with linear probing and
-// backward-shift deletion over a fixed array of at least four times the
-// pool's blocks. It never holds more keys than blocks, so it never grows, and
+// of blocks cached under it: open addressing with linear probing in Robin
+// Hood order (a probe run's entries sorted by home) and backward-shift
+// deletion over a fixed array of at least four times the pool's blocks.
+// The order lets a miss stop at the first entry homed past the key's, and
+// a deletion at the first entry in its home: where one hash's keys fill
+// a line (tag), both stop there instead of walking the run. It never holds more keys than blocks, so it never grows, and
 // with no tombstones it never rehashes: lookups, inserts and deletes
 // allocate nothing (a Go map, churned by evictions, occasionally does). It
 // is never iterated.
@@ -95,21 +98,39 @@ func (t *blockTable) holds(head int32, k BlockKey) bool {
 	return r.Hash == k.Hash && r.Group == k.Group
 }
 
-// probe is k's slot index and true, or the empty slot where k would go
-// and false. hint, when not NullBlock, is a block known to be cached
-// under k: a slot headed by it matches without reading a record.
+// probe is k's slot index and true, or the slot where k would go (set)
+// and false: an empty one, or the first whose entry is homed past k's
+// home. hint, when not NullBlock, is a block known to be cached under k:
+// a slot headed by it matches without reading a record.
 func (t *blockTable) probe(k BlockKey, hint int32) (uint64, bool) {
 	tg := t.tag(k)
-	for i := t.home(tg); ; i = (i + 1) & t.mask {
-		s := t.slots[i]
+	i := t.home(tg)
+	// The home slot apart: most probes end there, and no entry is nearer
+	// its home than 0.
+	s := t.slots[i]
+	if s.head == NullBlock {
+		return i, false
+	}
+	if s.tag == tg && (s.head == hint || t.holds(s.head, k)) {
+		return i, true
+	}
+	for d := uint64(1); ; d++ {
+		i = (i + 1) & t.mask
+		s = t.slots[i]
 		if s.head == NullBlock {
 			return i, false
 		}
 		if s.tag == tg && (s.head == hint || t.holds(s.head, k)) {
 			return i, true
 		}
+		if t.dist(i, s.tag) < d {
+			return i, false
+		}
 	}
 }
+
+// dist is how far slot i is past the home of an entry tagged tg.
+func (t *blockTable) dist(i uint64, tg uint32) uint64 { return (i - t.home(tg)) & t.mask }
 
 // lookup is the head of k's chain, or NullBlock.
 func (t *blockTable) lookup(k BlockKey) int32 {
@@ -134,10 +155,16 @@ func (t *blockTable) prefetchRun(k BlockKey) int32 {
 	return t.slots[i].head ^ t.slots[(i+1)&t.mask].head
 }
 
-// set makes empty slot i (probe's answer for k) k's, headed by head,
-// whose record must already name k.
+// set puts k, headed by head, whose record must already name k, at slot
+// i, probe's answer for a missing k: the entries from i to the run's end
+// move one slot on (the load stays under a half: there is an empty slot).
 func (t *blockTable) set(i uint64, k BlockKey, head int32) {
-	t.slots[i] = tableSlot{t.tag(k), head}
+	s := tableSlot{t.tag(k), head}
+	for t.slots[i].head != NullBlock {
+		s, t.slots[i] = t.slots[i], s
+		i = (i + 1) & t.mask
+	}
+	t.slots[i] = s
 	t.n++
 }
 
@@ -157,19 +184,18 @@ func (t *blockTable) del(k BlockKey) {
 	}
 }
 
-// deleteAt empties slot i, shifting later entries of its probe run back
-// so that no lookup passes an empty slot before its key.
+// deleteAt empties slot i, moving the entries after it back one slot up
+// to the first empty slot or entry in its home, so that no lookup passes
+// an empty slot before its key and the run stays in home order.
 func (t *blockTable) deleteAt(i uint64) {
-	for j := (i + 1) & t.mask; ; j = (j + 1) & t.mask {
+	for {
+		j := (i + 1) & t.mask
 		s := t.slots[j]
-		if s.head == NullBlock {
+		if s.head == NullBlock || t.dist(j, s.tag) == 0 {
 			break
 		}
-		// Entry j may fill hole i when its home is not in (i, j] cyclically.
-		if (j-t.home(s.tag))&t.mask >= (j-i)&t.mask {
-			t.slots[i] = s
-			i = j
-		}
+		t.slots[i] = s
+		i = j
 	}
 	t.slots[i] = tableSlot{}
 	t.n--
