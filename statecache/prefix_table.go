@@ -24,7 +24,7 @@ type blockTable struct {
 	slots []tableSlot
 	mask  uint64
 	shift uint8  // 32 − log2(len(slots)); len(slots) ≤ 2^32: block ids are int32
-	low   uint32 // a tag's bits below its home: where the group goes
+	gm    uint32 // 1<<shift | 1: a group's multiplier into its tag (tag)
 	n     int
 	rec   []kvCacheBlock
 }
@@ -42,7 +42,7 @@ func newBlockTable(numBlocks, groups int, rec []kvCacheBlock) blockTable {
 	for 1<<bits < size {
 		bits++
 	}
-	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, low: uint32(1)<<(32-bits) - 1, rec: rec}
+	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, gm: uint32(1)<<(32-bits) | 1, rec: rec}
 }
 
 // tableSlots is the power of two ≥ 4·numBlocks, or 8·numBlocks over more
@@ -80,13 +80,14 @@ func tableSlots(numBlocks, groups int) int {
 // replay in all mode, a third fewer last-level misses for 13 % more
 // instructions (a full line is a probe run of eight that deletions
 // walk), 5 % less time. One home for all the groups' keys would share the
-// line too, with runs longer still (20 % more instructions). The bits
-// below the home tell groups past eight apart (an odd multiple is
-// distinct below 2^k for 2^k groups), so a probe reads no other group's
-// record.
+// line too, with runs longer still (20 % more instructions). The group
+// goes in as g·(2^shift + 1): g again below the home tells groups apart
+// (2^shift groups fit there, 4096 on a pool of 100k blocks; past that
+// two tags may agree and the record still tells the keys apart), so a
+// probe reads no other group's record. One multiplication, so the tag
+// and its callers stay small enough to inline.
 func (t *blockTable) tag(k BlockKey) uint32 {
-	g := uint32(k.Group)
-	return uint32((uint64(k.Hash)*0x9e3779b97f4a7c15)>>32) ^ (g&7)<<(t.shift&31) ^ g*0x9e3779b1&t.low
+	return uint32((uint64(k.Hash)*0x9e3779b97f4a7c15)>>32) ^ uint32(k.Group)*t.gm
 }
 
 // home is the first slot of keys with tag tg: its top bits.
@@ -160,7 +161,7 @@ func (t *blockTable) prefetchRun(k BlockKey) int32 {
 // move one slot on (the load stays under a half: there is an empty slot).
 func (t *blockTable) set(i uint64, k BlockKey, head int32) {
 	s := tableSlot{t.tag(k), head}
-	for t.slots[i].head != NullBlock {
+	for t.slots[i].head != NullBlock { // most inserts: at a load of a quarter, none
 		s, t.slots[i] = t.slots[i], s
 		i = (i + 1) & t.mask
 	}
