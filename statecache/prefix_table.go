@@ -77,10 +77,10 @@ func tableSlots(numBlocks, groups int) int {
 // boundary's blocks in every group together (the coordinator's groups in
 // turn, the free queue's run of one boundary's blocks), and those probes
 // share a line instead of missing once per group: on Mooncake's hybrid
-// replay in all mode, a third fewer last-level misses for 13 % more
-// instructions (a full line is a probe run of eight that deletions
-// walk), 5 % less time. One home for all the groups' keys would share the
-// line too, with runs longer still (20 % more instructions). The group
+// replay in all mode, 37 % fewer last-level misses for 4 % more
+// instructions (a full line is a probe run of eight, which the Robin Hood
+// order keeps short to walk), 11 % less time. One home for all the
+// groups' keys would share the line too, with runs longer still. The group
 // goes in as g·(2^shift + 1): g again below the home tells groups apart
 // (2^shift groups fit there, 4096 on a pool of 100k blocks; past that
 // two tags may agree and the record still tells the keys apart), so a
