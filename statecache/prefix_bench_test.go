@@ -135,7 +135,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 		inv *= 2 - fib*inv // Newton: fib·inv ≡ 1 mod 2^64
 	}
 	keys[1] = BlockKey{BlockHash((uint64(keys[0].Hash)*fib + 1) * inv), keys[0].Group}
-	tab := newBlockTable(3, 1, nil) // 16 slots: 12 keys fill runs
+	tab := newBlockTable(3, 1, nil) // 16 slots for 11 distinct keys: long runs that wrap
 	if tab.tag(keys[0]) != tab.tag(keys[1]) || keys[0] == keys[1] {
 		t.Fatalf("keys %v and %v: tags %#x and %#x", keys[0], keys[1], tab.tag(keys[0]), tab.tag(keys[1]))
 	}

@@ -3,11 +3,12 @@ package statecache
 // blockTable is the cached-block table, BlockKey → the head of the chain
 // of blocks cached under it: open addressing with linear probing in Robin
 // Hood order (a probe run's entries sorted by home) and backward-shift
-// deletion over a fixed array of at least four times the pool's blocks.
-// The order lets a miss stop at the first entry homed past the key's, and
-// a deletion at the first entry in its home: where one hash's keys fill
-// a line (tag), both stop there instead of walking the run. It never holds more keys than blocks, so it never grows, and
-// with no tombstones it never rehashes: lookups, inserts and deletes
+// deletion over a fixed array of four or more slots per pool block
+// (tableSlots). The order lets a miss stop at the first entry homed past
+// the key's, and a deletion at the first entry in its home: where one
+// hash's keys fill a line (tag), both stop there instead of walking the
+// run. It never holds more keys than blocks, so it never grows, and with
+// no tombstones it never rehashes: lookups, inserts and deletes
 // allocate nothing (a Go map, churned by evictions, occasionally does). It
 // is never iterated.
 //
@@ -50,10 +51,10 @@ func newBlockTable(numBlocks, groups int, rec []kvCacheBlock) blockTable {
 // deletion's backward shifts are short. Against twice the blocks (a load
 // of up to a half) it cut Mooncake's attention-only caching replay by
 // 14 % (docs/performance.md); eight times was no faster there. Over
-// several groups one hash's keys fill a line (tag), a probe run of up to
-// eight that deletions walk; with twice the slots fewer such lines
-// adjoin: Mooncake's hybrid in all mode took 4 % fewer instructions
-// (sixteen times: 6 %, but more misses in align mode). Block ids are
+// several groups one hash's keys fill a line (tag); with twice the slots
+// fewer full lines adjoin, so runs stay short: Mooncake's hybrid in all
+// mode took 4 % fewer instructions (sixteen times: 6 %, but more misses
+// in align mode). Block ids are
 // int32, so a pool has fewer than 2^31 blocks and 2^32 slots, the most a
 // 32-bit tag homes, keep the load under a half.
 func tableSlots(numBlocks, groups int) int {
@@ -68,24 +69,25 @@ func tableSlots(numBlocks, groups int) int {
 	return size
 }
 
-// tag is Fibonacci hashing's product of the key's hash, top 32 bits, one
-// multiplication that every bit of the hash reaches (a block hash is
-// already a mix's output; a full mix cost more than the probe), with the
-// group in the home's low three bits and in the bits below the home. So
-// the keys of one hash in up to eight groups have homes on one cache line
-// (eight slots), one each: a hybrid caches, looks up and evicts a
-// boundary's blocks in every group together (the coordinator's groups in
-// turn, the free queue's run of one boundary's blocks), and those probes
-// share a line instead of missing once per group: on Mooncake's hybrid
-// replay in all mode, 37 % fewer last-level misses for 4 % more
-// instructions (a full line is a probe run of eight, which the Robin Hood
-// order keeps short to walk), 11 % less time. One home for all the
-// groups' keys would share the line too, with runs longer still. The group
-// goes in as g·(2^shift + 1): g again below the home tells groups apart
-// (2^shift groups fit there, 4096 on a pool of 100k blocks; past that
-// two tags may agree and the record still tells the keys apart), so a
-// probe reads no other group's record. One multiplication, so the tag
-// and its callers stay small enough to inline.
+// tag is Fibonacci hashing's product of the key's hash, top 32 bits (one
+// multiplication that every bit of the hash reaches: a block hash is
+// already a mix's output), XOR the group times 2^shift + 1:
+//   - g·2^shift puts groups 0–7 in the home's low three bits, so one
+//     hash's keys in up to eight groups have their homes on one cache
+//     line (eight slots), one each. A hybrid caches, looks up and evicts
+//     a boundary's blocks in every group together (the coordinator's
+//     groups in turn; the free queue's run of one boundary's blocks), and
+//     those probes share a line instead of missing once per group: on
+//     Mooncake's hybrid in all mode, 37 % fewer last-level misses for 4 %
+//     more instructions, 11 % less time (docs/performance.md, "One line
+//     per boundary").
+//   - g itself, below the home, keeps the groups' tags apart (2^shift of
+//     them fit, 4096 on a pool of 100k blocks; past that two tags may
+//     agree and the record still tells the keys apart), so a probe reads
+//     no other group's record.
+//
+// One multiplication for the group, so the tag's callers stay small
+// enough to inline.
 func (t *blockTable) tag(k BlockKey) uint32 {
 	return uint32((uint64(k.Hash)*0x9e3779b97f4a7c15)>>32) ^ uint32(k.Group)*t.gm
 }
@@ -106,18 +108,8 @@ func (t *blockTable) holds(head int32, k BlockKey) bool {
 func (t *blockTable) probe(k BlockKey, hint int32) (uint64, bool) {
 	tg := t.tag(k)
 	i := t.home(tg)
-	// The home slot apart: most probes end there, and no entry is nearer
-	// its home than 0.
-	s := t.slots[i]
-	if s.head == NullBlock {
-		return i, false
-	}
-	if s.tag == tg && (s.head == hint || t.holds(s.head, k)) {
-		return i, true
-	}
-	for d := uint64(1); ; d++ {
-		i = (i + 1) & t.mask
-		s = t.slots[i]
+	for d := uint64(0); ; d++ {
+		s := t.slots[i]
 		if s.head == NullBlock {
 			return i, false
 		}
@@ -127,6 +119,7 @@ func (t *blockTable) probe(k BlockKey, hint int32) (uint64, bool) {
 		if t.dist(i, s.tag) < d {
 			return i, false
 		}
+		i = (i + 1) & t.mask
 	}
 }
 
@@ -147,10 +140,9 @@ func (t *blockTable) lookup(k BlockKey) int32 {
 func (t *blockTable) prefetch(k BlockKey) int32 { return t.slots[t.home(t.tag(k))].head }
 
 // prefetchRun reads k's home slot and the next, where a deletion's
-// backward shift looks first and, at a load of at most a quarter, mostly
-// ends: on the same cache line but for the line's last slot. (Reading a
-// whole line on, as this did, cost a second miss per eviction: 11 % of
-// Mooncake's last-level read misses, cachegrind.)
+// backward shift looks first and mostly ends: on the same cache line but
+// for the line's last slot. (A slot a whole line on cost a second miss
+// per eviction: 11 % of Mooncake's last-level read misses, cachegrind.)
 func (t *blockTable) prefetchRun(k BlockKey) int32 {
 	i := t.home(t.tag(k))
 	return t.slots[i].head ^ t.slots[(i+1)&t.mask].head
