@@ -150,7 +150,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 			rec[1+perKey*first[k]+j] = kvCacheBlock{Hash: k.Hash, Group: k.Group, Cached: true}
 		}
 	}
-	tab.rec = rec
+	tab.rec, tab.at = rec, make([]uint32, len(rec))
 	ref := map[BlockKey]int32{}
 	for step := range 20000 {
 		k := keys[rnd(len(keys))]
@@ -171,6 +171,21 @@ func TestBlockTableMatchesMap(t *testing.T) {
 		}
 		if tab.n != len(ref) {
 			t.Fatalf("step %d: %d keys, map %d", step, tab.n, len(ref))
+		}
+		// at names each head's slot, and only heads have one.
+		heads := 0
+		for j, s := range tab.slots {
+			if s.head != NullBlock && tab.at[s.head] != uint32(j+1) {
+				t.Fatalf("step %d: slot %d headed by %d, at says %d", step, j, s.head, tab.at[s.head])
+			}
+		}
+		for _, a := range tab.at {
+			if a != 0 {
+				heads++
+			}
+		}
+		if heads != tab.n {
+			t.Fatalf("step %d: %d blocks have a slot, %d keys", step, heads, tab.n)
 		}
 		// Robin Hood order: along a run the homes never go back, so an
 		// entry past its home follows one at most one slot nearer its own.

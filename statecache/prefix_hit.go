@@ -77,7 +77,7 @@ func (p *BlockPool) cachedAll(h BlockHash, groups []int32) bool {
 		return false
 	}
 	for _, g := range groups {
-		if _, ok := p.pc.table.probe(BlockKey{h, g}, NullBlock); !ok {
+		if _, ok := p.pc.table.probe(BlockKey{h, g}); !ok {
 			return false
 		}
 	}

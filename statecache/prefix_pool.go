@@ -60,13 +60,14 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
 // numBlocks blocks over groups KV cache groups in host memory: per block
-// the free queue's backward link and a 64-byte record (kvCacheBlock) in
-// place of the 8-byte holder, plus the cached-block table's slots (4 to
-// 16 per block, tableSlots). TestPrefixCachingHostBytes measures it.
+// the free queue's backward link, a 64-byte record (kvCacheBlock) in
+// place of the 8-byte holder and the table's slot index (blockTable.at),
+// plus the cached-block table's slots (4 to 16 per block, tableSlots).
+// TestPrefixCachingHostBytes measures it.
 func PrefixCachingHostBytes(numBlocks, groups int) int64 {
 	const (
-		perBlock = 4 + kvCacheBlockBytes - 8 // prev; the record, less the holder
-		perSlot  = 8                         // tableSlot: tag, chain head
+		perBlock = 4 + kvCacheBlockBytes - 8 + 4 // prev; the record, less the holder; at
+		perSlot  = 8                             // tableSlot: tag, chain head
 	)
 	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks, groups))*perSlot
 }
@@ -158,14 +159,12 @@ func (c *prefixCache) prefetchHead(q *FreeBlockQueue, n int) {
 	c.sink ^= s
 }
 
-// readEviction reads block b's record and, when b is cached, the table
-// slots its eviction will probe: popN's and prefetchHead's read of a
-// block about to leave the queue.
+// readEviction reads block b's record and, when b heads a chain in the
+// table, the slots its eviction will change: popN's and prefetchHead's
+// read of a block about to leave the queue. The two reads do not depend
+// on each other, so their misses overlap.
 func (c *prefixCache) readEviction(b int32) int32 {
-	if r := &c.rec[b]; r.Cached && !r.unlisted {
-		return c.table.prefetchRun(BlockKey{r.Hash, r.Group})
-	}
-	return 0
+	return c.rec[b].ref ^ c.table.prefetchEntry(b)
 }
 
 // freeBlocks is BlockPool.FreeBlocks with prefix caching: every reference
@@ -311,21 +310,26 @@ func (c *prefixCache) uncache(b int32) {
 		c.numCached--
 		return
 	}
-	i, _ := c.table.probe(BlockKey{r.Hash, r.Group}, b) // a cached block's key is in the table
-	head, next := c.table.slots[i].head, r.dupNext
-	switch {
-	case b == head && next == noBlock:
-		c.table.deleteAt(i)
-	case b == head:
-		c.rec[next].dupPrev = r.dupPrev // the tail
-		c.table.slots[i].head = next
-	default:
+	next := r.dupNext
+	if a := c.table.at[b]; a != 0 { // b heads its chain
+		if next == noBlock {
+			c.table.deleteAt(uint64(a - 1))
+		} else {
+			c.rec[next].dupPrev = r.dupPrev // the tail
+			c.table.slots[a-1].head = next
+			c.table.at[next], c.table.at[b] = a, 0
+		}
+	} else {
 		prev := r.dupPrev
 		c.rec[prev].dupNext = next
-		if next == noBlock {
-			c.rec[head].dupPrev = prev // b was the tail
-		} else {
+		if next != noBlock {
 			c.rec[next].dupPrev = prev
+		} else { // b was the tail: the head's dupPrev names it
+			head := prev
+			for c.table.at[head] == 0 {
+				head = c.rec[head].dupPrev
+			}
+			c.rec[head].dupPrev = prev
 		}
 	}
 	r.Cached = false
@@ -342,7 +346,7 @@ func (c *prefixCache) insert(b int32, k BlockKey) {
 func (c *prefixCache) list(b int32, k BlockKey) {
 	r := &c.rec[b]
 	r.dupNext = noBlock
-	if i, ok := c.table.probe(k, NullBlock); ok {
+	if i, ok := c.table.probe(k); ok {
 		head := c.table.slots[i].head
 		tail := c.rec[head].dupPrev
 		c.rec[tail].dupNext = b

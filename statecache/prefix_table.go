@@ -28,6 +28,11 @@ type blockTable struct {
 	gm    uint32 // 1<<shift | 1: a group's multiplier into its tag (tag)
 	n     int
 	rec   []kvCacheBlock
+	// at is, per block, 1 + the slot its chain's entry is in when it heads
+	// a chain, else 0: an eviction finds the entry without the key (a read
+	// of the record, then of the key's home, two misses in a row) and
+	// without a probe. Dense (4 bytes a block), so mostly in cache.
+	at []uint32
 }
 
 type tableSlot struct {
@@ -43,7 +48,7 @@ func newBlockTable(numBlocks, groups int, rec []kvCacheBlock) blockTable {
 	for 1<<bits < size {
 		bits++
 	}
-	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, gm: uint32(1)<<(32-bits) | 1, rec: rec}
+	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, gm: uint32(1)<<(32-bits) | 1, rec: rec, at: make([]uint32, numBlocks)}
 }
 
 // tableSlots is the power of two ≥ 4·numBlocks, or 8·numBlocks over more
@@ -103,9 +108,8 @@ func (t *blockTable) holds(head int32, k BlockKey) bool {
 
 // probe is k's slot index and true, or the slot where k would go (set)
 // and false: an empty one, or the first whose entry is homed past k's
-// home. hint, when not NullBlock, is a block known to be cached under k:
-// a slot headed by it matches without reading a record.
-func (t *blockTable) probe(k BlockKey, hint int32) (uint64, bool) {
+// home.
+func (t *blockTable) probe(k BlockKey) (uint64, bool) {
 	tg := t.tag(k)
 	i := t.home(tg)
 	for d := uint64(0); ; d++ {
@@ -113,7 +117,7 @@ func (t *blockTable) probe(k BlockKey, hint int32) (uint64, bool) {
 		if s.head == NullBlock {
 			return i, false
 		}
-		if s.tag == tg && (s.head == hint || t.holds(s.head, k)) {
+		if s.tag == tg && t.holds(s.head, k) {
 			return i, true
 		}
 		if t.dist(i, s.tag) < d {
@@ -128,7 +132,7 @@ func (t *blockTable) dist(i uint64, tg uint32) uint64 { return (i - t.home(tg)) 
 
 // lookup is the head of k's chain, or NullBlock.
 func (t *blockTable) lookup(k BlockKey) int32 {
-	if i, ok := t.probe(k, NullBlock); ok {
+	if i, ok := t.probe(k); ok {
 		return t.slots[i].head
 	}
 	return NullBlock
@@ -139,13 +143,16 @@ func (t *blockTable) lookup(k BlockKey) int32 {
 // drops the read).
 func (t *blockTable) prefetch(k BlockKey) int32 { return t.slots[t.home(t.tag(k))].head }
 
-// prefetchRun reads k's home slot and the next, where a deletion's
-// backward shift looks first and mostly ends: on the same cache line but
-// for the line's last slot. (A slot a whole line on cost a second miss
-// per eviction: 11 % of Mooncake's last-level read misses, cachegrind.)
-func (t *blockTable) prefetchRun(k BlockKey) int32 {
-	i := t.home(t.tag(k))
-	return t.slots[i].head ^ t.slots[(i+1)&t.mask].head
+// prefetchEntry reads the slot of the entry block b heads, if any, and
+// the next, where a deletion's backward shift looks first and mostly
+// ends: on the same cache line but for the line's last slot. (A slot a
+// whole line on cost a second miss per eviction: 11 % of Mooncake's
+// last-level read misses, cachegrind.)
+func (t *blockTable) prefetchEntry(b int32) int32 {
+	if a := uint64(t.at[b]); a != 0 {
+		return t.slots[a-1].head ^ t.slots[a&t.mask].head
+	}
+	return 0
 }
 
 // set puts k, headed by head, whose record must already name k, at slot
@@ -155,16 +162,20 @@ func (t *blockTable) set(i uint64, k BlockKey, head int32) {
 	s := tableSlot{t.tag(k), head}
 	for t.slots[i].head != NullBlock { // most inserts: at a load of a quarter, none
 		s, t.slots[i] = t.slots[i], s
+		t.at[t.slots[i].head] = uint32(i + 1)
 		i = (i + 1) & t.mask
 	}
 	t.slots[i] = s
+	t.at[s.head] = uint32(i + 1)
 	t.n++
 }
 
 // put sets k's head, adding k when new; head's record must name k.
 func (t *blockTable) put(k BlockKey, head int32) {
-	if i, ok := t.probe(k, NullBlock); ok {
+	if i, ok := t.probe(k); ok {
+		t.at[t.slots[i].head] = 0
 		t.slots[i].head = head
+		t.at[head] = uint32(i + 1)
 	} else {
 		t.set(i, k, head)
 	}
@@ -172,7 +183,7 @@ func (t *blockTable) put(k BlockKey, head int32) {
 
 // del removes k, if present.
 func (t *blockTable) del(k BlockKey) {
-	if i, ok := t.probe(k, NullBlock); ok {
+	if i, ok := t.probe(k); ok {
 		t.deleteAt(i)
 	}
 }
@@ -181,6 +192,7 @@ func (t *blockTable) del(k BlockKey) {
 // to the first empty slot or entry in its home, so that no lookup passes
 // an empty slot before its key and the run stays in home order.
 func (t *blockTable) deleteAt(i uint64) {
+	t.at[t.slots[i].head] = 0
 	for {
 		j := (i + 1) & t.mask
 		s := t.slots[j]
@@ -188,6 +200,7 @@ func (t *blockTable) deleteAt(i uint64) {
 			break
 		}
 		t.slots[i] = s
+		t.at[s.head] = uint32(i + 1)
 		i = j
 	}
 	t.slots[i] = tableSlot{}
@@ -196,5 +209,6 @@ func (t *blockTable) deleteAt(i uint64) {
 
 func (t *blockTable) clear() {
 	clear(t.slots)
+	clear(t.at)
 	t.n = 0
 }
