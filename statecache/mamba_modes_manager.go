@@ -257,7 +257,7 @@ func (m *MambaManager) BlocksToAllocate(t *MambaTable, numTokens, totalComputed 
 func (m *MambaManager) evictable(hit []int32) int {
 	n := 0
 	for _, b := range hit {
-		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.rec[b].ref == 0 {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.st[b].ref == 0 {
 			n++
 		}
 	}
@@ -269,8 +269,7 @@ func (m *MambaManager) sameStepHit(hit []int32) bool {
 		return false
 	}
 	b := hit[len(hit)-1]
-	r := &m.Pool.pc.rec[b]
-	return b != NullBlock && r.Cached && r.Step == m.Pool.pc.step
+	return b != NullBlock && m.Pool.pc.st[b].cached && m.Pool.pc.rec[b].Step == m.Pool.pc.step
 }
 
 // AddHitBlocks gives a request that is not running yet its hit in this
@@ -297,7 +296,7 @@ func (m *MambaManager) AddHitBlocks(req RequestID, t *MambaTable, hit []int32, h
 		for _, b := range hit[skipped:] {
 			if b != NullBlock {
 				t.held++
-				if m.Pool.pc.rec[b].ref > 0 {
+				if m.Pool.pc.st[b].ref > 0 {
 					m.sharedRefs++
 				}
 			}
@@ -519,7 +518,7 @@ func (m *MambaManager) Snapshots(t *MambaTable, dst []MambaSnapshot) []MambaSnap
 		return dst
 	}
 	for i, b := range t.Blocks {
-		if r := m.Pool.pc.rec[b]; b != NullBlock && r.Cached {
+		if r := m.Pool.pc.rec[b]; b != NullBlock && m.Pool.pc.st[b].cached {
 			dst = append(dst, MambaSnapshot{b, i, r.Group, r.Hash, r.Tokens})
 		}
 	}

@@ -384,7 +384,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	for g := range t.Attn {
 		hit := m.attnHit(g, hb)
 		for _, b := range hit {
-			if m.Pool.pc.rec[b].ref == 0 {
+			if m.Pool.pc.st[b].ref == 0 {
 				need++ // a free cached block leaves the queue just the same
 			}
 		}
@@ -409,7 +409,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		for g := range t.Attn {
 			hit := m.attnHit(g, hb)
 			for _, b := range hit {
-				if m.Pool.pc.rec[b].ref > 0 {
+				if m.Pool.pc.st[b].ref > 0 {
 					m.sharedRefs++
 				}
 			}
@@ -540,7 +540,7 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 // holds of their records and slots.
 const prefetchBlocks = 64
 
-// prefetchSkipped reads the records and free-queue links of the blocks
+// prefetchSkipped reads the states and free-queue links of the blocks
 // RemoveSkippedBlocks frees in all mode, every group's together (a
 // group frees a block or a few per call, whose misses alone would not
 // overlap).
@@ -556,7 +556,7 @@ func (m *KVCacheManager) prefetchSkipped(t *BlockTable, top int) {
 				return // a long run overlaps its misses in its own free
 			}
 			b := bl[i]
-			s ^= c.rec[b].ref ^ q.next[b] ^ q.prev[b]
+			s ^= c.st[b].ref ^ q.next[b] ^ q.prev[b]
 		}
 	}
 	c.sink ^= s
@@ -662,7 +662,7 @@ func (m *KVCacheManager) prefetchMambaCache(t *BlockTable, full int, hashes []Bl
 		hi := min(full, len(mt.Blocks), len(hashes))
 		for i := mt.numCached; i < hi; i++ {
 			if b := mt.Blocks[i]; b != NullBlock {
-				s ^= c.rec[b].ref
+				s ^= c.rec[b].Group
 				if i < listed {
 					s ^= c.table.prefetch(BlockKey{hashes[i], mm.Group})
 				}

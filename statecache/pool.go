@@ -259,6 +259,9 @@ func (p *BlockPool) NumHeld() int { return p.numBlocks - 1 - p.q.n }
 // off the free queue.
 func (p *BlockPool) Holder(b int32) RequestID {
 	if p.pc != nil {
+		if p.pc.st[b].ref == 0 {
+			return NoRequest
+		}
 		return p.pc.rec[b].holder
 	}
 	return p.holder[b]
@@ -275,7 +278,7 @@ func (p *BlockPool) Pop(req RequestID) (int32, error) {
 	}
 	b := p.q.head
 	if p.pc != nil {
-		if h := p.pc.rec[b].holder; h != NoRequest {
+		if h := p.Holder(b); h != NoRequest {
 			return 0, fmt.Errorf("block pool: block %d on the free queue is held by request %d", b, h)
 		}
 		p.q.PopLeft()

@@ -147,7 +147,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 			first[k] = i
 		}
 		for j := range perKey {
-			rec[1+perKey*first[k]+j] = kvCacheBlock{Hash: k.Hash, Group: k.Group, Cached: true}
+			rec[1+perKey*first[k]+j] = kvCacheBlock{Hash: k.Hash, Group: k.Group}
 		}
 	}
 	tab.rec, tab.at = rec, make([]uint32, len(rec))

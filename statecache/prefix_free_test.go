@@ -19,30 +19,27 @@ func freeBlocksTwoPass(c *prefixCache, q *FreeBlockQueue, order FreeOrder, req R
 		if b == NullBlock {
 			continue
 		}
-		if uint(b) >= uint(len(c.rec)) || c.rec[b].ref == 0 {
+		if uint(b) >= uint(len(c.st)) || c.st[b].ref == 0 {
 			for _, u := range list[:k] {
 				if u != NullBlock {
-					c.rec[u].ref++
+					c.st[u].ref++
 				}
 			}
 			return 0, fmt.Errorf("block %d", b)
 		}
-		if c.rec[b].ref > 1 {
+		if c.st[b].ref > 1 {
 			shared++
 		}
-		c.rec[b].ref--
+		c.st[b].ref--
 	}
 	var fresh []int32
+	queued := map[int32]bool{}
 	for _, b := range list {
-		if b == NullBlock {
+		if b == NullBlock || c.st[b].ref != 0 || queued[b] {
 			continue
 		}
-		r := &c.rec[b]
-		if r.ref != 0 || r.holder == NoRequest {
-			continue
-		}
-		r.holder = NoRequest
-		if order == FreshToHead && !r.Cached {
+		queued[b] = true
+		if order == FreshToHead && !c.st[b].cached {
 			fresh = append(fresh, b)
 		} else {
 			q.Append(b)

@@ -66,9 +66,18 @@ func checkPrefixInvariants(p *BlockPool, tables []*PrefixTable, hashes [][]Block
 			}
 		}
 		// A private tail's block is cached out of the table (unlisted).
-		listed := r.Cached && !p.pc.rec[b].unlisted
+		listed := r.Cached && !p.pc.st[b].unlisted
 		if found != listed {
-			return fmt.Errorf("block %d: record cached %v (unlisted %v), in its key's chain %v", b, r.Cached, p.pc.rec[b].unlisted, found)
+			return fmt.Errorf("block %d: record cached %v (unlisted %v), in its key's chain %v", b, r.Cached, p.pc.st[b].unlisted, found)
+		}
+		// The table's slot index names the entry of each chain's head, and
+		// only a head's.
+		if a := p.pc.table.at[b]; found && b == p.pc.table.lookup(k) {
+			if a == 0 || p.pc.table.slots[a-1].head != b {
+				return fmt.Errorf("block %d heads key %v's chain, its slot index says %d", b, k, a)
+			}
+		} else if a != 0 {
+			return fmt.Errorf("block %d heads no chain, its slot index says %d", b, a)
 		}
 		if r.Cached {
 			cached++
@@ -165,7 +174,7 @@ func TestPrefixCacheInvariantsUnderRandomLoad(t *testing.T) {
 					t.Fatalf("%s, %d rules, op %d: %v", order, len(rules), op, err)
 				}
 				for b := range m.Pool.pc.rec {
-					if r := &m.Pool.pc.rec[b]; r.Cached && r.dupNext != noBlock {
+					if r := &m.Pool.pc.rec[b]; m.Pool.pc.st[b].cached && r.dupNext != noBlock {
 						dups++ // a key cached twice: its evictions unlink from a chain
 					}
 				}

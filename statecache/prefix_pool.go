@@ -61,25 +61,25 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
 // numBlocks blocks over groups KV cache groups in host memory: per block
 // the free queue's backward link, a 64-byte record (kvCacheBlock) in
-// place of the 8-byte holder and the table's slot index (blockTable.at),
-// plus the cached-block table's slots (4 to 16 per block, tableSlots).
+// place of the 8-byte holder, its 8-byte blockState and the table's slot
+// index (blockTable.at), plus the cached-block table's slots (4 to 16 per block, tableSlots).
 // TestPrefixCachingHostBytes measures it.
 func PrefixCachingHostBytes(numBlocks, groups int) int64 {
 	const (
-		perBlock = 4 + kvCacheBlockBytes - 8 + 4 // prev; the record, less the holder; at
-		perSlot  = 8                             // tableSlot: tag, chain head
+		perBlock = 4 + kvCacheBlockBytes - 8 + 8 + 4 // prev; the record, less the holder; blockState; at
+		perSlot  = 8                                 // tableSlot: tag, chain head
 	)
 	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks, groups))*perSlot
 }
 
 // kvCacheBlock is what the pool keeps on one block with prefix caching
-// besides its free-queue links (vLLM's KVCacheBlock: ref_cnt,
-// block_hash), in one 64-byte record: an allocation, an eviction, a
-// caching or a free of a block the cache has not seen lately then misses
-// once for the record, where separate arrays missed once per array. The
-// fields named as PrefixRecord's are the block's PrefixRecord.
+// besides its free-queue links and its blockState (vLLM's KVCacheBlock:
+// ref_cnt, block_hash), in one 64-byte record: an allocation, an
+// eviction or a caching of a block the cache has not seen lately then
+// misses once for the record, where separate arrays missed once per
+// array. The fields named as PrefixRecord's are the block's PrefixRecord,
+// but for Cached (blockState).
 type kvCacheBlock struct {
-	ref int32 // requests holding the block
 	// Blocks with equal keys (vLLM does not deduplicate: block tables are
 	// append-only) form a chain in caching order; a lookup returns the
 	// chain's head, as vLLM's BlockHashToBlockMap returns the first
@@ -88,42 +88,53 @@ type kvCacheBlock struct {
 	dupNext, dupPrev int32
 	Group            int32
 	Tokens           int32
-	Cached           bool
 	Hash             BlockHash
 	Writer           RequestID
 	Step             int64
-	holder           RequestID // the request that took it off the free queue
-	// unlisted: cached (findable in principle) but kept out of the table,
-	// because no request but its writer can ever ask for its key (a
-	// private tail, cacheFullBlocksListed); publish lists it.
-	unlisted bool
-	_        [7]byte // to a cache line: records do not straddle lines
+	// holder: the request that took it off the free queue, while the
+	// block is held (ref > 0); stale once it is free.
+	holder RequestID
+	_      [16]byte // to a cache line: records do not straddle lines
 }
 
 const kvCacheBlockBytes = 64 // unsafe.Sizeof(kvCacheBlock{}); TestKVCacheBlockSize
 
-func (r *kvCacheBlock) record() PrefixRecord {
-	return PrefixRecord{Hash: r.Hash, Writer: r.Writer, Step: r.Step, Group: r.Group, Tokens: r.Tokens, Cached: r.Cached}
+// blockState is the part of a block's state that a free, a touch and the
+// eviction check at a pop read: kept apart from the record, 8 bytes a
+// block, so that freeing a request's blocks (allocated long ago, their
+// records long out of the core's caches) reads no record.
+type blockState struct {
+	ref    int32 // requests holding the block
+	cached bool  // findable by hash (a private tail's, by its writer)
+	// unlisted: cached (findable in principle) but kept out of the table,
+	// because no request but its writer can ever ask for its key (a
+	// private tail, cacheFullBlocksListed); publish lists it.
+	unlisted bool
+}
+
+func (c *prefixCache) record(b int32) PrefixRecord {
+	r := &c.rec[b]
+	return PrefixRecord{Hash: r.Hash, Writer: r.Writer, Step: r.Step, Group: r.Group, Tokens: r.Tokens, Cached: c.st[b].cached}
 }
 
 // prefixCache is the pool's prefix-caching state: the blocks' records
 // and the table over them.
 type prefixCache struct {
 	rec       []kvCacheBlock
+	st        []blockState
 	table     blockTable
 	numCached int
 	step      int64
 	stats     PrefixCacheStats
-	sink      int32       // keeps prefetch reads alive
-	fresh     []int32     // FreeBlocks' scratch: blocks for the head
-	run       []int32     // FreeBlocks' scratch: the one pass's blocks for the tail
-	held      []RequestID // FreeBlocks' scratch: holders to restore on an error
+	sink      int32   // keeps prefetch reads alive
+	fresh     []int32 // FreeBlocks' scratch: blocks for the head
+	run       []int32 // FreeBlocks' scratch: the one pass's blocks for the tail
 	// privateCached, published: PrivateCounts.
 	privateCached, published int64
 }
 
 func newPrefixCache(n, groups int) *prefixCache {
-	c := &prefixCache{rec: make([]kvCacheBlock, n)}
+	c := &prefixCache{rec: make([]kvCacheBlock, n), st: make([]blockState, n)}
 	c.table = newBlockTable(n, groups, c.rec)
 	for b := range c.rec {
 		c.rec[b] = kvCacheBlock{Group: -1, Writer: NoRequest, holder: NoRequest}
@@ -164,7 +175,7 @@ func (c *prefixCache) prefetchHead(q *FreeBlockQueue, n int) {
 // read of a block about to leave the queue. The two reads do not depend
 // on each other, so their misses overlap.
 func (c *prefixCache) readEviction(b int32) int32 {
-	return c.rec[b].ref ^ c.table.prefetchEntry(b)
+	return c.rec[b].Group ^ c.table.prefetchEntry(b)
 }
 
 // freeBlocks is BlockPool.FreeBlocks with prefix caching: every reference
@@ -184,14 +195,13 @@ func (c *prefixCache) readEviction(b int32) int32 {
 // reference, then queue each block left unheld at its first listing,
 // after the one pass's.
 func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32, tailFirst bool) (int, error) {
-	rec := c.rec
+	st := c.st
 	if len(blocks) == 1 {
 		// One block held once (align's copy source, a Mamba table's
 		// block): the one pass, without its scratch.
-		if b := blocks[0]; b != NullBlock && uint(b) < uint(len(rec)) && rec[b].ref == 1 {
-			r := &rec[b]
-			r.ref, r.holder = 0, NoRequest
-			if order == FreshToHead && !r.Cached {
+		if b := blocks[0]; b != NullBlock && uint(b) < uint(len(st)) && st[b].ref == 1 {
+			st[b].ref = 0
+			if order == FreshToHead && !st[b].cached {
 				q.PushFront(b)
 			} else {
 				q.Append(b)
@@ -206,8 +216,8 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 		return blocks[k]
 	}
-	fresh, run, held := c.fresh[:0], slices.Grow(c.run[:0], n)[:n], slices.Grow(c.held[:0], n)[:n]
-	start, nh, nr := 0, 0, 0
+	fresh, run := c.fresh[:0], slices.Grow(c.run[:0], n)[:n]
+	start, nr := 0, 0
 	i, step := 0, 1
 	if tailFirst {
 		i, step = last, -1
@@ -218,14 +228,12 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		if b == NullBlock {
 			continue // a Mamba table's skipped positions: most of a long one
 		}
-		if uint(b) >= uint(len(rec)) || rec[b].ref != 1 {
+		if uint(b) >= uint(len(st)) || st[b].ref != 1 {
 			break
 		}
-		r := &rec[b]
-		held[nh] = r.holder
-		nh++
-		r.ref, r.holder = 0, NoRequest
-		if toHead && !r.Cached {
+		s := &st[b]
+		s.ref = 0
+		if toHead && !s.cached {
 			fresh = append(fresh, b)
 		} else {
 			run[nr] = b
@@ -238,78 +246,75 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		if b == NullBlock {
 			continue
 		}
-		if uint(b) < uint(len(rec)) && rec[b].ref > 0 {
-			if rec[b].ref > 1 {
+		if uint(b) < uint(len(st)) && st[b].ref > 0 {
+			if st[b].ref > 1 {
 				shared++
 			}
-			rec[b].ref--
+			st[b].ref--
 			continue
 		}
 		var err error
-		if uint(b) >= uint(len(rec)) {
+		if uint(b) >= uint(len(st)) {
 			err = fmt.Errorf("block pool: request %d frees invalid block %d", req, b)
 		} else {
 			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		}
-		// Undo the references already dropped (nothing is queued yet).
-		for j := start; j < k; j++ {
+		// Undo the references already dropped (nothing is queued yet;
+		// the holders were never touched).
+		for j := range k {
 			if u := at(j); u != NullBlock {
-				rec[u].ref++
+				st[u].ref++
 			}
 		}
-		h := held[:nh]
-		for j := range start {
-			if u := at(j); u != NullBlock {
-				rec[u].ref, rec[u].holder = 1, h[0]
-				h = h[1:]
-			}
-		}
-		c.fresh, c.run, c.held = fresh[:0], run[:0], held[:0]
+		c.fresh, c.run = fresh[:0], run[:0]
 		return 0, err
 	}
 	q.AppendN(run[:nr])
+	// Queue each block left unheld at its first listing; a reference of
+	// -1 marks one queued in this call (listed twice), until the end.
 	for k := start; k < n; k++ {
 		b := at(k)
-		if b == NullBlock {
+		if b == NullBlock || st[b].ref != 0 {
 			continue
 		}
-		// One still held, or one queued already in this call (listed
-		// twice), stays.
-		r := &rec[b]
-		if r.ref != 0 || r.holder == NoRequest {
-			continue
-		}
-		r.holder = NoRequest
-		if toHead && !r.Cached {
+		st[b].ref = -1
+		if toHead && !st[b].cached {
 			fresh = append(fresh, b)
 		} else {
 			q.Append(b)
 		}
 	}
+	for k := start; k < n; k++ {
+		if b := at(k); b != NullBlock && st[b].ref < 0 {
+			st[b].ref = 0
+		}
+	}
 	q.PrependN(fresh)
-	c.fresh, c.run, c.held = fresh[:0], run[:0], held[:0]
+	c.fresh, c.run = fresh[:0], run[:0]
 	return shared, nil
 }
 
 // allocated: b left the free queue for req; a cached b is evicted (vLLM's
 // _maybe_evict_cached_block).
 func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
-	r := &c.rec[b]
-	if r.Cached {
+	if c.st[b].cached {
 		c.uncache(b)
 		c.stats.Evictions++
 	}
-	r.ref, r.holder = 1, req
+	c.st[b].ref = 1
+	r := &c.rec[b]
+	r.holder = req
 	r.Group, r.Writer, r.Step, r.Hash, r.Tokens = group, req, c.step, 0, 0
 }
 
 func (c *prefixCache) uncache(b int32) {
-	r := &c.rec[b]
-	if r.unlisted {
-		r.Cached, r.unlisted = false, false
+	s := &c.st[b]
+	if s.unlisted {
+		s.cached, s.unlisted = false, false
 		c.numCached--
 		return
 	}
+	r := &c.rec[b]
 	next := r.dupNext
 	if a := c.table.at[b]; a != 0 { // b heads its chain
 		if next == noBlock {
@@ -332,13 +337,13 @@ func (c *prefixCache) uncache(b int32) {
 			c.rec[head].dupPrev = prev
 		}
 	}
-	r.Cached = false
+	s.cached = false
 	c.numCached--
 }
 
 func (c *prefixCache) insert(b int32, k BlockKey) {
 	c.list(b, k)
-	c.rec[b].Cached = true
+	c.st[b].cached = true
 	c.numCached++
 }
 
@@ -408,19 +413,19 @@ func (p *BlockPool) Touch(req RequestID, blocks []int32) {
 		if b == NullBlock {
 			continue
 		}
-		r := &p.pc.rec[b]
-		if r.ref == 0 {
+		s := &p.pc.st[b]
+		if s.ref == 0 {
 			p.q.Remove(b)
-			r.holder = req
+			p.pc.rec[b].holder = req
 		}
-		r.ref++
+		s.ref++
 	}
 }
 
 // RefCount is how many requests hold b (prefix caching only).
 func (p *BlockPool) RefCount(b int32) int {
 	p.mustCache("RefCount")
-	return int(p.pc.rec[b].ref)
+	return int(p.pc.st[b].ref)
 }
 
 // GetCachedBlock looks hash up in every group of groups, writing the
@@ -478,7 +483,7 @@ func (p *BlockPool) cacheFullBlocksListed(req RequestID, g int32, blocks []int32
 			continue
 		}
 		r := &c.rec[b]
-		if r.Cached {
+		if c.st[b].cached {
 			if r.Hash != hashes[i] || r.Group != g {
 				return fmt.Errorf("block pool: request %d's block %d at position %d is cached as %#x in group %d, position needs %#x in group %d (a wrong block from the prefix cache)",
 					req, b, i, uint64(r.Hash), r.Group, uint64(hashes[i]), g)
@@ -487,7 +492,7 @@ func (p *BlockPool) cacheFullBlocksListed(req RequestID, g int32, blocks []int32
 		}
 		r.Group, r.Hash, r.Tokens, r.Step = g, hashes[i], int32((i+1)*blockSize), c.step
 		if i >= listed {
-			r.Cached, r.unlisted = true, true
+			c.st[b].cached, c.st[b].unlisted = true, true
 			c.numCached++
 			c.privateCached++
 			continue
@@ -507,8 +512,8 @@ func (c *prefixCache) publish(req RequestID, blocks []int32) {
 		if b == NullBlock {
 			continue
 		}
-		if r := &c.rec[b]; r.unlisted && r.Writer == req {
-			r.unlisted = false
+		if r := &c.rec[b]; c.st[b].unlisted && r.Writer == req {
+			c.st[b].unlisted = false
 			c.list(b, BlockKey{r.Hash, r.Group})
 			c.published++
 		}
@@ -525,8 +530,8 @@ func (p *BlockPool) ResetPrefixCache() bool {
 	}
 	p.pc.table.clear()
 	for b := range p.pc.rec {
-		r := &p.pc.rec[b]
-		r.Cached, r.unlisted, r.Hash, r.Tokens = false, false, 0, 0
+		p.pc.rec[b].Hash, p.pc.rec[b].Tokens = 0, 0
+		p.pc.st[b].cached, p.pc.st[b].unlisted = false, false
 	}
 	p.pc.numCached = 0
 	p.pc.stats.Resets++
@@ -555,7 +560,7 @@ func (p *BlockPool) NumCachedBlocks() int {
 // Record is what block b holds by the cache's account.
 func (p *BlockPool) Record(b int32) PrefixRecord {
 	p.mustCache("Record")
-	return p.pc.rec[b].record()
+	return p.pc.record(b)
 }
 
 // Stats are the prefix cache counters so far.
