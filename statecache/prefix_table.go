@@ -18,9 +18,10 @@ package statecache
 // and a tag, the top 32 bits of the key's product, whose top bits are the
 // slot's home (deletion re-homes entries from the tag alone). The key
 // itself is the head's record (rec: a chain's blocks are cached under its
-// key), read only when a tag matches. Each operation probes once, and the
-// pool's batch operations touch a batch's slots before working on them
-// (prefetch), so that their misses overlap instead of queueing.
+// key), read only when a tag matches. A lookup or an insert probes once, a
+// deletion not at all (at), and the pool's batch operations touch a
+// batch's slots before working on them (prefetch), so that their misses
+// overlap instead of queueing.
 type blockTable struct {
 	slots []tableSlot
 	mask  uint64
