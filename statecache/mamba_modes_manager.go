@@ -426,10 +426,11 @@ func (m *MambaManager) cachesNothing(t *MambaTable, numTokens int) bool {
 
 // Free returns t's blocks, tail first (free), and empties t.
 func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
-	// Only the real blocks, gathered in one pass: a finished request's
-	// table in all mode is nulls but for its last block or two.
+	// Only the real blocks, gathered in one pass that ends at the last
+	// of them (held counts them): a finished request's table is nulls
+	// but for its last block or two.
 	m.freed = m.freed[:0]
-	for i := len(t.Blocks) - 1; i >= 0; i-- {
+	for i := len(t.Blocks) - 1; i >= 0 && len(m.freed) < t.held; i-- {
 		if b := t.Blocks[i]; b != NullBlock {
 			m.freed = append(m.freed, b)
 		}
