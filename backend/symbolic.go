@@ -112,6 +112,7 @@ func (s *Symbolic) Name() string { return "symbolic" }
 // Execute performs every row's accesses for one step.
 func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 	s.step, s.now = out.Step, now
+	clobbers := s.Prov.Clobbers()
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		r := row.Req
@@ -135,6 +136,17 @@ func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 		s.PostProcess(row)
 	}
 	s.postRows = s.postRows[:0]
+	if s.Prov.Clobbers() != clobbers {
+		// A wrapped write in this step may have hit blocks that rows
+		// before it had read already: every hit row is checked again
+		// after all of the step's writes, as the plain checks do.
+		s.hitRows = s.hitRows[:0]
+		for i := range out.Rows {
+			if out.Rows[i].Req.Blocks.HitBlocks() > 0 {
+				s.hitRows = append(s.hitRows, i)
+			}
+		}
+	}
 	if len(s.hitRows) > 0 {
 		s.checkHits(out, now)
 	}
@@ -152,7 +164,7 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 	for _, i := range s.hitRows {
 		r := out.Rows[i].Req
 		t := &r.Blocks
-		t.MarkHitChecked()
+		seen := t.MarkHitChecked(s.step)
 		for g := range t.Attn {
 			pg := s.KV.PoolGroup(g)
 			// The blocks the attention hit itself held, checked in place;
@@ -176,6 +188,9 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 						rec.Writer, uint64(rec.Hash), rec.Tokens, describe(p))
 				default:
 					continue
+				}
+				if p.Step <= seen {
+					continue // reported at an earlier check
 				}
 				s.corrupt(r)
 				s.add(check.StaleSlotRead, r, now, b, rec.Writer, func() string {
@@ -272,8 +287,9 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		}
 		return
 	}
+	copied, tainted := false, false
 	if r.Blocks.MambaT != nil {
-		s.restoreState(row, now)
+		copied, tainted = s.restoreState(row, now)
 	}
 	if len(r.Blocks.Spec) > 0 {
 		s.mambaSpec(row, now)
@@ -285,8 +301,25 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 		if _, ok := s.Prov.AdvanceState(&r.Blocks, r.ID, c, c+q, s.step); ok {
 			return
 		}
+		if copied && !s.Prov.Plain {
+			s.leaseCopied(row, tainted)
+			return
+		}
 	}
 	s.mambaSlots(row, now)
+}
+
+// leaseCopied is mambaSlots for a decode row whose every running block
+// restoreState has just filled with its own state after c tokens, all
+// with one taint (an align mode step that starts a block): each slot's
+// check would pass and carry that taint, so the step's writes go straight
+// into a lease, without the slot-by-slot reads and writes.
+func (s *Symbolic) leaseCopied(row *sched.Row, tainted bool) {
+	r := row.Req
+	for _, slot := range r.Blocks.Mamba {
+		s.Stats.HighestSlot = max(s.Stats.HighestSlot, slot)
+	}
+	s.Prov.LeaseState(&r.Blocks, r.ID, row.NumComputed+row.NumScheduled, s.step, tainted)
 }
 
 // restoreState is a Mamba cache mode's read of the state a row starts
@@ -299,8 +332,9 @@ func (s *Symbolic) mamba(row *sched.Row, now sim.Time) {
 // hit is checked against the cache's record and the reader's prefix, a
 // continued state against the reader's own; a mismatch is reported once
 // per row, and the running block then holds the reader's state, tainted
-// if the source was wrong.
-func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
+// if the source was wrong. copied: every group's running block was
+// filled so (readSource), all with the taint it returns.
+func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) (copied, tainted bool) {
 	r := row.Req
 	t := &r.Blocks
 	c, q := row.NumComputed, row.NumScheduled
@@ -336,6 +370,7 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 			s.Prov.Prefetch(bl[min(lo, len(bl)):min(hi, len(bl))])
 		}
 	}
+	copied = c > 0
 	for g := range t.MambaT {
 		mm := s.KV.MambaManagerOf(g)
 		mt := &t.MambaT[g]
@@ -345,17 +380,24 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) {
 		} else if held < len(mt.Blocks) {
 			src = mt.Blocks[held]
 		}
-		tainted := false
+		tg := false
 		if c > 0 && src != statecache.NullBlock && src != dst {
-			tainted = s.readSource(row, g, mm, src, dst, restore, &reported, now)
+			tg = s.readSource(row, g, mm, src, dst, restore, &reported, now)
+			if g == 0 {
+				tainted = tg
+			}
+			copied = copied && tg == tainted
+		} else {
+			copied = false
 		}
 		if mm.Spec.Mode != statecache.MambaAll {
 			continue
 		}
 		if hi := min(hi, len(mt.Blocks)); lo < hi {
-			s.Prov.WriteStates(mt.Blocks[lo:hi], dst, r.ID, (lo+1)*s.bs, s.bs, s.step, tainted)
+			s.Prov.WriteStates(mt.Blocks[lo:hi], dst, r.ID, (lo+1)*s.bs, s.bs, s.step, tg)
 		}
 	}
+	return copied, tainted
 }
 
 // restoring is whether a row with c computed tokens starts from its

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"runtime"
 	"strconv"
 	"testing"
@@ -33,6 +34,12 @@ func TestShortcutsChangeNothing(t *testing.T) {
 		{"azure-conv", []string{sizedSet("workload.limit", 1000, 3000), "workload.rate_scale=6", "engine.num_gpu_blocks_override=700"}},
 		{"azure-conv", []string{sizedSet("workload.limit", 1000, 3000), "workload.rate_scale=6", "engine.num_gpu_blocks_override=900",
 			"engine.state_index_bits=24", "engine.vllm_version=v0.14", "engine.scheduling_policy=priority"}},
+		// Today's cache, align mode, on the same pressure with a wrapping
+		// index: boundary copies from clobbered, stale and clean sources,
+		// some groups tainted and some not (the backend's copied-state
+		// lease, leaseCopied).
+		{"azure-conv", []string{sizedSet("workload.limit", 1000, 3000), "workload.rate_scale=6", "engine.num_gpu_blocks_override=900",
+			"engine.state_index_bits=24", "engine.vllm_version=v0.31", "engine.enable_prefix_caching=true"}},
 	} {
 		j1, t1 := sharedRunBytes(t, c.name, c.sets...) // maybe TestSameSeedSameBytes'
 		j2, t2 := runTraced(t, c.name, true, c.sets...)
@@ -42,7 +49,27 @@ func TestShortcutsChangeNothing(t *testing.T) {
 		if !bytes.Equal(t1, t2) {
 			t.Errorf("%s %v: --trace differs with the shortcuts off", c.name, c.sets)
 		}
+		// Every block's record at the end too: a taint the report and
+		// the trace do not show yet still differs there.
+		if d1, d2 := runDigest(t, c.name, false, c.sets), runDigest(t, c.name, true, c.sets); !bytes.Equal(d1, d2) {
+			t.Errorf("%s %v: the blocks' records differ with the shortcuts off", c.name, c.sets)
+		}
 	}
+}
+
+// runDigest is the digest (withDigest) of a run with the check shortcuts
+// on or off (plain).
+func runDigest(t *testing.T, name string, plain bool, sets []string) []byte {
+	t.Helper()
+	sc, err := scenarios.Load(name, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	if _, err := Run(sc, withDigest(Options{plainChecks: plain}, h)); err != nil {
+		t.Fatal(err)
+	}
+	return h.Sum(nil)
 }
 
 // A trace is streamed: requests are read as the clock reaches them and

@@ -42,8 +42,10 @@ type BlockTable struct {
 	// hit held; fewer than hitBlocks only when the EAGLE drop cut the
 	// attention hit and the Mamba hit did not follow (#53912).
 	attnHitBlocks int32
-	// hitChecked: the hit blocks' reads have been checked (HitChecked).
+	// hitChecked: the hit blocks' reads have been checked (HitChecked);
+	// hitSeen: the step of the last check, −1 before the first.
 	hitChecked bool
+	hitSeen    int64
 	// skipMemo: the last RemoveSkippedBlocks left nothing to free for a
 	// numComputed in (lo, hi], one block's span over which the walk's top
 	// (and align's copy-source bound, equal to it) stays put, with group
@@ -92,11 +94,19 @@ func (t *BlockTable) AttnHitBlocks() int { return int(t.attnHitBlocks) }
 
 // HitChecked reports whether a reader has checked t's hit blocks against
 // what they hold; MarkHitChecked sets it. Held blocks are written by
-// no one once full, so one check per hit suffices.
+// no one once full, so one check per hit suffices, but for a wrapped
+// write's, which clears it (resetKV).
 func (t *BlockTable) HitChecked() bool { return t.hitChecked }
 
-// MarkHitChecked records that t's hit blocks were checked.
-func (t *BlockTable) MarkHitChecked() { t.hitChecked = true }
+// MarkHitChecked records that t's hit blocks were checked at step, and
+// returns the step of the check before, −1 if none: a block last written
+// by then held the same bytes at that check, which reported any damage
+// (the reader carries it from there, as with its own blocks).
+func (t *BlockTable) MarkHitChecked(step int64) (seen int64) {
+	seen = t.hitSeen
+	t.hitChecked, t.hitSeen = true, step
+	return seen
+}
 
 // Covered is how many tokens t's blocks have room for in every group, as
 // of its last Allocate (0 when unknown): a schedule of up to that many
@@ -421,6 +431,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		// hit lacks is cached by this request's allocation below, under
 		// the prefix's hash, before anything writes it.
 		t.hitBlocks, t.cachedBlocks, t.attnHitBlocks = int32(hb), int32(ah), int32(ah)
+		t.hitSeen = -1
 		t.resetKV()
 	}
 	if len(t.MambaT) > 0 && !t.MambaT[0].running { // one group running: all are (lockstep)
