@@ -89,6 +89,9 @@ func (s *Scheduler) CacheSteady() error {
 	}
 	s.KV.Pool.NewStepStarts(s.Out().Step) // the last replayed step's records
 	for _, r := range s.Running {
+		if s.KV.CachesNothing(&r.Blocks, r.NumComputedTokens) {
+			continue // its hashes wait for the next call that needs them
+		}
 		if err := s.cacheRunning(r, 0); err != nil {
 			return err
 		}

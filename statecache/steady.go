@@ -75,3 +75,21 @@ func (m *KVCacheManager) MambaSteady(t *BlockTable, c, k int) int {
 	// so the first step's call releases it.
 	return min(k, (cb+1)*b-c)
 }
+
+// CachesNothing reports whether RemoveSkippedBlocks and CacheBlocks of
+// t at numComputed tokens would both change nothing, by their first
+// tests: the skip bounds are where the last call left them with the
+// table unchanged, and every block numComputed fills is cached already.
+// After a run of steady steps most rows are so (the run neither filled a
+// block nor left one behind), and CacheSteady passes over them.
+func (m *KVCacheManager) CachesNothing(t *BlockTable, numComputed int) bool {
+	full := numComputed / m.blockSize
+	if full > int(t.cachedBlocks) {
+		return false
+	}
+	if m.mamba == nil || t.MambaT == nil {
+		return true
+	}
+	mt0, sm := &t.MambaT[0], &t.skipMemo
+	return full <= int(t.mambaCached) && numComputed > sm.lo && numComputed <= sm.hi && len(mt0.Blocks) == sm.n && mt0.lastState == sm.last
+}
