@@ -60,3 +60,47 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 	held := (c - 1) / mm.Spec.BlockSize
 	return held >= len(mt.Blocks) || mt.Blocks[held] == NullBlock || mt.Blocks[held] == t.Mamba[0]
 }
+
+// allocateAlign is AllocateNewBlocks of Mamba groups lo..hi−1, which are
+// consecutive in the layout's order, in align mode without speculative
+// blocks: the decisions once, for every group alike (lockstep), and the
+// groups' new running blocks, one each, popped in one call in group
+// order, as the groups' calls one after another pop them (a pop's
+// eviction changes the table, not the queue). False, having changed
+// nothing, where it does not apply; AllocateNewBlocks then runs.
+func (m *KVCacheManager) allocateAlign(req RequestID, t *BlockTable, lo, hi, numTokens int) bool {
+	mm0 := m.mamba[lo]
+	if mm0.Spec.Mode != MambaAlign || mm0.Spec.NumSpeculativeBlocks != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+		return false
+	}
+	mt0 := &t.MambaT[lo]
+	prev, required := len(mt0.Blocks), mambaCeilDiv(numTokens, mm0.Spec.BlockSize)
+	if required < prev || required > prev && hi-lo > len(m.alignPop) {
+		return false // AllocateNewBlocks' refusal, or more groups than the scratch
+	}
+	if required == prev {
+		for g := lo; g < hi; g++ {
+			mt := &t.MambaT[g]
+			mt.running, mt.tokens = true, numTokens
+		}
+		return true
+	}
+	// Past the last block: nulls up to the running block's position
+	// (required−1 ≥ prev), then the running block.
+	dst, groups := m.alignPop[:hi-lo], m.alignGroups[lo:hi]
+	m.Pool.getNewBlocksEach(req, groups, dst)
+	for g := lo; g < hi; g++ {
+		mt := &t.MambaT[g]
+		if mt.allocated || prev > 0 {
+			mt.lastState = prev // the last block is the copy source
+		}
+		mt.srcTokens = mt.tokens
+		for len(mt.Blocks) < required-1 {
+			mt.Blocks = append(mt.Blocks, NullBlock)
+		}
+		mt.Blocks = append(mt.Blocks, dst[g-lo])
+		mt.held++
+		mt.running, mt.allocated, mt.tokens = true, true, numTokens
+	}
+	return true
+}

@@ -158,11 +158,19 @@ func TestMambaGroupsLockstep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// ref allocates group by group (no allocateAlign) and takes the
+		// same calls: every table and the pool must end each alike, to
+		// the block.
+		ref, err := NewKVCacheManagerWith(&l, 56, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.perGroupAlloc = true
 		k, align := o.NumSpeculativeBlocks, o.MambaCacheMode == MambaAlign
 		rng := rand.New(rand.NewPCG(uint64(ci), 9))
 		type req struct {
 			id                  RequestID
-			tb                  BlockTable
+			tb, rtb             BlockTable
 			hashes              []BlockHash
 			prompt, end, c, hit int
 			preempted, started  bool
@@ -170,9 +178,9 @@ func TestMambaGroupsLockstep(t *testing.T) {
 		reqs := make([]req, 5)
 		next := RequestID(1)
 		renew := func(r *req) {
-			*r = req{id: next, tb: r.tb, prompt: 2*bs + rng.IntN(4*bs)}
+			*r = req{id: next, tb: r.tb, rtb: r.rtb, prompt: 2*bs + rng.IntN(4*bs)}
 			if r.tb.MambaT == nil {
-				r.tb = m.NewTable()
+				r.tb, r.rtb = m.NewTable(), ref.NewTable()
 			}
 			next++
 			r.end = r.prompt + 1 + rng.IntN(3*bs)
@@ -189,11 +197,15 @@ func TestMambaGroupsLockstep(t *testing.T) {
 		var checks, hits, preempts, steady, restores, syncs, moves, counted int
 		for next < 300 {
 			m.Pool.NewStepStarts(step)
+			ref.Pool.NewStepStarts(step)
 			step++
 			for i := range reqs {
 				r := &reqs[i]
 				if !r.started {
 					r.hit = m.GetComputedBlocks(&r.tb, r.hashes[:r.prompt/bs], r.prompt, r.preempted)
+					if h := ref.GetComputedBlocks(&r.rtb, r.hashes[:r.prompt/bs], r.prompt, r.preempted); h != r.hit {
+						fail(r, "a hit of %d tokens, %d allocating group by group", r.hit, h)
+					}
 					if r.hit > 0 {
 						hits++
 					}
@@ -233,6 +245,9 @@ func TestMambaGroupsLockstep(t *testing.T) {
 				if err := m.RemoveSkippedBlocks(r.id, &r.tb, computed+r.hit); err != nil {
 					fail(r, "%v", err)
 				}
+				if err := ref.RemoveSkippedBlocks(r.id, &r.rtb, computed+r.hit); err != nil {
+					fail(r, "%v", err)
+				}
 				if got, want := m.mambaNeed(&r.tb, numTokens, la, computed+r.hit, r.hit), refMambaNeed(m, &r.tb, numTokens, la, computed+r.hit, r.hit); got != want {
 					fail(r, "the Mamba groups need %d blocks, asking each: %d", got, want)
 				} else if r.hit == 0 && got > 0 {
@@ -242,8 +257,18 @@ func TestMambaGroupsLockstep(t *testing.T) {
 				if err != nil {
 					fail(r, "%v", err)
 				}
+				rok, err := ref.AllocateSlotsLookahead(r.id, &r.rtb, computed, r.hit, numTokens, la, c+q, r.hashes)
+				if err != nil {
+					fail(r, "%v", err)
+				}
+				if e := twinError(m, ref, &r.tb, &r.rtb); ok != rok || e != "" {
+					fail(r, "allocating %d tokens: %v, group by group %v; %s", numTokens, ok, rok, e)
+				}
 				if !ok || rng.IntN(100) == 0 { // preempted (short, or another request's need): back to the start, a hit again
 					if err := m.Free(r.id, &r.tb); err != nil {
+						fail(r, "%v", err)
+					}
+					if err := ref.Free(r.id, &r.rtb); err != nil {
 						fail(r, "%v", err)
 					}
 					r.c, r.hit, r.started, r.preempted = 0, 0, false, true
@@ -285,6 +310,9 @@ func TestMambaGroupsLockstep(t *testing.T) {
 					if err := m.Free(r.id, &r.tb); err != nil {
 						fail(r, "%v", err)
 					}
+					if err := ref.Free(r.id, &r.rtb); err != nil {
+						fail(r, "%v", err)
+					}
 					renew(r)
 				}
 			}
@@ -293,4 +321,26 @@ func TestMambaGroupsLockstep(t *testing.T) {
 			t.Errorf("%+v: %d checks, %d hits, %d preemptions, %d restores, %d slots kept, %d moved, %d steady, %d counted without a hit: the schedule is too thin", o, checks, hits, preempts, restores, syncs, moves, steady, counted)
 		}
 	}
+}
+
+// twinError is how a table of m and its twin of ref (allocating group by
+// group) differ, in blocks, shape or the pools' free blocks, or "".
+func twinError(m, ref *KVCacheManager, t, rt *BlockTable) string {
+	for g := range t.MambaT {
+		if a, b := t.MambaT[g].Blocks, rt.MambaT[g].Blocks; fmt.Sprint(a) != fmt.Sprint(b) || shapeOf(&t.MambaT[g]) != shapeOf(&rt.MambaT[g]) {
+			return fmt.Sprintf("Mamba group %d holds %v, group by group %v", g, a, b)
+		}
+	}
+	for g := range t.Attn {
+		if a, b := t.Attn[g], rt.Attn[g]; fmt.Sprint(a) != fmt.Sprint(b) {
+			return fmt.Sprintf("attention group %d holds %v, group by group %v", g, a, b)
+		}
+	}
+	if fmt.Sprint(t.Mamba) != fmt.Sprint(rt.Mamba) {
+		return fmt.Sprintf("slots %v, group by group %v", t.Mamba, rt.Mamba)
+	}
+	if a, b := m.Pool.NumFree(), ref.Pool.NumFree(); a != b {
+		return fmt.Sprintf("%d blocks free, group by group %d", a, b)
+	}
+	return ""
 }

@@ -179,6 +179,13 @@ type KVCacheManager struct {
 	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
 	// keeps one MambaManager per KV cache group); nil otherwise.
 	mamba []*MambaManager
+	// alignPop and alignGroups: allocateAlign's scratch for one block per
+	// Mamba group, and each Mamba group's id in the pool.
+	alignPop    []int32
+	alignGroups []int32
+	// perGroupAlloc turns allocateAlign off: each group allocates on its
+	// own, the reference the tests hold it to.
+	perGroupAlloc bool
 	// dropped: attention hit tokens the lookups gave up because no Mamba
 	// state was cached at their end (VLLM-FACTS-CURRENT §2.3, known
 	// limits of align).
@@ -294,6 +301,7 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 			m.mamba = append(m.mamba, mm)
 			ids = append(ids, int32(i))
 		}
+		m.alignPop, m.alignGroups = make([]int32, len(ids)), ids
 		rules = append(rules, HitGroup{Rule: MambaHit{Mode: o.MambaCacheMode, Block: m.blockSize}, Groups: ids})
 	}
 	coord, err := NewHybridCoordinator(len(m.order), rules)
@@ -443,12 +451,23 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 			}
 		}
 	}
-	for _, g := range m.order {
+	for oi := 0; oi < len(m.order); oi++ {
+		g := m.order[oi]
 		if g.mamba {
-			if m.mamba != nil {
-				if err := m.mamba[g.i].AllocateNewBlocks(req, &t.MambaT[g.i], m.mamba[g.i].mainTokens(numTokens, lookahead)); err != nil {
-					return false, err // counted above: cannot happen
-				}
+			if m.mamba == nil {
+				continue
+			}
+			mainTokens := m.mamba[g.i].mainTokens(numTokens, lookahead)
+			n := 1 // the Mamba groups from here on in the layout's order
+			for oi+n < len(m.order) && m.order[oi+n].mamba {
+				n++
+			}
+			if m.allocateAlign(req, t, g.i, g.i+n, mainTokens) {
+				oi += n - 1
+				continue
+			}
+			if err := m.mamba[g.i].AllocateNewBlocks(req, &t.MambaT[g.i], mainTokens); err != nil {
+				return false, err // counted above: cannot happen
 			}
 			continue
 		}

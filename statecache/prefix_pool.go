@@ -142,6 +142,18 @@ func newPrefixCache(n, groups int) *prefixCache {
 	return c
 }
 
+// getNewBlocksEach is GetNewBlocks of one block for each of groups in
+// turn, into dst (as long), in one pop: the caller has counted the free
+// blocks.
+func (p *BlockPool) getNewBlocksEach(req RequestID, groups, dst []int32) {
+	c := p.pc
+	c.popN(&p.q, dst)
+	for i, b := range dst {
+		c.allocated(b, req, groups[i])
+		p.HighWater = max(p.HighWater, b)
+	}
+}
+
 // popN fills dst from the head of q (len(dst) ≤ q.n), then touches the
 // records of the blocks and the table slots of the cached ones, which the
 // caller evicts next: reads that do not depend on each other, so that
