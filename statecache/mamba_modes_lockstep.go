@@ -1,5 +1,7 @@
 package statecache
 
+import "slices"
+
 // The Mamba groups of a layout share one MambaSpec (NewKVCacheManagerWith)
 // and move in lockstep: the KV cache manager calls every group's manager
 // with the same request and token counts (vLLM's coordinator does the
@@ -95,12 +97,68 @@ func (m *KVCacheManager) allocateAlign(req RequestID, t *BlockTable, lo, hi, num
 			mt.lastState = prev // the last block is the copy source
 		}
 		mt.srcTokens = mt.tokens
-		for len(mt.Blocks) < required-1 {
-			mt.Blocks = append(mt.Blocks, NullBlock)
-		}
-		mt.Blocks = append(mt.Blocks, dst[g-lo])
+		n := len(mt.Blocks)
+		mt.Blocks = slices.Grow(mt.Blocks, required-n)[:required]
+		clear(mt.Blocks[n : required-1]) // NullBlock is 0 (nullIsZero)
+		mt.Blocks[required-1] = dst[g-lo]
 		mt.held++
 		mt.running, mt.allocated, mt.tokens = true, true, numTokens
+	}
+	return true
+}
+
+// nullIsZero fails to compile unless NullBlock is 0, which clear writes.
+var _ = [1]struct{}{}[NullBlock]
+
+// removeSkippedAlign is RemoveSkippedBlocks' per-group work in align mode
+// without speculative blocks when every group frees at most one block
+// below the walk's top and at most its copy source, each held once (most
+// calls that free anything: the copy source, a step after its copy): the
+// positions once, from group 0 (lockstep), and each group's blocks
+// queued in group order as its removeSkipped would queue them. False,
+// having changed nothing, where it does not apply.
+func (m *KVCacheManager) removeSkippedAlign(req RequestID, t *BlockTable, top, src int) bool {
+	if m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+		return false
+	}
+	bl := t.MambaT[0].Blocks
+	a := min(top, len(bl)) - 1 // the walk below top: one block, or none
+	if a < 0 || bl[a] == NullBlock {
+		a = -1
+	} else if a > 0 && bl[a-1] != NullBlock {
+		return false
+	}
+	c := t.MambaT[0].lastState - 1 // the copy source, unless the walk took it
+	if c < 0 || c >= src || c >= len(bl) || c == a || bl[c] == NullBlock {
+		c = -1
+	}
+	st := m.Pool.pc.st
+	for g := range t.MambaT {
+		bl := t.MambaT[g].Blocks
+		if a >= 0 && st[bl[a]].ref != 1 || c >= 0 && st[bl[c]].ref != 1 {
+			return false // shared (a hit's block): the general free
+		}
+	}
+	toHead := m.Pool.order == FreshToHead
+	for g := range t.MambaT {
+		mt := &t.MambaT[g]
+		for _, i := range [2]int{a, c} {
+			if i < 0 {
+				continue
+			}
+			b := mt.Blocks[i]
+			if t.private {
+				mt.freedPrivate = append(mt.freedPrivate, b)
+			}
+			st[b].ref = 0
+			if toHead && !st[b].cached {
+				m.Pool.q.PushFront(b)
+			} else {
+				m.Pool.q.Append(b)
+			}
+			mt.Blocks[i] = NullBlock
+			mt.held--
+		}
 	}
 	return true
 }

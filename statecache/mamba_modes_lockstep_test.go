@@ -150,6 +150,7 @@ func TestMambaGroupsLockstep(t *testing.T) {
 	for ci, o := range []ManagerOptions{
 		{MambaCacheMode: MambaAll},
 		{MambaCacheMode: MambaAlign},
+		{MambaCacheMode: MambaAlign, FreeOrder: FreshToHead},
 		{MambaCacheMode: MambaAlign, NumSpeculativeBlocks: 2, SpecSafeFree: true, UseEagle: true},
 		{MambaCacheMode: MambaAlign, NumSpeculativeBlocks: 1, UseEagle: true, EagleMamba: EagleMambaNoMargin},
 	} {
@@ -323,8 +324,9 @@ func TestMambaGroupsLockstep(t *testing.T) {
 	}
 }
 
-// twinError is how a table of m and its twin of ref (allocating group by
-// group) differ, in blocks, shape or the pools' free blocks, or "".
+// twinError is how a table of m and its twin of ref (allocating and
+// freeing group by group) differ, in blocks, shape or the pools' free
+// queues, or "".
 func twinError(m, ref *KVCacheManager, t, rt *BlockTable) string {
 	for g := range t.MambaT {
 		if a, b := t.MambaT[g].Blocks, rt.MambaT[g].Blocks; fmt.Sprint(a) != fmt.Sprint(b) || shapeOf(&t.MambaT[g]) != shapeOf(&rt.MambaT[g]) {
@@ -339,8 +341,8 @@ func twinError(m, ref *KVCacheManager, t, rt *BlockTable) string {
 	if fmt.Sprint(t.Mamba) != fmt.Sprint(rt.Mamba) {
 		return fmt.Sprintf("slots %v, group by group %v", t.Mamba, rt.Mamba)
 	}
-	if a, b := m.Pool.NumFree(), ref.Pool.NumFree(); a != b {
-		return fmt.Sprintf("%d blocks free, group by group %d", a, b)
+	if a, b := m.Pool.FreeQueue(), ref.Pool.FreeQueue(); fmt.Sprint(a) != fmt.Sprint(b) {
+		return fmt.Sprintf("free queue %v, group by group %v", a, b)
 	}
 	return ""
 }

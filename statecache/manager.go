@@ -539,17 +539,19 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		if spec.Mode == MambaAll {
 			m.prefetchSkipped(t, top)
 		}
-		freed := false
-		for g, mm := range m.mamba {
-			mt := &t.MambaT[g]
-			if mt.skipsNothing(top, src, spec.Mode == MambaAlign) {
-				continue
+		freed := spec.Mode == MambaAlign && m.removeSkippedAlign(req, t, top, src)
+		if !freed { // it did not apply: group by group
+			for g, mm := range m.mamba {
+				mt := &t.MambaT[g]
+				if mt.skipsNothing(top, src, spec.Mode == MambaAlign) {
+					continue
+				}
+				h := mt.held
+				if err := mm.removeSkipped(req, mt, top, src, t.private); err != nil {
+					return err
+				}
+				freed = freed || mt.held != h
 			}
-			h := mt.held
-			if err := mm.removeSkipped(req, mt, top, src, t.private); err != nil {
-				return err
-			}
-			freed = freed || mt.held != h
 		}
 		if freed {
 			t.held = t.countHeld()
