@@ -162,3 +162,34 @@ func (m *KVCacheManager) removeSkippedAlign(req RequestID, t *BlockTable, top, s
 	}
 	return true
 }
+
+// cacheAlign is CacheBlocks' per-group work in align mode without
+// speculative blocks: the positions to cache once, from group 0's table
+// (lockstep: its nulls are every group's), then each group's blocks
+// there, in group order, as its cacheBlocks caches them. False, having
+// changed nothing, where it does not apply.
+func (m *KVCacheManager) cacheAlign(req RequestID, t *BlockTable, numTokens int, hashes []BlockHash) (bool, error) {
+	mm0, mt0 := m.mamba[0], &t.MambaT[0]
+	if mm0.Spec.Mode != MambaAlign || m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+		return false, nil
+	}
+	b := mm0.Spec.BlockSize
+	full := numTokens / b
+	if mt0.numCached >= full {
+		return true, nil // cachesNothing, in every group
+	}
+	bl := mt0.Blocks
+	lo := mt0.numCached
+	for lo < full && lo < len(bl) && lo < len(hashes) && bl[lo] == NullBlock {
+		lo++
+	}
+	listed := t.listed(full, m.ListAll)
+	for g, mm := range m.mamba {
+		mt := &t.MambaT[g]
+		if err := m.Pool.cacheFullBlocksListed(req, mm.Group, mt.Blocks, hashes, lo, full, b, listed); err != nil {
+			return true, err
+		}
+		mt.numCached = full
+	}
+	return true, nil
+}

@@ -657,10 +657,14 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 	}
 	if m.mamba != nil && full > int(t.mambaCached) {
 		m.prefetchMambaCache(t, full, hashes)
-		for g, mm := range m.mamba {
-			if mt := &t.MambaT[g]; !mm.cachesNothing(mt, numTokens) {
-				if err := mm.cacheBlocks(req, mt, numTokens, hashes, t.listed(numTokens/mm.Spec.BlockSize, m.ListAll)); err != nil {
-					return err
+		if ok, err := m.cacheAlign(req, t, numTokens, hashes); err != nil {
+			return err
+		} else if !ok {
+			for g, mm := range m.mamba {
+				if mt := &t.MambaT[g]; !mm.cachesNothing(mt, numTokens) {
+					if err := mm.cacheBlocks(req, mt, numTokens, hashes, t.listed(numTokens/mm.Spec.BlockSize, m.ListAll)); err != nil {
+						return err
+					}
 				}
 			}
 		}
