@@ -63,46 +63,59 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 	return held >= len(mt.Blocks) || mt.Blocks[held] == NullBlock || mt.Blocks[held] == t.Mamba[0]
 }
 
-// allocateAlign is AllocateNewBlocks of Mamba groups lo..hi−1, which are
-// consecutive in the layout's order, in align mode without speculative
-// blocks: the decisions once, for every group alike (lockstep), and the
-// groups' new running blocks, one each, popped in one call in group
-// order, as the groups' calls one after another pop them (a pop's
-// eviction changes the table, not the queue). False, having changed
-// nothing, where it does not apply; AllocateNewBlocks then runs.
-func (m *KVCacheManager) allocateAlign(req RequestID, t *BlockTable, lo, hi, numTokens int) bool {
+// allocateLockstep is AllocateNewBlocks of Mamba groups lo..hi−1, which
+// are consecutive in the layout's order, without speculative blocks: the
+// decisions once, for every group alike (lockstep), and the groups' new
+// blocks (align: the running block, one each; all: one a block the
+// tokens reach) popped in one call, group after group, as the groups'
+// calls one after another pop them (a pop's eviction changes the table,
+// not the queue). False, having changed nothing, where it does not
+// apply; AllocateNewBlocks then runs.
+func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, numTokens int) bool {
 	mm0 := m.mamba[lo]
-	if mm0.Spec.Mode != MambaAlign || mm0.Spec.NumSpeculativeBlocks != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+	if mm0.Spec.NumSpeculativeBlocks != 0 || m.Pool.pc == nil || m.perGroupAlloc {
 		return false
 	}
 	mt0 := &t.MambaT[lo]
 	prev, required := len(mt0.Blocks), mambaCeilDiv(numTokens, mm0.Spec.BlockSize)
-	if required < prev || required > prev && hi-lo > len(m.alignPop) {
-		return false // AllocateNewBlocks' refusal, or more groups than the scratch
+	align := mm0.Spec.Mode == MambaAlign
+	if !align && mm0.Spec.Mode != MambaAll || align && required < prev {
+		return false // AllocateNewBlocks' refusal
 	}
-	if required == prev {
+	if required <= prev {
 		for g := lo; g < hi; g++ {
 			mt := &t.MambaT[g]
 			mt.running, mt.tokens = true, numTokens
 		}
 		return true
 	}
-	// Past the last block: nulls up to the running block's position
-	// (required−1 ≥ prev), then the running block.
-	dst, groups := m.alignPop[:hi-lo], m.alignGroups[lo:hi]
-	m.Pool.getNewBlocksEach(req, groups, dst)
+	per := required - prev // all mode: every new position; align: 1
+	if align {
+		per = 1
+	}
+	if n := per * (hi - lo); cap(m.lockstepPop) < n {
+		m.lockstepPop = make([]int32, n)
+	}
+	dst := m.lockstepPop[:per*(hi-lo)]
+	m.Pool.getNewBlocksEach(req, m.mambaGroups[lo:hi], per, dst)
 	for g := lo; g < hi; g++ {
-		mt := &t.MambaT[g]
-		if mt.allocated || prev > 0 {
-			mt.lastState = prev // the last block is the copy source
+		mt, got := &t.MambaT[g], dst[(g-lo)*per:(g-lo+1)*per]
+		if align {
+			// Past the last block: nulls up to the running block's
+			// position (required−1 ≥ prev), then the running block.
+			if mt.allocated || prev > 0 {
+				mt.lastState = prev // the last block is the copy source
+			}
+			mt.srcTokens = mt.tokens
+			n := len(mt.Blocks)
+			mt.Blocks = slices.Grow(mt.Blocks, required-n)[:required]
+			clear(mt.Blocks[n : required-1]) // NullBlock is 0 (nullIsZero)
+			mt.Blocks[required-1] = got[0]
+			mt.allocated = true
+		} else {
+			mt.Blocks = append(mt.Blocks, got...)
 		}
-		mt.srcTokens = mt.tokens
-		n := len(mt.Blocks)
-		mt.Blocks = slices.Grow(mt.Blocks, required-n)[:required]
-		clear(mt.Blocks[n : required-1]) // NullBlock is 0 (nullIsZero)
-		mt.Blocks[required-1] = dst[g-lo]
-		mt.held++
-		mt.running, mt.allocated, mt.tokens = true, true, numTokens
+		mt.running, mt.tokens, mt.held = true, numTokens, mt.held+per
 	}
 	return true
 }
@@ -110,14 +123,15 @@ func (m *KVCacheManager) allocateAlign(req RequestID, t *BlockTable, lo, hi, num
 // nullIsZero fails to compile unless NullBlock is 0, which clear writes.
 var _ = [1]struct{}{}[NullBlock]
 
-// removeSkippedAlign is RemoveSkippedBlocks' per-group work in align mode
-// without speculative blocks when every group frees at most one block
-// below the walk's top and at most its copy source, each held once (most
-// calls that free anything: the copy source, a step after its copy): the
+// removeSkippedLockstep is RemoveSkippedBlocks' per-group work without
+// speculative blocks when every group frees at most one block below the
+// walk's top and, in align mode, at most its copy source, each held once
+// (most calls that free anything: align's copy source a step after its
+// copy, all mode's block behind a boundary a decode crossed): the
 // positions once, from group 0 (lockstep), and each group's blocks
 // queued in group order as its removeSkipped would queue them. False,
 // having changed nothing, where it does not apply.
-func (m *KVCacheManager) removeSkippedAlign(req RequestID, t *BlockTable, top, src int) bool {
+func (m *KVCacheManager) removeSkippedLockstep(req RequestID, t *BlockTable, top, src int, align bool) bool {
 	if m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
 		return false
 	}
@@ -128,8 +142,8 @@ func (m *KVCacheManager) removeSkippedAlign(req RequestID, t *BlockTable, top, s
 	} else if a > 0 && bl[a-1] != NullBlock {
 		return false
 	}
-	c := t.MambaT[0].lastState - 1 // the copy source, unless the walk took it
-	if c < 0 || c >= src || c >= len(bl) || c == a || bl[c] == NullBlock {
+	c := t.MambaT[0].lastState - 1 // align's copy source, unless the walk took it
+	if !align || c < 0 || c >= src || c >= len(bl) || c == a || bl[c] == NullBlock {
 		c = -1
 	}
 	st := m.Pool.pc.st
@@ -163,14 +177,14 @@ func (m *KVCacheManager) removeSkippedAlign(req RequestID, t *BlockTable, top, s
 	return true
 }
 
-// cacheAlign is CacheBlocks' per-group work in align mode without
-// speculative blocks: the positions to cache once, from group 0's table
-// (lockstep: its nulls are every group's), then each group's blocks
-// there, in group order, as its cacheBlocks caches them. False, having
-// changed nothing, where it does not apply.
-func (m *KVCacheManager) cacheAlign(req RequestID, t *BlockTable, numTokens int, hashes []BlockHash) (bool, error) {
+// cacheLockstep is CacheBlocks' per-group work without speculative
+// blocks: the positions to cache once, from group 0's table (lockstep:
+// its nulls are every group's), then each group's blocks there, in group
+// order, as its cacheBlocks caches them. False, having changed nothing,
+// where it does not apply.
+func (m *KVCacheManager) cacheLockstep(req RequestID, t *BlockTable, numTokens int, hashes []BlockHash) (bool, error) {
 	mm0, mt0 := m.mamba[0], &t.MambaT[0]
-	if mm0.Spec.Mode != MambaAlign || m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+	if mm0.Spec.Mode == MambaNone || m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
 		return false, nil
 	}
 	b := mm0.Spec.BlockSize

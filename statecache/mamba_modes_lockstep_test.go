@@ -159,9 +159,9 @@ func TestMambaGroupsLockstep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// ref allocates group by group (no allocateAlign) and takes the
-		// same calls: every table and the pool must end each alike, to
-		// the block.
+		// ref allocates, caches and frees group by group (no lockstep
+		// shortcuts) and takes the same calls: every table and the pool
+		// must end each alike, to the block.
 		ref, err := NewKVCacheManagerWith(&l, 56, o)
 		if err != nil {
 			t.Fatal(err)

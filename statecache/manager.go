@@ -179,12 +179,13 @@ type KVCacheManager struct {
 	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
 	// keeps one MambaManager per KV cache group); nil otherwise.
 	mamba []*MambaManager
-	// alignPop and alignGroups: allocateAlign's scratch for one block per
-	// Mamba group, and each Mamba group's id in the pool.
-	alignPop    []int32
-	alignGroups []int32
-	// perGroupAlloc turns allocateAlign off: each group allocates on its
-	// own, the reference the tests hold it to.
+	// lockstepPop: allocateLockstep's scratch; mambaGroups: each Mamba
+	// group's id in the pool.
+	lockstepPop []int32
+	mambaGroups []int32
+	// perGroupAlloc turns the lockstep shortcuts that allocate, cache and
+	// free (mamba_modes_lockstep.go) off: each group on its own, the
+	// reference the tests hold them to.
 	perGroupAlloc bool
 	// dropped: attention hit tokens the lookups gave up because no Mamba
 	// state was cached at their end (VLLM-FACTS-CURRENT §2.3, known
@@ -301,7 +302,7 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 			m.mamba = append(m.mamba, mm)
 			ids = append(ids, int32(i))
 		}
-		m.alignPop, m.alignGroups = make([]int32, len(ids)), ids
+		m.mambaGroups = ids
 		rules = append(rules, HitGroup{Rule: MambaHit{Mode: o.MambaCacheMode, Block: m.blockSize}, Groups: ids})
 	}
 	coord, err := NewHybridCoordinator(len(m.order), rules)
@@ -462,7 +463,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 			for oi+n < len(m.order) && m.order[oi+n].mamba {
 				n++
 			}
-			if m.allocateAlign(req, t, g.i, g.i+n, mainTokens) {
+			if m.allocateLockstep(req, t, g.i, g.i+n, mainTokens) {
 				oi += n - 1
 				continue
 			}
@@ -539,7 +540,7 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		if spec.Mode == MambaAll {
 			m.prefetchSkipped(t, top)
 		}
-		freed := spec.Mode == MambaAlign && m.removeSkippedAlign(req, t, top, src)
+		freed := m.removeSkippedLockstep(req, t, top, src, spec.Mode == MambaAlign)
 		if !freed { // it did not apply: group by group
 			for g, mm := range m.mamba {
 				mt := &t.MambaT[g]
@@ -657,7 +658,7 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 	}
 	if m.mamba != nil && full > int(t.mambaCached) {
 		m.prefetchMambaCache(t, full, hashes)
-		if ok, err := m.cacheAlign(req, t, numTokens, hashes); err != nil {
+		if ok, err := m.cacheLockstep(req, t, numTokens, hashes); err != nil {
 			return err
 		} else if !ok {
 			for g, mm := range m.mamba {

@@ -142,14 +142,14 @@ func newPrefixCache(n, groups int) *prefixCache {
 	return c
 }
 
-// getNewBlocksEach is GetNewBlocks of one block for each of groups in
-// turn, into dst (as long), in one pop: the caller has counted the free
-// blocks.
-func (p *BlockPool) getNewBlocksEach(req RequestID, groups, dst []int32) {
+// getNewBlocksEach is GetNewBlocks of per blocks for each of groups in
+// turn, into dst (len(groups)·per long), in one pop: the caller has
+// counted the free blocks.
+func (p *BlockPool) getNewBlocksEach(req RequestID, groups []int32, per int, dst []int32) {
 	c := p.pc
 	c.popN(&p.q, dst)
 	for i, b := range dst {
-		c.allocated(b, req, groups[i])
+		c.allocated(b, req, groups[i/per])
 		p.HighWater = max(p.HighWater, b)
 	}
 }
