@@ -98,24 +98,28 @@ func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, 
 	}
 	dst := m.lockstepPop[:per*(hi-lo)]
 	m.Pool.getNewBlocksEach(req, m.mambaGroups[lo:hi], per, dst)
-	for g := lo; g < hi; g++ {
-		mt, got := &t.MambaT[g], dst[(g-lo)*per:(g-lo+1)*per]
-		if align {
-			// Past the last block: nulls up to the running block's
-			// position (required−1 ≥ prev), then the running block.
-			if mt.allocated || prev > 0 {
-				mt.lastState = prev // the last block is the copy source
-			}
-			mt.srcTokens = mt.tokens
-			n := len(mt.Blocks)
-			mt.Blocks = slices.Grow(mt.Blocks, required-n)[:required]
-			clear(mt.Blocks[n : required-1]) // NullBlock is 0 (nullIsZero)
-			mt.Blocks[required-1] = got[0]
-			mt.allocated = true
-		} else {
-			mt.Blocks = append(mt.Blocks, got...)
+	if !align {
+		for g := lo; g < hi; g++ {
+			mt := &t.MambaT[g]
+			mt.Blocks = append(mt.Blocks, dst[(g-lo)*per:(g-lo+1)*per]...)
+			mt.running, mt.tokens, mt.held = true, numTokens, mt.held+per
 		}
-		mt.running, mt.tokens, mt.held = true, numTokens, mt.held+per
+		return true
+	}
+	for g := lo; g < hi; g++ {
+		mt := &t.MambaT[g]
+		if mt.allocated || prev > 0 {
+			mt.lastState = prev // the last block is the copy source
+		}
+		mt.srcTokens = mt.tokens
+		// Nulls up to the running block's position (required−1 ≥ prev),
+		// then the running block: a decode's is the next position.
+		if n := len(mt.Blocks); n < required-1 {
+			mt.Blocks = slices.Grow(mt.Blocks, required-n)[:required-1]
+			clear(mt.Blocks[n:]) // NullBlock is 0 (nullIsZero)
+		}
+		mt.Blocks = append(mt.Blocks, dst[g-lo])
+		mt.running, mt.allocated, mt.tokens, mt.held = true, true, numTokens, mt.held+1
 	}
 	return true
 }

@@ -148,8 +148,13 @@ func newPrefixCache(n, groups int) *prefixCache {
 func (p *BlockPool) getNewBlocksEach(req RequestID, groups []int32, per int, dst []int32) {
 	c := p.pc
 	c.popN(&p.q, dst)
-	for i, b := range dst {
-		c.allocated(b, req, groups[i/per])
+	gi, left := 0, per // dst[i] is groups[i/per]'s, without the division
+	for _, b := range dst {
+		if left == 0 {
+			gi, left = gi+1, per
+		}
+		left--
+		c.allocated(b, req, groups[gi])
 		p.HighWater = max(p.HighWater, b)
 	}
 }
