@@ -352,6 +352,11 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) (copied, tainted b
 		return // and no boundary state is written
 	}
 	restore := s.restoring(t, c)
+	if !all && !restore && c > 0 && !s.Prov.Plain { // Plain: the reference, group by group
+		if copied, tainted, ok := s.continueAlign(row); ok {
+			return copied, tainted
+		}
+	}
 	reported := false
 	if lo >= hi && all {
 		// A chunk that crosses no boundary writes no boundary state, and
@@ -398,6 +403,38 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) (copied, tainted b
 		}
 	}
 	return copied, tainted
+}
+
+// continueAlign is restoreState's loop for an align-mode row that
+// continues its own state, when every group's copy source (one position
+// in every group: lockstep) holds the reader's state after c tokens: each
+// running block gets it as readSource writes it, without the per-group
+// lookups and checks. ok is false, having written nothing, where a
+// source would not serve (the loop reports it) or none is held.
+func (s *Symbolic) continueAlign(row *sched.Row) (copied, tainted, ok bool) {
+	r := row.Req
+	t := &r.Blocks
+	c := row.NumComputed
+	i := s.KV.MambaCopySourceIndex(t)
+	if i < 0 {
+		return false, false, false
+	}
+	for g := range t.MambaT {
+		src := t.MambaT[g].Blocks[i]
+		if src == t.Mamba[g] || !s.Prov.StateValid(src, r.ID, c) { // c > 0: MambaCopyMismatch's test
+			return false, false, false
+		}
+	}
+	copied = true
+	for g := range t.MambaT {
+		p := s.Prov.Get(t.MambaT[g].Blocks[i])
+		if g == 0 {
+			tainted = p.Tainted
+		}
+		copied = copied && p.Tainted == tainted
+		s.Prov.WriteState(t.Mamba[g], r.ID, c, s.step, p.Tainted)
+	}
+	return copied, tainted, true
 }
 
 // restoring is whether a row with c computed tokens starts from its

@@ -44,6 +44,16 @@ func (t *BlockTable) mambaCachesNoBlock(full, nHashes int) bool {
 	return true
 }
 
+// MambaCopySourceIndex is the position of every Mamba group's copy
+// source in t (align mode; lockstep: group 0's stands for all), −1 when
+// none is held: MambaManager.CopySource is each group's block there.
+func (m *KVCacheManager) MambaCopySourceIndex(t *BlockTable) int {
+	if len(m.mamba) == 0 || len(t.MambaT) == 0 {
+		return -1
+	}
+	return m.mamba[0].copySourceIndex(&t.MambaT[0])
+}
+
 // MambaReadsRunning reports whether a step of t from c computed tokens
 // reads each Mamba group's state from the group's running block (or
 // reads none: c = 0): in align mode there is no copy source still held;

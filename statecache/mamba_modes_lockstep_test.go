@@ -283,6 +283,12 @@ func TestMambaGroupsLockstep(t *testing.T) {
 				if got, want := r.tb.mambaCachesNoBlock(full+1, len(r.hashes)), refCachesNoBlock(&r.tb, full+1, len(r.hashes)); got != want {
 					fail(r, "group 0 says the next boundary caches nothing: %v, the groups: %v", got, want)
 				}
+				for g, mm := range m.mamba {
+					want, i := mm.CopySource(&r.tb.MambaT[g]), m.MambaCopySourceIndex(&r.tb)
+					if got := int32(NullBlock); i >= 0 && r.tb.MambaT[g].Blocks[i] != want || i < 0 && want != got {
+						fail(r, "group %d's copy source is block %d, MambaCopySourceIndex says position %d", g, want, i)
+					}
+				}
 				if got, want := m.MambaReadsRunning(&r.tb, c), refReadsRunning(m, &r.tb, c); got != want {
 					fail(r, "MambaReadsRunning %v, the groups %v", got, want)
 				} else if !got {
