@@ -288,3 +288,42 @@ workload: {kind: trace, path: %s, format: jsonl, time_unit: s, prompt_len: {dist
 		}
 	}
 }
+
+// A prefix-hit block that a wrapped state write damaged is reported once,
+// at the first check after the write: the reader carries the damage from
+// there, as with its own blocks. (Reports used to repeat at every later
+// check: every step under the plain checks, after every unrelated wrapped
+// write under the shortcuts.) Align mode on a 24-bit index under
+// pressure: requests preempted and resumed through hits on their own
+// blocks, which later wrapped writes clobber.
+func TestDamagedHitReportedOnce(t *testing.T) {
+	sc, err := scenarios.Load("azure-conv", []string{"workload.limit=1000", "workload.rate_scale=6", "engine.num_gpu_blocks_override=900",
+		"engine.state_index_bits=24", "engine.vllm_version=v0.31", "engine.enable_prefix_caching=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type damage struct {
+		req, slot int64
+		detail    string // names the block, its writer and the write that damaged it
+	}
+	seen := map[damage]int64{}
+	hits := 0
+	if _, err := Run(sc, Options{Observe: func(rec *step.Record) {
+		for _, v := range rec.Violations {
+			if !strings.Contains(v.Detail, "through a prefix hit") {
+				continue
+			}
+			hits++
+			d := damage{v.RequestID, v.Slot, v.Detail}
+			if at, ok := seen[d]; ok {
+				t.Errorf("step %d reports again what step %d did: %s", v.Step, at, v.Detail)
+			}
+			seen[d] = v.Step
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if hits < 5 {
+		t.Fatalf("%d damaged hit blocks reported: the scenario no longer damages hits", hits)
+	}
+}

@@ -83,7 +83,7 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 // apply; AllocateNewBlocks then runs.
 func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, numTokens int) bool {
 	mm0 := m.mamba[lo]
-	if mm0.Spec.NumSpeculativeBlocks != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+	if m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
 		return false
 	}
 	mt0 := &t.MambaT[lo]
@@ -145,7 +145,7 @@ var _ = [1]struct{}{}[NullBlock]
 // positions once, from group 0 (lockstep), and each group's blocks
 // queued in group order as its removeSkipped would queue them. False,
 // having changed nothing, where it does not apply.
-func (m *KVCacheManager) removeSkippedLockstep(req RequestID, t *BlockTable, top, src int, align bool) bool {
+func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, align bool) bool {
 	if m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
 		return false
 	}
@@ -167,7 +167,6 @@ func (m *KVCacheManager) removeSkippedLockstep(req RequestID, t *BlockTable, top
 			return false // shared (a hit's block): the general free
 		}
 	}
-	toHead := m.Pool.order == FreshToHead
 	for g := range t.MambaT {
 		mt := &t.MambaT[g]
 		for _, i := range [2]int{a, c} {
@@ -178,12 +177,7 @@ func (m *KVCacheManager) removeSkippedLockstep(req RequestID, t *BlockTable, top
 			if t.private {
 				mt.freedPrivate = append(mt.freedPrivate, b)
 			}
-			st[b].ref = 0
-			if toHead && !st[b].cached {
-				m.Pool.q.PushFront(b)
-			} else {
-				m.Pool.q.Append(b)
-			}
+			m.Pool.pc.freeOne(&m.Pool.q, m.Pool.order, b)
 			mt.Blocks[i] = NullBlock
 			mt.held--
 		}

@@ -520,6 +520,13 @@ func (m *KVCacheManager) mambaHit(g, hitTokens int) []int32 {
 	return m.coord.HitBlocks(m.mamba[g].Group)
 }
 
+// skipMemoHolds: a RemoveSkippedBlocks of t at numComputed frees nothing
+// by the memo of its last call (skipMemo): the same span, the same table.
+func (t *BlockTable) skipMemoHolds(numComputed int) bool {
+	mt0, sm := &t.MambaT[0], &t.skipMemo
+	return numComputed > sm.lo && numComputed <= sm.hi && len(mt0.Blocks) == sm.n && mt0.lastState == sm.last
+}
+
 // RemoveSkippedBlocks frees the Mamba blocks a request with numComputed
 // computed tokens no longer needs (vLLM's remove_skipped_blocks, called
 // by allocate_slots on every scheduled request, whether or not it needs
@@ -530,7 +537,7 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		return nil
 	}
 	mt0 := &t.MambaT[0]
-	if sm := &t.skipMemo; numComputed > sm.lo && numComputed <= sm.hi && len(mt0.Blocks) == sm.n && mt0.lastState == sm.last {
+	if t.skipMemoHolds(numComputed) {
 		return nil
 	}
 	// The groups share one spec (NewKVCacheManager): bound once.
@@ -540,7 +547,7 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		if spec.Mode == MambaAll {
 			m.prefetchSkipped(t, top)
 		}
-		freed := m.removeSkippedLockstep(req, t, top, src, spec.Mode == MambaAlign)
+		freed := m.removeSkippedLockstep(t, top, src, spec.Mode == MambaAlign)
 		if !freed { // it did not apply: group by group
 			for g, mm := range m.mamba {
 				mt := &t.MambaT[g]

@@ -142,6 +142,17 @@ func newPrefixCache(n, groups int) *prefixCache {
 	return c
 }
 
+// freeOne queues block b, held once, as freeBlocks queues a block it
+// frees: to the head when fresh under FreshToHead, else to the tail.
+func (c *prefixCache) freeOne(q *FreeBlockQueue, order FreeOrder, b int32) {
+	c.st[b].ref = 0
+	if order == FreshToHead && !c.st[b].cached {
+		q.PushFront(b)
+	} else {
+		q.Append(b)
+	}
+}
+
 // getNewBlocksEach is GetNewBlocks of per blocks for each of groups in
 // turn, into dst (len(groups)·per long), in one pop: the caller has
 // counted the free blocks.
@@ -217,12 +228,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		// One block held once (align's copy source, a Mamba table's
 		// block): the one pass, without its scratch.
 		if b := blocks[0]; b != NullBlock && uint(b) < uint(len(st)) && st[b].ref == 1 {
-			st[b].ref = 0
-			if order == FreshToHead && !st[b].cached {
-				q.PushFront(b)
-			} else {
-				q.Append(b)
-			}
+			c.freeOne(q, order, b)
 			return 0, nil
 		}
 	}

@@ -90,6 +90,5 @@ func (m *KVCacheManager) CachesNothing(t *BlockTable, numComputed int) bool {
 	if m.mamba == nil || t.MambaT == nil {
 		return true
 	}
-	mt0, sm := &t.MambaT[0], &t.skipMemo
-	return full <= int(t.mambaCached) && numComputed > sm.lo && numComputed <= sm.hi && len(mt0.Blocks) == sm.n && mt0.lastState == sm.last
+	return full <= int(t.mambaCached) && t.skipMemoHolds(numComputed)
 }
