@@ -83,7 +83,7 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 // apply; AllocateNewBlocks then runs.
 func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, numTokens int) bool {
 	mm0 := m.mamba[lo]
-	if m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+	if m.spec != 0 || m.Pool.pc == nil || m.noLockstep {
 		return false
 	}
 	mt0 := &t.MambaT[lo]
@@ -146,7 +146,7 @@ var _ = [1]struct{}{}[NullBlock]
 // queued in group order as its removeSkipped would queue them. False,
 // having changed nothing, where it does not apply.
 func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, align bool) bool {
-	if m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+	if m.spec != 0 || m.Pool.pc == nil || m.noLockstep {
 		return false
 	}
 	bl := t.MambaT[0].Blocks
@@ -192,7 +192,7 @@ func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, alig
 // where it does not apply.
 func (m *KVCacheManager) cacheLockstep(req RequestID, t *BlockTable, numTokens int, hashes []BlockHash) (bool, error) {
 	mm0, mt0 := m.mamba[0], &t.MambaT[0]
-	if mm0.Spec.Mode == MambaNone || m.spec != 0 || m.Pool.pc == nil || m.perGroupAlloc {
+	if mm0.Spec.Mode == MambaNone || m.spec != 0 || m.Pool.pc == nil || m.noLockstep {
 		return false, nil
 	}
 	b := mm0.Spec.BlockSize

@@ -166,7 +166,7 @@ func TestMambaGroupsLockstep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref.perGroupAlloc = true
+		ref.noLockstep = true
 		k, align := o.NumSpeculativeBlocks, o.MambaCacheMode == MambaAlign
 		rng := rand.New(rand.NewPCG(uint64(ci), 9))
 		type req struct {

@@ -183,10 +183,10 @@ type KVCacheManager struct {
 	// group's id in the pool.
 	lockstepPop []int32
 	mambaGroups []int32
-	// perGroupAlloc turns the lockstep shortcuts that allocate, cache and
+	// noLockstep turns the lockstep shortcuts that allocate, cache and
 	// free (mamba_modes_lockstep.go) off: each group on its own, the
 	// reference the tests hold them to.
-	perGroupAlloc bool
+	noLockstep bool
 	// dropped: attention hit tokens the lookups gave up because no Mamba
 	// state was cached at their end (VLLM-FACTS-CURRENT §2.3, known
 	// limits of align).
