@@ -26,7 +26,7 @@ func (s *Scenario) CheckSetup(numBlocks int) error {
 	l := s.Layout()
 	fp := statecache.EstimateFootprint(numBlocks, l.BlockBytes(), numericBackend(s.Backend.Kind))
 	if s.Engine.EnablePrefixCaching {
-		fp = fp.WithPrefixCaching(numBlocks, len(l.Groups))
+		fp = fp.WithPrefixCaching(numBlocks)
 	}
 	limit := s.Checks.MaxMemoryGiB
 	if limit == 0 {

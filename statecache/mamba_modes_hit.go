@@ -30,7 +30,7 @@ func (m MambaHit) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLengt
 	}
 	n := min(maxLength/m.Block, len(hashes))
 	for i := n - 1; i >= 0; i-- {
-		if !p.cachedAll(hashes[i], groups) {
+		if !p.cachedAll(hashes, i, groups) {
 			continue
 		}
 		if m.Block != alignment && (i+1)*m.Block%alignment != 0 {
@@ -40,7 +40,7 @@ func (m MambaHit) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLengt
 			for range i {
 				dst[j] = append(dst[j], NullBlock)
 			}
-			dst[j] = append(dst[j], p.cachedBlock(hashes[i], g))
+			dst[j] = append(dst[j], p.cachedBlock(hashes, i, g))
 		}
 		return i + 1
 	}

@@ -708,7 +708,7 @@ func (m *KVCacheManager) prefetchMambaCache(t *BlockTable, full int, hashes []Bl
 			if b := mt.Blocks[i]; b != NullBlock {
 				s ^= c.rec[b].Group
 				if i < listed {
-					s ^= c.table.prefetch(BlockKey{hashes[i], mm.Group})
+					s ^= c.table.prefetch(keyAt(hashes, i, mm.Group))
 				}
 			}
 		}

@@ -80,9 +80,9 @@ func EstimateFootprint(numBlocks int, blockBytes int64, numeric bool) Footprint 
 }
 
 // WithPrefixCaching adds prefix caching's bookkeeping for numBlocks
-// blocks over groups KV cache groups to the estimate.
-func (f Footprint) WithPrefixCaching(numBlocks, groups int) Footprint {
-	f.Prefix = PrefixCachingHostBytes(numBlocks, groups)
+// blocks to the estimate.
+func (f Footprint) WithPrefixCaching(numBlocks int) Footprint {
+	f.Prefix = PrefixCachingHostBytes(numBlocks)
 	return f
 }
 

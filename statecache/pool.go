@@ -215,7 +215,7 @@ type PoolOptions struct {
 	EnablePrefixCaching bool
 	FreeOrder           FreeOrder
 	// Groups is the KV cache groups that cache blocks by hash in the
-	// pool (0: one); it sizes the cached-block table (tableSlots).
+	// pool (0: one); it lays the cached-block table out (newBlockTable).
 	Groups int
 }
 

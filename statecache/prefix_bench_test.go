@@ -116,17 +116,37 @@ func BenchmarkPoolPopPush(b *testing.B) {
 // TestBlockTableMatchesMap: random puts, deletes and lookups on a small
 // table (so probe runs collide and wrap) agree with a Go map, with two
 // keys that share a tag (a match the head's record must refuse), and the
-// runs stay in Robin Hood order.
+// runs stay in Robin Hood order. It runs a plain table and a runs table
+// (runTag) whose keys' runs put them on two lines at the table's ends,
+// several at one home.
 func TestBlockTableMatchesMap(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		blocks int
+		runs   bool
+	}{{"plain", 2, false}, {"runs", 8, true}} {
+		t.Run(c.name, func(t *testing.T) { blockTableMatchesMap(t, c.blocks, c.runs) })
+	}
+}
+
+func blockTableMatchesMap(t *testing.T, blocks int, runs bool) {
 	const perKey = 8
 	x := uint64(1)
 	rnd := func(n int) int { x = mix(x + 0x9e3779b97f4a7c15); return int(x % uint64(n)) }
+	tab := newBlockTable(blocks, 1, nil) // 16 or 64 slots for 11 distinct keys: long runs that wrap
+	if tab.runs != runs {
+		t.Fatalf("table of %d slots: runs %v, want %v", len(tab.slots), tab.runs, runs)
+	}
 	keys := make([]BlockKey, 12) // fewer keys than slots, as the pool guarantees
 	for i := range keys {
-		keys[i] = BlockKey{BlockHash(rnd(4)), int32(rnd(3))}
+		keys[i] = BlockKey{Hash: BlockHash(rnd(4)), Group: int32(rnd(3))}
 		if i%3 == 0 {
 			keys[i].Hash = BlockHash(mix(uint64(i)))
 		}
+		// A run, the hash's as keyAt's is, on the last line or the first
+		// (top bits all ones or zeros), at one of three offsets.
+		r := mix(uint64(keys[i].Hash))
+		keys[i].run = -uint32(r&1)&^(runLen-1) | uint32(r>>1%3)
 	}
 	// keys[1] and keys[0]: products one apart, the same top 32 bits.
 	const fib = 0x9e3779b97f4a7c15
@@ -134,8 +154,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 	for range 6 {
 		inv *= 2 - fib*inv // Newton: fib·inv ≡ 1 mod 2^64
 	}
-	keys[1] = BlockKey{BlockHash((uint64(keys[0].Hash)*fib + 1) * inv), keys[0].Group}
-	tab := newBlockTable(3, 1, nil) // 16 slots for 11 distinct keys: long runs that wrap
+	keys[1] = BlockKey{Hash: BlockHash((uint64(keys[0].Hash)*fib + 1) * inv), Group: keys[0].Group, run: keys[0].run}
 	if tab.tag(keys[0]) != tab.tag(keys[1]) || keys[0] == keys[1] {
 		t.Fatalf("keys %v and %v: tags %#x and %#x", keys[0], keys[1], tab.tag(keys[0]), tab.tag(keys[1]))
 	}

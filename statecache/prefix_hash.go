@@ -17,6 +17,22 @@ const NoneHash BlockHash = 0x9e3779b97f4a7c15
 type BlockKey struct {
 	Hash  BlockHash
 	Group int32
+	// run places the key in the table beside its chain's neighbours
+	// (keyAt): the table's business, not part of the key's identity.
+	run uint32
+}
+
+// runLen is how many consecutive positions of a chain share a run: the
+// slots of a table's cache line.
+const runLen = 8
+
+// keyAt is the key of hashes[i] in group g, with its run: the mixed top
+// bits of the hash at the run's first position, i rounded down to a
+// multiple of runLen, and i's offset in the run in the low bits. Equal
+// keys have equal runs, since a hash names its whole prefix.
+func keyAt(hashes []BlockHash, i int, g int32) BlockKey {
+	a := uint32((uint64(hashes[i&^(runLen-1)]) * 0x9e3779b97f4a7c15) >> 32)
+	return BlockKey{Hash: hashes[i], Group: g, run: a&^(runLen-1) | uint32(i&(runLen-1))}
 }
 
 // mix is splitmix64's finalizer: every input bit reaches every output bit.

@@ -37,11 +37,11 @@ func (f FullAttention) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 		// then look its blocks up in order.
 		end := min(hit+hitWindow, n)
 		if p.pc != nil {
-			p.prefetchHashes(hashes[hit:end], groups)
+			p.prefetchHashes(hashes, hit, end, groups)
 		}
 		for ; hit < end; hit++ {
 			// The hashes chain: past the first miss nothing can hit.
-			if !p.getCachedInto(hashes[hit], groups, dst) {
+			if !p.getCachedInto(hashes, hit, groups, dst) {
 				n = hit
 				break
 			}
@@ -60,44 +60,44 @@ func (f FullAttention) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 // enough misses to overlap, few wasted past the hit's end.
 const hitWindow = 8
 
-// prefetchHashes touches the table slots of hashes in every group.
-func (p *BlockPool) prefetchHashes(hashes []BlockHash, groups []int32) {
+// prefetchHashes touches the table slots of hashes[lo:hi] in every group.
+func (p *BlockPool) prefetchHashes(hashes []BlockHash, lo, hi int, groups []int32) {
 	var s int32
-	for _, h := range hashes {
+	for i := lo; i < hi; i += p.pc.table.stride(i) {
 		for _, g := range groups {
-			s ^= p.pc.table.prefetch(BlockKey{h, g})
+			s ^= p.pc.table.prefetch(keyAt(hashes, i, g))
 		}
 	}
 	p.pc.sink ^= s
 }
 
-// cachedAll: hash h is cached in every group of groups.
-func (p *BlockPool) cachedAll(h BlockHash, groups []int32) bool {
+// cachedAll: hashes[i] is cached in every group of groups.
+func (p *BlockPool) cachedAll(hashes []BlockHash, i int, groups []int32) bool {
 	if p.pc == nil {
 		return false
 	}
 	for _, g := range groups {
-		if _, ok := p.pc.table.probe(BlockKey{h, g}); !ok {
+		if _, ok := p.pc.table.probe(keyAt(hashes, i, g)); !ok {
 			return false
 		}
 	}
 	return true
 }
 
-// cachedBlock is the block cached under h in group g (the first cached,
-// of equal ones), or NullBlock.
-func (p *BlockPool) cachedBlock(h BlockHash, g int32) int32 {
-	return p.pc.table.lookup(BlockKey{h, g})
+// cachedBlock is the block cached under hashes[i] in group g (the first
+// cached, of equal ones), or NullBlock.
+func (p *BlockPool) cachedBlock(hashes []BlockHash, i int, g int32) int32 {
+	return p.pc.table.lookup(keyAt(hashes, i, g))
 }
 
-// getCachedInto appends hash h's block in each group to dst[i], all or
-// nothing.
-func (p *BlockPool) getCachedInto(h BlockHash, groups []int32, dst [][]int32) bool {
+// getCachedInto appends hashes[pos]'s block in each group to dst[i], all
+// or nothing.
+func (p *BlockPool) getCachedInto(hashes []BlockHash, pos int, groups []int32, dst [][]int32) bool {
 	if p.pc == nil {
 		return false
 	}
 	for i, g := range groups {
-		b := p.pc.table.lookup(BlockKey{h, g})
+		b := p.pc.table.lookup(keyAt(hashes, pos, g))
 		if b == NullBlock {
 			for j := range i {
 				dst[j] = dst[j][:len(dst[j])-1]
@@ -128,7 +128,7 @@ func (s SlidingWindow) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 	}
 	run := 0
 	for i := n - 1; i >= 0; i-- {
-		if !p.cachedAll(hashes[i], groups) {
+		if !p.cachedAll(hashes, i, groups) {
 			run = 0
 			continue
 		}
@@ -137,7 +137,7 @@ func (s SlidingWindow) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 			continue
 		}
 		for j, g := range groups {
-			dst[j][i] = p.cachedBlock(hashes[i], g)
+			dst[j][i] = p.cachedBlock(hashes, i, g)
 		}
 		run++
 		if run >= need {

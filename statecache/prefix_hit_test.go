@@ -16,7 +16,7 @@ func (l lastAligned) DownwardClosed() bool { return false }
 func (l lastAligned) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength, alignment int, groups []int32, dst [][]int32) int {
 	n := min(maxLength/l.Block, len(hashes))
 	for i := n - 1; i >= 0; i-- {
-		if (i+1)*l.Block%alignment != 0 || !p.cachedAll(hashes[i], groups) {
+		if (i+1)*l.Block%alignment != 0 || !p.cachedAll(hashes, i, groups) {
 			continue
 		}
 		for j, g := range groups {
@@ -24,7 +24,7 @@ func (l lastAligned) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLe
 			for range i {
 				dst[j] = append(dst[j], NullBlock)
 			}
-			dst[j] = append(dst[j], p.cachedBlock(hashes[i], g))
+			dst[j] = append(dst[j], p.cachedBlock(hashes, i, g))
 		}
 		return i + 1
 	}
@@ -39,7 +39,7 @@ func (l lastAligned) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLe
 // before k, the window the last `need` of them (all when k < need), the
 // Mamba-like rule block k-1.
 func accepts(p *BlockPool, hashes []BlockHash, r HitGroup, k int) bool {
-	in := func(i int) bool { return p.cachedAll(hashes[i], r.Groups) }
+	in := func(i int) bool { return p.cachedAll(hashes, i, r.Groups) }
 	if k == 0 {
 		return true
 	}

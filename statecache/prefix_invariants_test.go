@@ -53,7 +53,7 @@ func checkPrefixInvariants(p *BlockPool, tables []*PrefixTable, hashes [][]Block
 			return fmt.Errorf("block %d: ref %d, in %d tables", b, ref, uses[b])
 		}
 		r := p.Record(b)
-		k := BlockKey{r.Hash, r.Group}
+		k := p.pc.keyOf(b)
 		found := false
 		if head := p.pc.table.lookup(k); head != NullBlock {
 			tail := head

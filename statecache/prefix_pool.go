@@ -59,17 +59,18 @@ func (s *PrefixCacheStats) Record(numTokens, numHits int, preempted bool) {
 }
 
 // PrefixCachingHostBytes is what prefix caching adds to a pool of
-// numBlocks blocks over groups KV cache groups in host memory: per block
-// the free queue's backward link, a 64-byte record (kvCacheBlock) in
-// place of the 8-byte holder, its 8-byte blockState and the table's slot
-// index (blockTable.at), plus the cached-block table's slots (4 to 16 per block, tableSlots).
-// TestPrefixCachingHostBytes measures it.
-func PrefixCachingHostBytes(numBlocks, groups int) int64 {
+// numBlocks blocks in host memory, over any number of KV cache groups:
+// per block the free queue's backward link, a 64-byte record
+// (kvCacheBlock) in place of the 8-byte holder, its 8-byte blockState and
+// the table's slot index (blockTable.at), plus the cached-block table's
+// slots (8 to 16 a block, tableSlots). TestPrefixCachingHostBytes
+// measures it.
+func PrefixCachingHostBytes(numBlocks int) int64 {
 	const (
 		perBlock = 4 + kvCacheBlockBytes - 8 + 8 + 4 // prev; the record, less the holder; blockState; at
 		perSlot  = 8                                 // tableSlot: tag, chain head
 	)
-	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks, groups))*perSlot
+	return int64(numBlocks)*perBlock + int64(tableSlots(numBlocks))*perSlot
 }
 
 // kvCacheBlock is what the pool keeps on one block with prefix caching
@@ -94,7 +95,8 @@ type kvCacheBlock struct {
 	// holder: the request that took it off the free queue, while the
 	// block is held (ref > 0); stale once it is free.
 	holder RequestID
-	_      [16]byte // to a cache line: records do not straddle lines
+	run    uint32   // the key's run (keyAt), for a later listing (publish)
+	_      [12]byte // to a cache line: records do not straddle lines
 }
 
 const kvCacheBlockBytes = 64 // unsafe.Sizeof(kvCacheBlock{}); TestKVCacheBlockSize
@@ -364,13 +366,20 @@ func (c *prefixCache) uncache(b int32) {
 	c.numCached--
 }
 
+// keyOf is the key block b was cached under, run included.
+func (c *prefixCache) keyOf(b int32) BlockKey {
+	r := &c.rec[b]
+	return BlockKey{Hash: r.Hash, Group: r.Group, run: r.run}
+}
+
 func (c *prefixCache) insert(b int32, k BlockKey) {
 	c.list(b, k)
 	c.st[b].cached = true
 	c.numCached++
 }
 
-// list enters b under k in the table, at the end of k's chain.
+// list enters b under k in the table, at the end of k's chain; b's
+// record already names k (cacheFullBlocksListed).
 func (c *prefixCache) list(b int32, k BlockKey) {
 	r := &c.rec[b]
 	r.dupNext = noBlock
@@ -451,15 +460,15 @@ func (p *BlockPool) RefCount(b int32) int {
 	return int(p.pc.st[b].ref)
 }
 
-// GetCachedBlock looks hash up in every group of groups, writing the
+// GetCachedBlock looks hashes[pos] up in every group of groups, writing the
 // blocks found to dst[i]; it reports false when any group misses (vLLM's
 // get_cached_block).
-func (p *BlockPool) GetCachedBlock(h BlockHash, groups []int32, dst []int32) bool {
+func (p *BlockPool) GetCachedBlock(hashes []BlockHash, pos int, groups []int32, dst []int32) bool {
 	if p.pc == nil {
 		return false
 	}
 	for i, g := range groups {
-		head := p.pc.table.lookup(BlockKey{h, g})
+		head := p.pc.table.lookup(keyAt(hashes, pos, g))
 		if head == NullBlock {
 			return false
 		}
@@ -494,8 +503,8 @@ func (p *BlockPool) cacheFullBlocksListed(req RequestID, g int32, blocks []int32
 	}
 	if lo, hi := numCached, min(numFull, listed); hi-lo > 1 {
 		var s int32
-		for _, h := range hashes[lo:hi] {
-			s ^= p.pc.table.prefetch(BlockKey{h, g})
+		for i := lo; i < hi; i += p.pc.table.stride(i) {
+			s ^= p.pc.table.prefetch(keyAt(hashes, i, g))
 		}
 		p.pc.sink ^= s
 	}
@@ -513,14 +522,16 @@ func (p *BlockPool) cacheFullBlocksListed(req RequestID, g int32, blocks []int32
 			}
 			continue
 		}
-		r.Group, r.Hash, r.Tokens, r.Step = g, hashes[i], int32((i+1)*blockSize), c.step
+		k := keyAt(hashes, i, g)
+		// The run too: publish lists an unlisted block by its record.
+		r.Group, r.Hash, r.Tokens, r.Step, r.run = g, k.Hash, int32((i+1)*blockSize), c.step, k.run
 		if i >= listed {
 			c.st[b].cached, c.st[b].unlisted = true, true
 			c.numCached++
 			c.privateCached++
 			continue
 		}
-		c.insert(b, BlockKey{hashes[i], g})
+		c.insert(b, k)
 	}
 	return nil
 }
@@ -537,7 +548,7 @@ func (c *prefixCache) publish(req RequestID, blocks []int32) {
 		}
 		if r := &c.rec[b]; c.st[b].unlisted && r.Writer == req {
 			c.st[b].unlisted = false
-			c.list(b, BlockKey{r.Hash, r.Group})
+			c.list(b, c.keyOf(b))
 			c.published++
 		}
 	}

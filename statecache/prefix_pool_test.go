@@ -88,7 +88,7 @@ func TestSharedBlockAndEvictionOnPop(t *testing.T) {
 	if got != blk[0] || p.Record(got).Cached || p.NumCachedBlocks() != 0 || p.Stats().Evictions != 1 {
 		t.Errorf("popped %d: %+v, %d cached, %d evictions", got, p.Record(got), p.NumCachedBlocks(), p.Stats().Evictions)
 	}
-	if p.GetCachedBlock(h[0], []int32{0}, blk) {
+	if p.GetCachedBlock(h, 0, []int32{0}, blk) {
 		t.Error("an evicted hash still hits")
 	}
 }
@@ -144,7 +144,7 @@ func TestPrefixCachingHostBytes(t *testing.T) {
 				return float64(after.TotalAlloc - before.TotalAlloc)
 			}
 			extra := measure(PoolOptions{EnablePrefixCaching: true, Groups: groups}) - measure(PoolOptions{Groups: groups})
-			want := float64(PrefixCachingHostBytes(n, groups))
+			want := float64(PrefixCachingHostBytes(n))
 			t.Logf("%d blocks, %d groups: %.1f bytes per block with prefix caching", n, groups, extra/float64(n))
 			if extra < 0.95*want || extra > 1.05*want {
 				t.Errorf("%d blocks, %d groups: prefix caching allocates %.0f bytes, PrefixCachingHostBytes says %.0f", n, groups, extra, want)
@@ -165,7 +165,7 @@ func TestBlockTableGroupsShareLine(t *testing.T) {
 			homes := map[uint64]bool{}
 			tags := map[uint32]bool{}
 			for g := range int32(1 << 9) {
-				tg := tab.tag(BlockKey{h, g})
+				tg := tab.tag(BlockKey{Hash: h, Group: g})
 				if tags[tg] {
 					t.Fatalf("table of %d slots: hash %#x, group %d: tag %#x repeats", len(tab.slots), h, g, tg)
 				}
@@ -174,11 +174,81 @@ func TestBlockTableGroupsShareLine(t *testing.T) {
 					continue
 				}
 				home := tab.home(tg)
-				if len(tab.slots) >= 8 && (homes[home] || home/8 != tab.home(tab.tag(BlockKey{h, 0}))/8) {
+				if len(tab.slots) >= 8 && (homes[home] || home/8 != tab.home(tab.tag(BlockKey{Hash: h}))/8) {
 					t.Fatalf("table of %d slots: hash %#x, group %d: home %d, not its own slot on group 0's line", len(tab.slots), h, g, home)
 				}
 				homes[home] = true
 			}
 		}
+	}
+}
+
+// TestBlockTableRunsShareLine: on a single group's table of eight lines
+// or more, the runLen positions of a run have their homes on one line,
+// each at its offset, whatever the hashes past the run's first; equal keys
+// have equal tags. Smaller tables and tables of several groups home each
+// key by its own hash.
+func TestBlockTableRunsShareLine(t *testing.T) {
+	for _, c := range []struct{ blocks, groups int }{{8, 1}, {87505, 1}, {1 << 16, 0}, {7, 1}, {1 << 16, 2}} {
+		tab := newBlockTable(c.blocks, c.groups, nil)
+		if want := c.groups <= 1 && len(tab.slots) >= 8*runLen; tab.runs != want {
+			t.Fatalf("%d blocks, %d groups: runs %v, want %v", c.blocks, c.groups, tab.runs, want)
+		}
+		for i := range 200 {
+			hashes := make([]BlockHash, 3*runLen)
+			for j := range hashes {
+				hashes[j] = BlockHash(mix(uint64(i*len(hashes)+j) + 1))
+			}
+			for j := range hashes {
+				k := keyAt(hashes, j, 0)
+				if again := keyAt(slices.Clone(hashes), j, 0); tab.tag(again) != tab.tag(k) {
+					t.Fatalf("%d blocks: position %d: equal keys, tags %#x and %#x", c.blocks, j, tab.tag(k), tab.tag(again))
+				}
+				if !tab.runs {
+					if tab.tag(k) != tab.tag(BlockKey{Hash: k.Hash}) {
+						t.Fatalf("%d blocks, %d groups: position %d's tag depends on its run", c.blocks, c.groups, j)
+					}
+					continue
+				}
+				first := tab.home(tab.tag(keyAt(hashes, j&^(runLen-1), 0)))
+				if home := tab.home(tab.tag(k)); first%runLen != 0 || home != first+uint64(j%runLen) {
+					t.Fatalf("%d blocks: position %d homed at %d, its run's first at %d", c.blocks, j, home, first)
+				}
+			}
+		}
+	}
+}
+
+// TestPublishListsPrivateTail: blocks cached out of the table (a private
+// tail) miss until their writer publishes them, then hit where a listed
+// block would, on a table of runs (whose homes the records must keep) and
+// on a plain one.
+func TestPublishListsPrivateTail(t *testing.T) {
+	for _, n := range []int{64, 7} {
+		p := NewBlockPoolWith(n, PoolOptions{EnablePrefixCaching: true})
+		blk := make([]int32, n-1)
+		if err := p.GetNewBlocks(1, 0, blk); err != nil {
+			t.Fatal(err)
+		}
+		h := AppendBlockHashes(nil, span(0, 16*len(blk)), 16)
+		listed := len(blk) / 3
+		if err := p.cacheFullBlocksListed(1, 0, blk, h, 0, len(blk), 16, listed); err != nil {
+			t.Fatal(err)
+		}
+		found := func() (hits int) {
+			got := make([]int32, 1)
+			for i := range blk {
+				if p.GetCachedBlock(h, i, []int32{0}, got) {
+					if got[0] != blk[i] {
+						t.Fatalf("%d blocks: hash %d finds block %d, cached in %d", n, i, got[0], blk[i])
+					}
+					hits++
+				}
+			}
+			return hits
+		}
+		eq(t, "hits before publishing", found(), listed)
+		p.pc.publish(1, blk)
+		eq(t, "hits after publishing", found(), len(blk))
 	}
 }

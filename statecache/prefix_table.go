@@ -3,32 +3,38 @@ package statecache
 // blockTable is the cached-block table, BlockKey → the head of the chain
 // of blocks cached under it: open addressing with linear probing in Robin
 // Hood order (a probe run's entries sorted by home) and backward-shift
-// deletion over a fixed array of four or more slots per pool block
+// deletion over a fixed array of eight or more slots per pool block
 // (tableSlots). The order lets a miss stop at the first entry homed past
-// the key's, and a deletion at the first entry in its home: where one
-// hash's keys fill a line (tag), both stop there instead of walking the
-// run. It never holds more keys than blocks, so it never grows, and with
+// the key's, and a deletion at the first entry in its home: where keys
+// fill a line (one hash's groups, tag; a run of one group's chain,
+// runTag), both stop there instead of walking the run. It never holds more keys than blocks, so it never grows, and with
 // no tombstones it never rehashes: lookups, inserts and deletes
 // allocate nothing (a Go map, churned by evictions, occasionally does). It
 // is never iterated.
 //
 // The table is larger than a core's cache on a real pool, and keys are
 // hashes, so an operation's first probe is usually a cache miss. So a slot
-// is 8 bytes, eight to a cache line (120k blocks: 4 MiB): the chain's head
-// and a tag, the top 32 bits of the key's product, whose top bits are the
-// slot's home (deletion re-homes entries from the tag alone). The key
+// is 8 bytes, eight to a cache line (120k blocks: 8 MiB): the chain's head
+// and a tag whose top bits are the slot's home (deletion re-homes entries
+// from the tag alone) and whose others come from the key's hash. The key
 // itself is the head's record (rec: a chain's blocks are cached under its
 // key), read only when a tag matches. A lookup or an insert probes once, a
 // deletion not at all (at), and the pool's batch operations touch a
 // batch's slots before working on them (prefetch), so that their misses
-// overlap instead of queueing.
+// overlap instead of queueing; where a line holds a run, one touch a run.
 type blockTable struct {
 	slots []tableSlot
 	mask  uint64
 	shift uint8  // 32 − log2(len(slots)); len(slots) ≤ 2^32: block ids are int32
 	gm    uint32 // 1<<shift | 1: a group's multiplier into its tag (tag)
-	n     int
-	rec   []kvCacheBlock
+	// runs: homes follow the keys' runs (keyAt), so runLen consecutive
+	// blocks of a chain have their homes on one cache line (tag). Set for
+	// a table of one group (over several, a hash's groups share the line)
+	// of eight lines or more.
+	runs bool
+	low  uint32 // 1<<shift − 1: a runs tag's bits below the home
+	n    int
+	rec  []kvCacheBlock
 	// at is, per block, 1 + the slot its chain's entry is in when it heads
 	// a chain, else 0: an eviction finds the entry without the key (a read
 	// of the record, then of the key's home, two misses in a row) and
@@ -44,32 +50,28 @@ type tableSlot struct {
 // newBlockTable sizes a table for numBlocks blocks of groups KV cache
 // groups whose records are rec.
 func newBlockTable(numBlocks, groups int, rec []kvCacheBlock) blockTable {
-	size := tableSlots(numBlocks, groups)
+	size := tableSlots(numBlocks)
 	bits := uint8(0)
 	for 1<<bits < size {
 		bits++
 	}
-	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, gm: uint32(1)<<(32-bits) | 1, rec: rec, at: make([]uint32, numBlocks)}
+	return blockTable{slots: make([]tableSlot, size), mask: uint64(size - 1), shift: 32 - bits, gm: uint32(1)<<(32-bits) | 1,
+		runs: groups <= 1 && size >= 8*runLen, low: uint32(1)<<(32-bits) - 1, rec: rec, at: make([]uint32, numBlocks)}
 }
 
-// tableSlots is the power of two ≥ 4·numBlocks, or 8·numBlocks over more
-// than one group: at a load of at most a quarter, probe runs and
-// deletion's backward shifts are short. Against twice the blocks (a load
-// of up to a half) it cut Mooncake's attention-only caching replay by
-// 14 % (docs/performance.md); eight times was no faster there. Over
-// several groups one hash's keys fill a line (tag); with twice the slots
-// fewer full lines adjoin, so runs stay short: Mooncake's hybrid in all
-// mode took 4 % fewer instructions (sixteen times: 6 %, but more misses
-// in align mode). Block ids are
-// int32, so a pool has fewer than 2^31 blocks and 2^32 slots, the most a
-// 32-bit tag homes, keep the load under a half.
-func tableSlots(numBlocks, groups int) int {
-	per := 4
-	if groups > 1 {
-		per = 8
-	}
+// tableSlots is the power of two ≥ 8·numBlocks: at a load of at most an
+// eighth, probe runs and deletion's backward shifts stay short although
+// keys come a line at a time. Over several groups one hash's keys fill a
+// line (tag), on one group a run's (runTag); with fewer lines full, fewer
+// adjoin. Against four slots a block, Mooncake's hybrid in all mode took
+// 4 % fewer instructions (sixteen: 6 %, but more misses in align mode),
+// and its attention-only replay 6 % fewer (sixteen: 2 % fewer, but 3 %
+// more misses and no faster; docs/performance.md). Block ids are int32,
+// so a pool has fewer than 2^31 blocks and 2^32 slots, the most a 32-bit
+// tag homes, keep the load under a half.
+func tableSlots(numBlocks int) int {
 	size := 1
-	for size < per*numBlocks && size < 1<<32 {
+	for size < 8*numBlocks && size < 1<<32 {
 		size <<= 1
 	}
 	return size
@@ -95,7 +97,37 @@ func tableSlots(numBlocks, groups int) int {
 // One multiplication for the group, so the tag's callers stay small
 // enough to inline.
 func (t *blockTable) tag(k BlockKey) uint32 {
-	return uint32((uint64(k.Hash)*0x9e3779b97f4a7c15)>>32) ^ uint32(k.Group)*t.gm
+	p := uint32((uint64(k.Hash) * 0x9e3779b97f4a7c15) >> 32)
+	if t.runs {
+		return t.runTag(k.run, p)
+	}
+	return p ^ uint32(k.Group)*t.gm
+}
+
+// runTag is a runs table's tag for a key of run r whose hash's product
+// has top bits p: the home is the line the run's top bits name, at the
+// key's offset in the run; below the home, p's bits.
+//
+// A chain is cached, looked up and (freed tail first) evicted in order,
+// so on a single group's table, where every key once had a home of its
+// own anywhere, one line now serves runLen of them: on Mooncake's
+// attention-only replay, a third fewer last-level misses and a quarter
+// less time (docs/performance.md, "A chain's blocks on one line"). Runs
+// that meet on a line interleave there and push past it, so the table
+// has eight slots a block (tableSlots).
+func (t *blockTable) runTag(r, p uint32) uint32 {
+	s := t.shift & 31
+	home := (r>>s)&^(runLen-1) | r&(runLen-1)
+	return home<<s | p&t.low
+}
+
+// stride is how many positions from i on a prefetch of i's home covers:
+// the rest of its run on a runs table, else one.
+func (t *blockTable) stride(i int) int {
+	if t.runs {
+		return runLen - i&(runLen-1)
+	}
+	return 1
 }
 
 // home is the first slot of keys with tag tg: its top bits.

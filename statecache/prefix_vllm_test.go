@@ -335,11 +335,11 @@ func TestVLLMCacheBlocksMultiGroup(t *testing.T) { // test_cache_blocks_multi_gr
 		{0, []int32{1}, true}, {1, []int32{1}, true}, {2, []int32{1}, true},
 		{0, []int32{0, 1}, true}, {1, []int32{0, 1}, true}, {2, []int32{0, 1}, false},
 	} {
-		if got := p.GetCachedBlock(hashes[c.i], c.groups, dst); got != c.hit {
+		if got := p.GetCachedBlock(hashes, c.i, c.groups, dst); got != c.hit {
 			t.Errorf("hash %d in groups %v: hit %v, want %v", c.i, c.groups, got, c.hit)
 		}
 	}
-	if !p.GetCachedBlock(hashes[1], []int32{0, 1}, dst) || !slices.Equal(dst, []int32{g0[1], g1[1]}) {
+	if !p.GetCachedBlock(hashes, 1, []int32{0, 1}, dst) || !slices.Equal(dst, []int32{g0[1], g1[1]}) {
 		t.Errorf("blocks of hash 1: %v, want %v", dst, []int32{g0[1], g1[1]})
 	}
 }
@@ -431,12 +431,12 @@ func TestVLLMDuplicateHashes(t *testing.T) {
 		if step.evict != 0 {
 			p.pc.uncache(step.evict)
 		}
-		ok := p.GetCachedBlock(h[0], g0, got)
+		ok := p.GetCachedBlock(h, 0, g0, got)
 		if (step.want == 0) == ok || ok && got[0] != step.want {
 			t.Errorf("after evicting %d: found %v %d, want %d", step.evict, ok, got[0], step.want)
 		}
 	}
-	if !p.GetCachedBlock(h[1], g0, got) || got[0] != a[1] {
+	if !p.GetCachedBlock(h, 1, g0, got) || got[0] != a[1] {
 		t.Errorf("hash 1: %d, want %d", got[0], a[1])
 	}
 }
@@ -478,21 +478,21 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 	free(t, m, r1)
 	eq(t, "all free", p.NumFree(), 20)
 
-	h := r1.hashes
+	k := func(i int, g int32) BlockKey { return keyAt(r1.hashes, i, g) }
 	for _, c := range []struct {
 		name  string
 		evict []BlockKey
 		want  int // blocks
 	}{
-		{"outside the window", []BlockKey{{h[0], 1}, {h[0], 2}}, 3},
-		{"first full-attention block", []BlockKey{{h[0], 0}}, 0},
-		{"last block everywhere", []BlockKey{{h[2], 0}, {h[2], 1}, {h[2], 2}}, 2},
-		{"last full-attention block", []BlockKey{{h[2], 0}}, 2},
-		{"last window block of group 1", []BlockKey{{h[2], 1}}, 2},
-		{"last window block of group 2", []BlockKey{{h[2], 2}}, 2},
+		{"outside the window", []BlockKey{k(0, 1), k(0, 2)}, 3},
+		{"first full-attention block", []BlockKey{k(0, 0)}, 0},
+		{"last block everywhere", []BlockKey{k(2, 0), k(2, 1), k(2, 2)}, 2},
+		{"last full-attention block", []BlockKey{k(2, 0)}, 2},
+		{"last window block of group 1", []BlockKey{k(2, 1)}, 2},
+		{"last window block of group 2", []BlockKey{k(2, 2)}, 2},
 		// Full attention can serve 1... 2 blocks, the window none ending
 		// there: the two disagree, a miss.
-		{"different blocks per kind", []BlockKey{{h[2], 0}, {h[0], 1}, {h[0], 2}}, 0},
+		{"different blocks per kind", []BlockKey{k(2, 0), k(0, 1), k(0, 2)}, 0},
 	} {
 		saved := make([]int32, len(c.evict))
 		for i, k := range c.evict {
