@@ -353,6 +353,14 @@ func (m *KVCacheManager) GetComputedBlocks(t *BlockTable, hashes []BlockHash, nu
 	if m.coord == nil || len(t.Attn[0]) != 0 {
 		return 0
 	}
+	if t.private && t.privateFrom == 0 && !preempted && !m.ListAll {
+		// Every hash is the request's own and it has cached none yet
+		// (a preemption would have listed them): the lookup can only
+		// miss. On a trace that shares nothing, that is every lookup.
+		m.coord.Miss()
+		m.Pool.RecordQuery(numTokens, 0, preempted)
+		return 0
+	}
 	hit := m.coord.FindLongestCacheHit(m.Pool, hashes, numTokens-1)
 	m.Pool.RecordQuery(numTokens, hit, preempted)
 	if m.mamba != nil {

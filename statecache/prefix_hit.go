@@ -331,6 +331,15 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 	return hitLen
 }
 
+// Miss leaves the coordinator as a lookup that hits nothing in any group
+// does: for a request none of whose blocks can be cached yet.
+func (c *HybridCoordinator) Miss() {
+	for g := range c.hit {
+		c.hit[g] = c.hit[g][:0]
+	}
+	c.first = 0
+}
+
 // HitBlocks is group g's part of the last hit; valid until the next call.
 func (c *HybridCoordinator) HitBlocks(g int32) []int32 { return c.hit[g] }
 
