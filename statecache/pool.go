@@ -66,6 +66,25 @@ func (q *FreeBlockQueue) PopLeft() int32 {
 	return b
 }
 
+// PopLeftN fills dst from the head, len(dst) ≤ Len(): PopLeft's blocks in
+// PopLeft's order, with one backward link written, not one a block (a
+// pop's walk is a chain of dependent reads; the writes between them were
+// extra lines to the core).
+func (q *FreeBlockQueue) PopLeftN(dst []int32) {
+	b := q.head
+	for i := range dst {
+		dst[i] = b
+		b = q.next[b] // each popped block's own link is rewritten when it is queued again
+	}
+	q.head = b
+	if b == noBlock {
+		q.tail = noBlock
+	} else if q.prev != nil {
+		q.prev[b] = noBlock
+	}
+	q.n -= len(dst)
+}
+
 // Remove takes b, which must be queued, out of the middle (a removable
 // queue only).
 func (q *FreeBlockQueue) Remove(b int32) {

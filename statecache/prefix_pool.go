@@ -177,9 +177,7 @@ func (p *BlockPool) getNewBlocksEach(req RequestID, groups []int32, per int, dst
 // caller evicts next: reads that do not depend on each other, so that
 // their cache misses overlap instead of queueing.
 func (c *prefixCache) popN(q *FreeBlockQueue, dst []int32) {
-	for i := range dst {
-		dst[i] = q.PopLeft()
-	}
+	q.PopLeftN(dst)
 	var s int32
 	for _, b := range dst {
 		s ^= c.readEviction(b)

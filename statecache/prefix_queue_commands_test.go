@@ -2,7 +2,8 @@ package statecache
 
 // A gopter commands test of FreeBlockQueue against the plainest model of
 // vLLM's FreeKVCacheBlockQueue: a slice, head first. Random popleft,
-// remove (from anywhere), append, append_n and prepend_n run on both; after
+// popleft_n (statesim's batch of poplefts), remove (from anywhere),
+// append, append_n and prepend_n run on both; after
 // every command the queue walked forward, its length, head and tail, and
 // every backward link must agree with the slice. A mutant whose Remove
 // forgets to move the tail must be caught.
@@ -21,6 +22,7 @@ import (
 // queueUnderTest is FreeBlockQueue's operations, so a mutant can stand in.
 type queueUnderTest interface {
 	PopLeft() int32
+	PopLeftN(dst []int32)
 	Remove(b int32)
 	Append(b int32)
 	AppendN(bs []int32)
@@ -76,6 +78,7 @@ type queueState struct {
 	back       []int32 // tail to head through prev
 	n          int
 	head, tail int32
+	popped     string // a popleft_n's blocks, when they were not the head's
 }
 
 // observe reads q, walking at most as many links as there are ids (a
@@ -95,6 +98,9 @@ func queueAgrees(st commands.State, res commands.Result) *gopter.PropResult {
 	m, r := st.(*queueModel), res.(queueState)
 	fail := func(format string, a ...any) *gopter.PropResult {
 		return &gopter.PropResult{Status: gopter.PropFalse, Error: fmt.Errorf(format, a...)}
+	}
+	if r.popped != "" {
+		return fail("%s", r.popped)
 	}
 	want := m.free
 	if !slices.Equal(r.walk, want) || r.n != len(want) {
@@ -144,6 +150,30 @@ func popLeftCmd() commands.Command {
 		func(q queueUnderTest, _ *queueModel) int32 { return q.PopLeft() },
 		func(m *queueModel) { m.free = m.free[1:] },
 		func(m *queueModel) bool { return len(m.free) > 0 })
+}
+
+func popLeftNCmd(n int) commands.Command {
+	return &commands.ProtoCommand{
+		Name: fmt.Sprintf("popleft_n(%d)", n),
+		RunFunc: func(s commands.SystemUnderTest) commands.Result {
+			q := s.(queueUnderTest)
+			head := q.inner().AppendTo(nil)[:n]
+			dst := make([]int32, n)
+			q.PopLeftN(dst)
+			st := observe(q.inner())
+			if !slices.Equal(dst, head) {
+				st.popped = fmt.Sprintf("popleft_n(%d) gave %v, the head held %v", n, dst, head)
+			}
+			return st
+		},
+		NextStateFunc: func(st commands.State) commands.State {
+			m := st.(*queueModel).clone()
+			m.free = m.free[n:]
+			return m
+		},
+		PreConditionFunc:  func(st commands.State) bool { return len(st.(*queueModel).free) >= n },
+		PostConditionFunc: queueAgrees,
+	}
 }
 
 func removeCmd(k int) commands.Command {
@@ -220,6 +250,7 @@ func queueCommands(mutant bool) commands.Commands {
 			}
 			return gen.Weighted([]gen.WeightedGen{
 				{Weight: 3, Gen: gen.Const(popLeftCmd())},
+				{Weight: 2, Gen: gen.IntRange(0, 4).Map(func(n int) commands.Command { return popLeftNCmd(n) })},
 				{Weight: 3, Gen: gen.IntRange(0, 15).Map(func(k int) commands.Command { return removeCmd(k) })},
 				{Weight: 3, Gen: gen.IntRange(0, 15).Map(func(k int) commands.Command { return appendCmd(k) })},
 				{Weight: 1, Gen: two(appendNCmd)},
