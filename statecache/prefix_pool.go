@@ -417,9 +417,7 @@ func (p *BlockPool) GetNewBlocks(req RequestID, g int32, dst []int32) error {
 		return fmt.Errorf("block pool: request %d needs %d blocks, %d free", req, len(dst), p.q.n)
 	}
 	if p.pc == nil {
-		for i := range dst {
-			dst[i] = p.q.PopLeft()
-		}
+		p.q.PopLeftN(dst)
 		for _, b := range dst {
 			p.take(req, b, g)
 		}
