@@ -138,51 +138,79 @@ func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, 
 var _ = [1]struct{}{}[NullBlock]
 
 // removeSkippedLockstep is RemoveSkippedBlocks' per-group work without
-// speculative blocks when every group frees at most one block below the
-// walk's top and, in align mode, at most its copy source, each held once
-// (most calls that free anything: align's copy source a step after its
-// copy, all mode's block behind a boundary a decode crossed): the
-// positions once, from group 0 (lockstep), and each group's blocks
-// queued in group order as its removeSkipped would queue them. False,
-// having changed nothing, where it does not apply.
+// speculative blocks where no block it frees is shared (a hit's) and,
+// under FreshToHead, a walk of more than one block frees only cached
+// ones (which go to the tail in order, as one call's would): the
+// positions once, from group 0 (lockstep: its nulls are every group's),
+// then each group's blocks queued in group order as its removeSkipped
+// would queue them, the walk's from the top down, then align's copy
+// source. That covers the calls that free anything but a hit's blocks:
+// align's copy source a step after its copy, all mode's blocks behind
+// the boundaries a chunk crossed. False, having changed nothing, where
+// it does not apply.
 func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, align bool) bool {
 	if m.spec != 0 || m.Pool.pc == nil || m.noLockstep {
 		return false
 	}
 	bl := t.MambaT[0].Blocks
-	a := min(top, len(bl)) - 1 // the walk below top: one block, or none
-	if a < 0 || bl[a] == NullBlock {
-		a = -1
-	} else if a > 0 && bl[a-1] != NullBlock {
-		return false
+	hi := min(top, len(bl)) // the walk: positions [lo, hi), down to the first null
+	lo := hi
+	for lo > 0 && bl[lo-1] != NullBlock {
+		lo--
 	}
 	c := t.MambaT[0].lastState - 1 // align's copy source, unless the walk took it
-	if !align || c < 0 || c >= src || c >= len(bl) || c == a || bl[c] == NullBlock {
+	if !align || c < 0 || c >= src || c >= len(bl) || (c >= lo && c < hi) || bl[c] == NullBlock {
 		c = -1
 	}
 	st := m.Pool.pc.st
+	fresh := m.Pool.order == FreshToHead && hi-lo > 1 // fresh ones go to the head: the general free
 	for g := range t.MambaT {
 		bl := t.MambaT[g].Blocks
-		if a >= 0 && st[bl[a]].ref != 1 || c >= 0 && st[bl[c]].ref != 1 {
-			return false // shared (a hit's block): the general free
+		for _, b := range bl[lo:hi] {
+			if s := st[b]; s.ref != 1 || fresh && !s.cached {
+				return false // shared (a hit's block), or fresh ones to the head
+			}
+		}
+		if c >= 0 && st[bl[c]].ref != 1 {
+			return false
 		}
 	}
 	for g := range t.MambaT {
 		mt := &t.MambaT[g]
-		for _, i := range [2]int{a, c} {
-			if i < 0 {
-				continue
+		if hi-lo == 1 {
+			m.freeLockstep(t, mt, lo)
+		} else if hi > lo { // cached, so to the tail in the walk's order
+			run := m.lockstepFree[:0]
+			for i := hi - 1; i >= lo; i-- {
+				b := mt.Blocks[i]
+				st[b].ref = 0
+				run = append(run, b)
 			}
-			b := mt.Blocks[i]
+			clear(mt.Blocks[lo:hi]) // NullBlock is 0 (nullIsZero)
 			if t.private {
-				mt.freedPrivate = append(mt.freedPrivate, b)
+				mt.freedPrivate = append(mt.freedPrivate, run...)
 			}
-			m.Pool.pc.freeOne(&m.Pool.q, m.Pool.order, b)
-			mt.Blocks[i] = NullBlock
-			mt.held--
+			m.Pool.q.AppendN(run)
+			mt.held -= hi - lo
+			m.lockstepFree = run
+		}
+		if c >= 0 {
+			m.freeLockstep(t, mt, c)
 		}
 	}
 	return true
+}
+
+// freeLockstep frees mt's block at position i, held once, as
+// removeSkipped would.
+func (m *KVCacheManager) freeLockstep(t *BlockTable, mt *MambaTable, i int) {
+	b := mt.Blocks[i]
+	if t.private {
+		mt.freedPrivate = append(mt.freedPrivate, b)
+	}
+	m.Pool.pc.freeOne(&m.Pool.q, m.Pool.order, b)
+	mt.Blocks[i] = NullBlock
+	mt.held--
 }
 
 // cacheLockstep is CacheBlocks' per-group work without speculative

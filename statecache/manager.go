@@ -179,10 +179,11 @@ type KVCacheManager struct {
 	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
 	// keeps one MambaManager per KV cache group); nil otherwise.
 	mamba []*MambaManager
-	// lockstepPop: allocateLockstep's scratch; mambaGroups: each Mamba
-	// group's id in the pool.
-	lockstepPop []int32
-	mambaGroups []int32
+	// lockstepPop, lockstepFree: allocateLockstep's and
+	// removeSkippedLockstep's scratch; mambaGroups: each Mamba group's id
+	// in the pool.
+	lockstepPop, lockstepFree []int32
+	mambaGroups               []int32
 	// noLockstep turns the lockstep shortcuts that allocate, cache and
 	// free (mamba_modes_lockstep.go) off: each group on its own, the
 	// reference the tests hold them to.
