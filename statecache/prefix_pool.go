@@ -2,7 +2,6 @@ package statecache
 
 import (
 	"fmt"
-	"slices"
 )
 
 // PrefixRecord is what the cache says a block holds: the provenance a
@@ -130,7 +129,6 @@ type prefixCache struct {
 	stats     PrefixCacheStats
 	sink      int32   // keeps prefetch reads alive
 	fresh     []int32 // FreeBlocks' scratch: blocks for the head
-	run       []int32 // FreeBlocks' scratch: the one pass's blocks for the tail
 	// privateCached, published: PrivateCounts.
 	privateCached, published int64
 }
@@ -216,12 +214,13 @@ func (c *prefixCache) readEviction(b int32) int32 {
 //
 // One pass takes the blocks up to the first with another reference (most
 // of a table: all of it on a trace that shares nothing): each reference
-// drops and the block is set aside to queue. That is the two passes'
-// order, because a block listed twice has two references at its first
-// listing, so none of these comes again but as an error, which restores
-// them. From the first shared block on, two passes: drop every
-// reference, then queue each block left unheld at its first listing,
-// after the one pass's.
+// drops and the block is linked at the tail as it goes (or set aside for
+// the head). That is the two passes' order, because a block listed twice
+// has two references at its first listing, so none of these comes again
+// but as an error, which cuts them off the tail again and restores them.
+// From the first shared block on, two passes: drop every reference, then
+// queue each block left unheld at its first listing, after the one
+// pass's.
 func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req RequestID, blocks []int32, tailFirst bool) (int, error) {
 	st := c.st
 	if len(blocks) == 1 {
@@ -239,13 +238,17 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 		return blocks[k]
 	}
-	fresh, run := c.fresh[:0], slices.Grow(c.run[:0], n)[:n]
-	start, nr := 0, 0
+	fresh := c.fresh[:0]
+	start := 0
 	i, step := 0, 1
 	if tailFirst {
 		i, step = last, -1
 	}
 	toHead := order == FreshToHead
+	// The tail, linked in locals (a removable queue: prefix caching);
+	// oldTail and linked undo it on an error.
+	next, prev, tail := q.next, q.prev, q.tail
+	oldTail, linked := tail, 0
 	for ; start < n; start, i = start+1, i+step {
 		b := blocks[i]
 		if b == NullBlock {
@@ -258,11 +261,18 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		s.ref = 0
 		if toHead && !s.cached {
 			fresh = append(fresh, b)
-		} else {
-			run[nr] = b
-			nr++
+			continue
 		}
+		next[b], prev[b] = noBlock, tail
+		if tail == noBlock {
+			q.head = b
+		} else {
+			next[tail] = b
+		}
+		tail = b
+		linked++
 	}
+	q.tail, q.n = tail, q.n+linked
 	shared := 0
 	for k := start; k < n; k++ {
 		b := at(k)
@@ -282,17 +292,25 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		} else {
 			err = fmt.Errorf("block pool: request %d frees block %d, which no request holds", req, b)
 		}
-		// Undo the references already dropped (nothing is queued yet;
-		// the holders were never touched).
+		// Undo: the one pass's blocks off the tail (their own links are
+		// rewritten when they are queued again), the references already
+		// dropped back (the holders were never touched).
+		if linked > 0 {
+			q.tail, q.n = oldTail, q.n-linked
+			if oldTail == noBlock {
+				q.head = noBlock
+			} else {
+				next[oldTail] = noBlock
+			}
+		}
 		for j := range k {
 			if u := at(j); u != NullBlock {
 				st[u].ref++
 			}
 		}
-		c.fresh, c.run = fresh[:0], run[:0]
+		c.fresh = fresh[:0]
 		return 0, err
 	}
-	q.AppendN(run[:nr])
 	// Queue each block left unheld at its first listing; a reference of
 	// -1 marks one queued in this call (listed twice), until the end.
 	for k := start; k < n; k++ {
@@ -313,7 +331,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		}
 	}
 	q.PrependN(fresh)
-	c.fresh, c.run = fresh[:0], run[:0]
+	c.fresh = fresh[:0]
 	return shared, nil
 }
 
