@@ -163,7 +163,11 @@ func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, alig
 		c = -1
 	}
 	st := m.Pool.pc.st
-	fresh := m.Pool.order == FreshToHead && hi-lo > 1 // fresh ones go to the head: the general free
+	// Under FreshToHead an uncached block goes to the head, so a walk of
+	// several takes the general free. An all-mode walk's blocks are full
+	// and so cached (no test reaches this), but the order must not depend
+	// on that.
+	fresh := m.Pool.order == FreshToHead && hi-lo > 1
 	for g := range t.MambaT {
 		bl := t.MambaT[g].Blocks
 		for _, b := range bl[lo:hi] {
@@ -179,7 +183,7 @@ func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, alig
 		mt := &t.MambaT[g]
 		if hi-lo == 1 {
 			m.freeLockstep(t, mt, lo)
-		} else if hi > lo { // cached, so to the tail in the walk's order
+		} else if hi > lo { // every block to the tail, in the walk's order (fresh: above)
 			run := m.lockstepFree[:0]
 			for i := hi - 1; i >= lo; i-- {
 				b := mt.Blocks[i]
