@@ -111,41 +111,55 @@ func unlink(prev, next []int32, head, tail *int32, b int32) {
 
 // Append puts b at the tail (evicted last).
 func (q *FreeBlockQueue) Append(b int32) {
-	q.next[b] = noBlock
-	if q.prev != nil {
-		q.prev[b] = q.tail
-	}
-	if q.tail == noBlock {
-		q.head = b
-	} else {
-		q.next[q.tail] = b
-	}
-	q.tail = b
+	q.tail = link(q.next, q.prev, &q.head, q.tail, b)
 	q.n++
 }
 
 // AppendN appends bs in order (vLLM's append_n), linking them with the
-// tail in a local: Append re-reads and re-writes the queue's fields for
-// each block.
+// tail in a local (link): Append re-reads and re-writes the queue's
+// fields for each block.
 func (q *FreeBlockQueue) AppendN(bs []int32) {
-	if len(bs) == 0 {
-		return
-	}
 	next, prev, tail := q.next, q.prev, q.tail
 	for _, b := range bs {
-		next[b] = noBlock
-		if prev != nil {
-			prev[b] = tail
-		}
-		if tail == noBlock {
-			q.head = b
-		} else {
-			next[tail] = b
-		}
-		tail = b
+		tail = link(next, prev, &q.head, tail, b)
 	}
 	q.tail = tail
 	q.n += len(bs)
+}
+
+// link puts b after tail, the last block of a list kept in index arrays
+// (noBlock: the list is empty, and b becomes *head; prev nil: no
+// backward links), and returns b, the new last: unlink's counterpart,
+// for a loop that keeps the tail in a local and writes the queue's tail
+// and length once (AppendN, and prefixCache.freeBlocks' one pass, which
+// decides block by block which go to the tail and can cut them off
+// again, cutAfter).
+func link(next, prev []int32, head *int32, tail, b int32) int32 {
+	next[b] = noBlock
+	if prev != nil {
+		prev[b] = tail
+	}
+	if tail == noBlock {
+		*head = b
+	} else {
+		next[tail] = b
+	}
+	return b
+}
+
+// cutAfter drops the n blocks linked after oldTail, the tail before them,
+// once q.tail and q.n count them (their own links are rewritten when they
+// are queued again).
+func (q *FreeBlockQueue) cutAfter(oldTail int32, n int) {
+	if n == 0 {
+		return
+	}
+	q.tail, q.n = oldTail, q.n-n
+	if oldTail == noBlock {
+		q.head = noBlock
+	} else {
+		q.next[oldTail] = noBlock
+	}
 }
 
 // PushFront puts b at the head (taken first).

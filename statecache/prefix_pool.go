@@ -245,10 +245,10 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		i, step = last, -1
 	}
 	toHead := order == FreshToHead
-	// The tail, linked in locals (a removable queue: prefix caching);
-	// oldTail and linked undo it on an error.
-	next, prev, tail := q.next, q.prev, q.tail
-	oldTail, linked := tail, 0
+	// The tail in a local (link); oldTail and linked undo it on an error
+	// (cutAfter).
+	next, prev := q.next, q.prev
+	oldTail, tail, linked := q.tail, q.tail, 0
 	for ; start < n; start, i = start+1, i+step {
 		b := blocks[i]
 		if b == NullBlock {
@@ -263,13 +263,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 			fresh = append(fresh, b)
 			continue
 		}
-		next[b], prev[b] = noBlock, tail
-		if tail == noBlock {
-			q.head = b
-		} else {
-			next[tail] = b
-		}
-		tail = b
+		tail = link(next, prev, &q.head, tail, b)
 		linked++
 	}
 	q.tail, q.n = tail, q.n+linked
@@ -295,14 +289,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		// Undo: the one pass's blocks off the tail (their own links are
 		// rewritten when they are queued again), the references already
 		// dropped back (the holders were never touched).
-		if linked > 0 {
-			q.tail, q.n = oldTail, q.n-linked
-			if oldTail == noBlock {
-				q.head = noBlock
-			} else {
-				next[oldTail] = noBlock
-			}
-		}
+		q.cutAfter(oldTail, linked)
 		for j := range k {
 			if u := at(j); u != NullBlock {
 				st[u].ref++
