@@ -138,19 +138,17 @@ func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, 
 var _ = [1]struct{}{}[NullBlock]
 
 // removeSkippedLockstep is RemoveSkippedBlocks' per-group work without
-// speculative blocks where no block it frees is shared (a hit's) and,
-// under FreshToHead, a walk of more than one block frees only cached
-// ones (which go to the tail in order, as one call's would): the
+// speculative blocks where no block it frees is shared (a hit's): the
 // positions once, from group 0 (lockstep: its nulls are every group's),
-// then each group's blocks queued in group order as its removeSkipped
-// would queue them, the walk's from the top down, then align's copy
-// source. That covers the calls that free anything but a hit's blocks:
-// align's copy source a step after its copy, all mode's blocks behind
-// the boundaries a chunk crossed. False, having changed nothing, where
-// it does not apply.
-func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, align bool) bool {
+// then each group's blocks freed in group order as its removeSkipped
+// frees them, the walk's from the top down, then align's copy source.
+// That covers the calls that free anything but a hit's blocks: align's
+// copy source a step after its copy, all mode's blocks behind the
+// boundaries a chunk crossed. False, having changed nothing, where it
+// does not apply.
+func (m *KVCacheManager) removeSkippedLockstep(req RequestID, t *BlockTable, top, src int, align bool) (bool, error) {
 	if m.spec != 0 || m.Pool.pc == nil || m.noLockstep {
-		return false
+		return false, nil
 	}
 	bl := t.MambaT[0].Blocks
 	hi := min(top, len(bl)) // the walk: positions [lo, hi), down to the first null
@@ -163,58 +161,29 @@ func (m *KVCacheManager) removeSkippedLockstep(t *BlockTable, top, src int, alig
 		c = -1
 	}
 	st := m.Pool.pc.st
-	// Under FreshToHead an uncached block goes to the head, so a walk of
-	// several takes the general free. An all-mode walk's blocks are full
-	// and so cached (no test reaches this), but the order must not depend
-	// on that.
-	fresh := m.Pool.order == FreshToHead && hi-lo > 1
 	for g := range t.MambaT {
 		bl := t.MambaT[g].Blocks
 		for _, b := range bl[lo:hi] {
-			if s := st[b]; s.ref != 1 || fresh && !s.cached {
-				return false // shared (a hit's block), or fresh ones to the head
+			if st[b].ref != 1 {
+				return false, nil // shared (a hit's block): the general free
 			}
 		}
 		if c >= 0 && st[bl[c]].ref != 1 {
-			return false
+			return false, nil
 		}
 	}
-	for g := range t.MambaT {
+	for g, mm := range m.mamba {
 		mt := &t.MambaT[g]
-		if hi-lo == 1 {
-			m.freeLockstep(t, mt, lo)
-		} else if hi > lo { // every block to the tail, in the walk's order (fresh: above)
-			run := m.lockstepFree[:0]
-			for i := hi - 1; i >= lo; i-- {
-				b := mt.Blocks[i]
-				st[b].ref = 0
-				run = append(run, b)
-			}
-			clear(mt.Blocks[lo:hi]) // NullBlock is 0 (nullIsZero)
-			if t.private {
-				mt.freedPrivate = append(mt.freedPrivate, run...)
-			}
-			m.Pool.q.AppendN(run)
-			mt.held -= hi - lo
-			m.lockstepFree = run
+		if err := mm.freePositions(req, mt, lo, hi, t.private); err != nil {
+			return true, err
 		}
 		if c >= 0 {
-			m.freeLockstep(t, mt, c)
+			if err := mm.freePositions(req, mt, c, c+1, t.private); err != nil {
+				return true, err
+			}
 		}
 	}
-	return true
-}
-
-// freeLockstep frees mt's block at position i, held once, as
-// removeSkipped would.
-func (m *KVCacheManager) freeLockstep(t *BlockTable, mt *MambaTable, i int) {
-	b := mt.Blocks[i]
-	if t.private {
-		mt.freedPrivate = append(mt.freedPrivate, b)
-	}
-	m.Pool.pc.freeOne(&m.Pool.q, m.Pool.order, b)
-	mt.Blocks[i] = NullBlock
-	mt.held--
+	return true, nil
 }
 
 // cacheLockstep is CacheBlocks' per-group work without speculative

@@ -209,6 +209,28 @@ func (m *MambaManager) removeSkipped(req RequestID, t *MambaTable, top, src int,
 	return nil
 }
 
+// freePositions frees t's blocks at positions [lo, hi), none null and
+// each held once by this table, from the top down as removeSkipped's walk
+// frees them (the pool's free, tail first): removeSkippedLockstep's free
+// of one group.
+func (m *MambaManager) freePositions(req RequestID, t *MambaTable, lo, hi int, private bool) error {
+	if lo >= hi {
+		return nil
+	}
+	bl := t.Blocks[lo:hi]
+	if private {
+		for i := len(bl) - 1; i >= 0; i-- {
+			t.freedPrivate = append(t.freedPrivate, bl[i])
+		}
+	}
+	if _, err := m.Pool.pc.freeBlocks(&m.Pool.q, m.Pool.order, req, bl, true); err != nil {
+		return fmt.Errorf("mamba group %d: %w", m.Group, err)
+	}
+	clear(bl) // NullBlock is 0 (nullIsZero)
+	t.held -= len(bl)
+	return nil
+}
+
 // mainTokens is the tokens a table is sized for: align mode drops the
 // lookahead (num_tokens_main_model), the other modes keep it.
 func (m *MambaManager) mainTokens(numTokens, lookahead int) int {

@@ -179,11 +179,10 @@ type KVCacheManager struct {
 	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
 	// keeps one MambaManager per KV cache group); nil otherwise.
 	mamba []*MambaManager
-	// lockstepPop, lockstepFree: allocateLockstep's and
-	// removeSkippedLockstep's scratch; mambaGroups: each Mamba group's id
-	// in the pool.
-	lockstepPop, lockstepFree []int32
-	mambaGroups               []int32
+	// lockstepPop: allocateLockstep's scratch; mambaGroups: each Mamba
+	// group's id in the pool.
+	lockstepPop []int32
+	mambaGroups []int32
 	// noLockstep turns the lockstep shortcuts that allocate, cache and
 	// free (mamba_modes_lockstep.go) off: each group on its own, the
 	// reference the tests hold them to.
@@ -556,7 +555,10 @@ func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numCo
 		if spec.Mode == MambaAll {
 			m.prefetchSkipped(t, top)
 		}
-		freed := m.removeSkippedLockstep(t, top, src, spec.Mode == MambaAlign)
+		freed, err := m.removeSkippedLockstep(req, t, top, src, spec.Mode == MambaAlign)
+		if err != nil {
+			return err
+		}
 		if !freed { // it did not apply: group by group
 			for g, mm := range m.mamba {
 				mt := &t.MambaT[g]
