@@ -146,6 +146,12 @@ func scalar(v reflect.Value, path string) (*yaml.Node, error) {
 	switch v.Kind() {
 	case reflect.String:
 		n.Tag, n.Value = "!!str", v.String()
+		if strings.Contains(n.Value, "\n") {
+			// yaml.v3 writes a string of newlines alone as a block scalar
+			// with no lines ("|2+"), which reads back empty; quoted, every
+			// string reads back as written.
+			n.Style = yaml.DoubleQuotedStyle
+		}
 	case reflect.Bool:
 		n.Tag, n.Value = "!!bool", strconv.FormatBool(v.Bool())
 	case reflect.Int, reflect.Int64:
