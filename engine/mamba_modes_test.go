@@ -8,15 +8,17 @@ import (
 	"statesim/step"
 )
 
-// hybridRollouts is tiny-hybrid (block size 32 after page unification)
-// with prefix caching on in a Mamba cache mode, over rollouts of shared
-// prompts, chunked by a budget that does not divide the block.
+// hybridRollouts is tiny-hybrid (block size 32 after page unification;
+// mamba_block_size 32 keeps all mode there instead of at Mamba1's
+// 2048-token chunk) with prefix caching on in a Mamba cache mode, over
+// rollouts of shared prompts, chunked by a budget that does not divide
+// the block.
 func hybridRollouts(t *testing.T, mode string, budget int, sets ...string) *scenarios.Scenario {
 	t.Helper()
 	y := fmt.Sprintf(`name: hybrid-rollouts
 seed: 3
 model: {preset: tiny-hybrid}
-engine: {vllm_version: v0.31, enable_prefix_caching: true, mamba_cache_mode: %s, max_num_batched_tokens: %d, max_num_seqs: 8, max_model_len: 2048, num_gpu_blocks_override: 400}
+engine: {vllm_version: v0.31, enable_prefix_caching: true, mamba_cache_mode: %s, mamba_block_size: 32, max_num_batched_tokens: %d, max_num_seqs: 8, max_model_len: 2048, num_gpu_blocks_override: 400}
 workload: {kind: rollouts, prompts: 2, rollouts_per_prompt: 3, steps: 2, prompt_len: {dist: constant, value: 150}, output_len: {dist: constant, value: 6}}
 `, mode, budget)
 	sc, err := scenarios.Parse([]byte(y), "hybrid-rollouts.yaml", sets)

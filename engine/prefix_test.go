@@ -205,25 +205,31 @@ func TestWrongHitBlockIsCaught(t *testing.T) {
 	}
 }
 
-// The Mamba cache mode settles as vLLM's resolution does, and a mode
-// vLLM would refuse is an error naming the file, line and field.
+// The Mamba cache mode settles as vLLM's resolution does, the block size
+// follows the mode (all: a multiple of the Mamba kernel's chunk, 2048 on
+// Mamba1, or of mamba_block_size), and a mode vLLM would refuse is an
+// error naming the file, line and field.
 func TestHybridMambaCacheModeKnobs(t *testing.T) {
 	const base = "name: h\nmodel: {preset: tiny-hybrid}\nengine: {%s num_gpu_blocks_override: 100, max_model_len: 2048}\nworkload: {kind: poisson, rate: 1, count: 1}\n"
 	for _, c := range []struct {
 		engine, err string
 		pc          bool
 		mode        statecache.MambaCacheMode
+		block       int
 	}{
-		{"vllm_version: v0.31,", "", true, statecache.MambaAlign},                            // #50991's default
-		{"vllm_version: v0.27,", "", false, statecache.MambaNone},                            // before it
-		{"vllm_version: v0.27, enable_prefix_caching: true,", "", true, statecache.MambaAll}, // Mamba2 supports all
-		{"vllm_version: v0.31, mamba_cache_mode: all,", "", true, statecache.MambaAll},
-		{"vllm_version: v0.31, enable_prefix_caching: false, mamba_cache_mode: align,", "", false, statecache.MambaNone},
-		{"vllm_version: v0.13, mamba_cache_mode: align,", "h.yaml:3: field engine.mamba_cache_mode: mamba_cache_mode \"align\": vLLM v0.13 has no such option", false, 0},
-		{"mamba_cache_mode: some,", "h.yaml:3: field engine.mamba_cache_mode: unknown mamba_cache_mode \"some\"", false, 0},
-		{"mamba_block_size: 8,", "h.yaml:3: field engine.mamba_block_size: must be 0 or the unified block size (32 for block_size 16), got 8", false, 0},
-		{"enable_prefix_caching: true, mamba_cache_mode: align, enable_chunked_prefill: false,", "needs enable_chunked_prefill", false, 0},
-		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0},
+		{"vllm_version: v0.31,", "", true, statecache.MambaAlign, 32},                              // #50991's default
+		{"vllm_version: v0.27,", "", false, statecache.MambaNone, 32},                              // before it
+		{"vllm_version: v0.27, enable_prefix_caching: true,", "", true, statecache.MambaAll, 2048}, // Mamba1 supports all (#26377)
+		{"vllm_version: v0.31, mamba_cache_mode: all,", "", true, statecache.MambaAll, 2048},
+		// mamba_block_size is all mode's chunk: lcm(8, 16)·cdiv(state, 16).
+		{"vllm_version: v0.31, mamba_cache_mode: all, mamba_block_size: 8,", "", true, statecache.MambaAll, 32},
+		{"vllm_version: v0.31, enable_prefix_caching: false, mamba_cache_mode: align,", "", false, statecache.MambaNone, 32},
+		{"vllm_version: v0.13, mamba_cache_mode: align,", "h.yaml:3: field engine.mamba_cache_mode: mamba_cache_mode \"align\": vLLM v0.13 has no such option", false, 0, 0},
+		{"mamba_cache_mode: some,", "h.yaml:3: field engine.mamba_cache_mode: unknown mamba_cache_mode \"some\"", false, 0, 0},
+		{"mamba_block_size: 8,", "h.yaml:3: field engine.mamba_block_size: must be 0 or the unified block size (32 for block_size 16), got 8", false, 0, 0},
+		{"mamba_cache_mode: all, mamba_block_size: -1,", "h.yaml:3: field engine.mamba_block_size: must be >= 0", false, 0, 0},
+		{"enable_prefix_caching: true, mamba_cache_mode: align, enable_chunked_prefill: false,", "needs enable_chunked_prefill", false, 0, 0},
+		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0, 0},
 	} {
 		sc, err := scenarios.Parse([]byte(fmt.Sprintf(base, c.engine)), "h.yaml", nil)
 		if c.err != "" {
@@ -239,6 +245,9 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 		res, err := sc.MambaMode()
 		if err != nil || res.PrefixCaching != c.pc || res.Mode != c.mode {
 			t.Errorf("%s: resolved %+v (%v), want prefix caching %v in mode %v", c.engine, res, err, c.pc, c.mode)
+		}
+		if bs := sc.Layout().BlockSize; bs != c.block {
+			t.Errorf("%s: block size %d, want %d", c.engine, bs, c.block)
 		}
 	}
 }

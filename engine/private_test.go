@@ -27,8 +27,14 @@ func TestPrivateTailsMatchListingAll(t *testing.T) {
 	}{
 		{"azure-conv", []string{"workload.limit=600", "workload.rate_scale=6", "model.preset=attention-only-3b",
 			"engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=700"}, true, true},
+		// All mode at the hybrid's unified block (mamba_block_size 176).
 		{"azure-conv", []string{"workload.limit=250", "workload.rate_scale=6", "engine.enable_prefix_caching=true",
-			"engine.num_gpu_blocks_override=600"}, true, true},
+			"engine.mamba_block_size=176", "engine.num_gpu_blocks_override=600"}, true, true},
+		// All mode at Mamba1's chunk, 2048 tokens (vLLM's default), on
+		// prompts long enough to fill blocks of it; preempted in their
+		// prefills (15 times), as above.
+		{"mooncake-hybrid", []string{"workload.limit=100", "engine.enable_prefix_caching=true",
+			"engine.num_gpu_blocks_override=150"}, false, true},
 		{"azure-conv", []string{"workload.limit=250", "workload.rate_scale=6", "engine.vllm_version=v0.31",
 			"engine.enable_prefix_caching=true", "engine.num_gpu_blocks_override=600"}, true, true},
 		{"rollouts-shared-prefix", []string{"workload.prompts=2", "workload.rollouts_per_prompt=8", "workload.steps=2",

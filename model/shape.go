@@ -44,6 +44,12 @@ type CacheConfig struct {
 	// backend's kernels support; 0 means the default backend's: 16
 	// (FlashAttention), 64 for MLA (FlashMLA).
 	KernelBlockAlignment int `json:"kernel_block_alignment_size"`
+	// MambaCacheMode is the resolved mamba_cache_mode: "all" sizes the
+	// block to the Mamba kernel's chunk (Unify); anything else, none.
+	// MambaBlockSize is the mamba_block_size given (0: unset), which "all"
+	// takes as the chunk instead of the model's.
+	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
+	MambaBlockSize int    `json:"mamba_block_size,omitempty"`
 }
 
 // Shape is a model's architecture, with field names from the Hugging Face
@@ -64,6 +70,9 @@ type Shape struct {
 	NumKVHeads        int `yaml:"num_key_value_heads" json:"num_key_value_heads"`
 	HeadDim           int `yaml:"head_dim" json:"head_dim"`
 	VocabSize         int `yaml:"vocab_size" json:"vocab_size"`
+	// MambaChunkSize is the config's mamba_chunk_size, else chunk_size
+	// (the Mamba2 SSD kernel's chunk); 0 when it has neither (ChunkSize).
+	MambaChunkSize int `yaml:"mamba_chunk_size" json:"mamba_chunk_size,omitempty"`
 
 	// DType of activations, KV cache and conv state; SSMStateDType of the
 	// SSM state (float32 in the incident).

@@ -6,8 +6,12 @@ package model
 // size. It follows Platform._align_hybrid_block_size
 // (vllm/platforms/interface.py; before PR #37467 the same arithmetic in
 // HybridAttentionMambaModelConfig.verify_and_update_config,
-// vllm/model_executor/models/config.py) for mamba_cache_mode "none"
-// (no prefix caching, the mode statesim models).
+// vllm/model_executor/models/config.py @ 1936cf38, where the alignment was
+// the backend's alone). Modes "none" and
+// "align" take the smallest aligned block that holds a state; "all" a
+// multiple of the Mamba kernel's chunk, so that every block boundary is
+// a chunk boundary where the kernel can write the state (#25752; Mamba1,
+// which has no chunk, takes 2048 tokens, #26377: ChunkSize).
 type Unification struct {
 	// AttnPage1 is one token's attention page (FullAttentionSpec or
 	// MLAAttentionSpec with block_size 1); MambaPage the unpadded state page.
@@ -21,6 +25,12 @@ type Unification struct {
 	BlockSize int `json:"block_size"`
 	// Raised: vLLM logs "Setting attention block size to N tokens".
 	Raised bool `json:"raised"`
+	// Chunk is, in mode "all", lcm(mamba_block_size or the model's chunk,
+	// Align), the multiple the block is rounded to (0 otherwise). Align
+	// is at least the requested block size, so the rounded block is too:
+	// the Mamba groups' block (cache_config.mamba_block_size) is the
+	// attention groups'.
+	Chunk int `json:"chunk,omitempty"`
 	// PageBytes is the unified page; PaddingPct the state page's padding
 	// ("Padding mamba page size by x%"), 0 when none.
 	PageBytes  int64   `json:"page_bytes"`
@@ -42,6 +52,37 @@ func (s *Shape) KernelBlockAlignment() int {
 
 func cdiv(a, b int64) int64 { return (a + b - 1) / b }
 
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Chunk sizes when a config.json has no chunk key:
+//   - mamba2Chunk: the Mamba2 config classes fill one in (transformers'
+//     BambaConfig, GraniteMoeHybridConfig and FalconH1Config default
+//     mamba_chunk_size to 256, vLLM's own NemotronHConfig chunk_size too);
+//   - mamba1Chunk: get_mamba_chunk_size()'s fallback (vllm/config/model.py,
+//     #26377, Mamba1 prefix caching): Mamba1 has no chunk, and 2048 is
+//     its selective-scan kernel's.
+const (
+	mamba2Chunk = 256
+	mamba1Chunk = 2048
+)
+
+// ChunkSize is vLLM's ModelConfig.get_mamba_chunk_size() for the shape:
+// the config's mamba_chunk_size or chunk_size, else its config class's.
+func (s *Shape) ChunkSize() int {
+	switch {
+	case s.MambaChunkSize > 0:
+		return s.MambaChunkSize
+	case s.StateKind() == Mamba2:
+		return mamba2Chunk
+	}
+	return mamba1Chunk
+}
+
 // Unify computes the block size and page for a requested block size.
 func (s *Shape) Unify(blockSize int) Unification {
 	u := Unification{AttnPage1: s.KVBytesPerToken(), MambaPage: s.MambaPageBytes(), Requested: blockSize, BlockSize: blockSize}
@@ -56,6 +97,15 @@ func (s *Shape) Unify(blockSize int) Unification {
 	u.Align = max(s.KernelBlockAlignment(), blockSize)
 	a := int64(u.Align)
 	attnBlock := int(a * cdiv(u.MambaPage, a*u.AttnPage1))
+	if s.Cache.MambaCacheMode == "all" {
+		base := s.Cache.MambaBlockSize
+		if base <= 0 {
+			base = s.ChunkSize()
+		}
+		u.Chunk = base / gcd(base, u.Align) * u.Align
+		c := int64(u.Chunk)
+		attnBlock = int(c * cdiv(cdiv(u.MambaPage, u.AttnPage1), c))
+	}
 	if blockSize < attnBlock {
 		u.BlockSize, u.Raised = attnBlock, true
 	}

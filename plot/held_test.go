@@ -15,7 +15,7 @@ import (
 func TestHeldChart(t *testing.T) {
 	y := `name: held
 model: {preset: tiny-hybrid}
-engine: {vllm_version: v0.31, enable_prefix_caching: true, max_num_batched_tokens: 256, max_num_seqs: 16, max_model_len: 2048, num_gpu_blocks_override: 600}
+engine: {vllm_version: v0.31, enable_prefix_caching: true, mamba_block_size: 32, max_num_batched_tokens: 256, max_num_seqs: 16, max_model_len: 2048, num_gpu_blocks_override: 600}
 workload: {kind: rollouts, prompts: 2, rollouts_per_prompt: 4, steps: 1, prompt_len: {dist: constant, value: 600}, output_len: {dist: constant, value: 8}}
 `
 	most := map[string]int32{}

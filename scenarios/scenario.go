@@ -396,7 +396,7 @@ func (s *Scenario) PrefixCachingDefault() bool {
 	if sh.NumMambaLayers() == 0 {
 		return true
 	}
-	if sh.NumAttentionLayers() == 0 || !s.Engine.EnableChunkedPrefill || s.Layout().BlockSize > s.Engine.MaxNumBatchedTokens {
+	if sh.NumAttentionLayers() == 0 || !s.Engine.EnableChunkedPrefill || s.alignLayout().BlockSize > s.Engine.MaxNumBatchedTokens {
 		// The default align would be refused at start-up (it needs
 		// chunked prefill and a block within the step budget, #34445):
 		// statesim keeps caching off instead.
@@ -449,18 +449,23 @@ func (s *Scenario) MambaMode() (statecache.ResolvedMambaMode, error) {
 // and the Mamba cache mode vLLM would refuse.
 func (s *Scenario) validatePrefixCaching() error {
 	e := &s.Engine
-	// The layout's block size: a hybrid's attention block grows until its
-	// page holds a state (page unification), and the Mamba groups share it.
-	bs := s.Layout().BlockSize
-	if e.MambaBlockSize != 0 && e.MambaBlockSize != bs {
-		return fe("engine.mamba_block_size", "must be 0 or the unified block size (%d for block_size %d), got %d: statesim gives every KV cache group one block size (vLLM's page unification)", bs, e.BlockSize, e.MambaBlockSize)
-	}
 	if _, err := statecache.ParseMambaCacheMode(e.MambaCacheMode); err != nil {
 		return fe("engine.mamba_cache_mode", "%v", err)
 	}
 	res, err := s.MambaMode()
 	if err != nil {
 		return fe("engine.mamba_cache_mode", "%v", err)
+	}
+	// The layout's block size: a hybrid's attention block grows until its
+	// page holds a state (page unification), and the Mamba groups share it.
+	bs := s.Layout().BlockSize
+	switch {
+	case e.MambaBlockSize < 0:
+		return fe("engine.mamba_block_size", "must be >= 0 (0: the model's), got %d", e.MambaBlockSize)
+	case res.PrefixCaching && res.Mode == statecache.MambaAll:
+		// mamba_block_size is the chunk the block rounds to (model.Unify).
+	case e.MambaBlockSize != 0 && e.MambaBlockSize != bs:
+		return fe("engine.mamba_block_size", "must be 0 or the unified block size (%d for block_size %d), got %d: statesim gives every KV cache group one block size (vLLM's page unification)", bs, e.BlockSize, e.MambaBlockSize)
 	}
 	if !res.PrefixCaching {
 		return nil
@@ -586,7 +591,20 @@ func (s *Scenario) Spec() sched.Spec {
 // attention layers included (model.Shape.LayoutWithDrafter): with EAGLE or
 // MTP they join the target's attention bucket. Without them it is the
 // shape's own layout.
+//
+// In mamba_cache_mode all the block is a multiple of the Mamba kernel's
+// chunk (model.Unify), so the mode is resolved first.
 func (s *Scenario) Layout() model.Layout {
+	sh := s.Model.Shape
+	if res, err := s.MambaMode(); err == nil && res.PrefixCaching && res.Mode == statecache.MambaAll {
+		sh.Cache.MambaCacheMode, sh.Cache.MambaBlockSize = "all", s.Engine.MambaBlockSize
+	}
+	sp := s.Spec()
+	return sh.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
+}
+
+// alignLayout is the layout in modes none and align, whatever the mode.
+func (s *Scenario) alignLayout() model.Layout {
 	sp := s.Spec()
 	return s.Model.Shape.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
 }

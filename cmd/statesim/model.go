@@ -162,9 +162,21 @@ func describeModel(sc *scenarios.Scenario) modelView {
 		v.CacheTokens = int64(v.NumGPUBlocks/len(l.Groups)) * int64(l.BlockSize)
 		v.Log = append(v.Log, fmt.Sprintf("GPU KV cache size: %s tokens", thousands(v.CacheTokens)))
 		// get_max_concurrency_for_kv_cache_config: a request holds
-		// cdiv(max_model_len, block_size) blocks per attention group and
-		// one per Mamba group.
-		per := int64(l.NumMambaGroups()) + int64(l.NumAttnGroups())*int64((sc.Engine.MaxModelLen+l.BlockSize-1)/l.BlockSize)
+		// cdiv(max_model_len, block_size) blocks per attention group and,
+		// per Mamba group, MambaSpec.max_memory_usage_bytes' pages: 1 + K
+		// in mode none, 2 + K in align, cdiv(max_model_len, block_size)
+		// in all.
+		full := int64((sc.Engine.MaxModelLen + l.BlockSize - 1) / l.BlockSize)
+		perMamba := int64(1 + sc.Spec().K)
+		if res, err := sc.MambaMode(); err == nil && res.PrefixCaching {
+			switch res.Mode {
+			case statecache.MambaAlign:
+				perMamba++
+			case statecache.MambaAll:
+				perMamba = full
+			}
+		}
+		per := int64(l.NumMambaGroups())*perMamba + int64(l.NumAttnGroups())*full
 		v.Concurrency = float64(v.NumGPUBlocks) / float64(per)
 		v.Log = append(v.Log, fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", thousands(int64(sc.Engine.MaxModelLen)), v.Concurrency))
 	}
@@ -213,6 +225,9 @@ func writeModelText(w io.Writer, v *modelView) error {
 	}
 	if v.Unify.Align > 0 {
 		p("kernel_block_alignment_size: %d tokens", v.Unify.Align)
+	}
+	if v.Unify.Chunk > 0 {
+		p("mamba_cache_mode all: the block is a multiple of %d tokens, lcm(the Mamba chunk, the alignment)", v.Unify.Chunk)
 	}
 	for _, ln := range v.Log[:min(len(v.Log), logHead(v))] {
 		p("INFO %s", ln)

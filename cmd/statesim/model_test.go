@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,38 @@ func TestModelCommandTPAndJSON(t *testing.T) {
 	_, out, _ = runCLI("model", "../../scenarios/models/qwen3-next-80b-a3b.json")
 	if !strings.Contains(out, "no slot wraps") {
 		t.Errorf("qwen3-next:\n%s", out)
+	}
+}
+
+// The Mamba cache mode sets the block size and what one request can hold
+// (MambaSpec.max_memory_usage_bytes per Mamba group: 1 page in none, 2 in
+// align, cdiv(max_model_len, block) in all). 10,000 blocks, 4,096 tokens
+// a request, 7 Mamba groups and 1 attention group:
+//   - none:  block 176, 7·1 + cdiv(4096, 176) = 31 blocks a request;
+//   - align: block 176, 7·2 + 24 = 38;
+//   - all:   block 2048 (Mamba1's chunk), 7·2 + 2 = 16.
+func TestModelCommandMambaModes(t *testing.T) {
+	for _, c := range []struct {
+		set   []string
+		block int
+		per   float64
+	}{
+		{[]string{"engine.enable_prefix_caching=false"}, 176, 31},
+		{nil, 176, 38},
+		{[]string{"engine.mamba_cache_mode=all"}, 2048, 16},
+	} {
+		args := []string{"model", "jamba-reasoning-3b", "--json", "--set", "engine.num_gpu_blocks_override=10000", "--set", "engine.max_model_len=4096"}
+		for _, s := range c.set {
+			args = append(args, "--set", s)
+		}
+		code, js, errs := runCLI(args...)
+		var v modelView
+		if err := json.Unmarshal([]byte(js), &v); code != exitClean || err != nil {
+			t.Fatalf("%v: exit %d, %v: %s", c.set, code, err, errs)
+		}
+		if v.Unify.BlockSize != c.block || math.Abs(v.Concurrency-10000/c.per) > 1e-9 {
+			t.Errorf("%v: block %d, concurrency %.4f; want %d, %.4f", c.set, v.Unify.BlockSize, v.Concurrency, c.block, 10000/c.per)
+		}
 	}
 }
 
