@@ -227,7 +227,8 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 		{"vllm_version: v0.13, mamba_cache_mode: align,", "h.yaml:3: field engine.mamba_cache_mode: mamba_cache_mode \"align\": vLLM v0.13 has no such option", false, 0, 0},
 		{"mamba_cache_mode: some,", "h.yaml:3: field engine.mamba_cache_mode: unknown mamba_cache_mode \"some\"", false, 0, 0},
 		{"mamba_block_size: 8,", "h.yaml:3: field engine.mamba_block_size: must be 0 or the unified block size (32 for block_size 16), got 8", false, 0, 0},
-		{"mamba_cache_mode: all, mamba_block_size: -1,", "h.yaml:3: field engine.mamba_block_size: must be >= 0", false, 0, 0},
+		{"mamba_cache_mode: all, mamba_block_size: -1,", "h.yaml:3: field engine.mamba_block_size: must be in [0, max_model_len 2048]", false, 0, 0},
+		{"mamba_cache_mode: all, mamba_block_size: 4611686018427387904,", "h.yaml:3: field engine.mamba_block_size: must be in [0, max_model_len 2048]", false, 0, 0},
 		{"enable_prefix_caching: true, mamba_cache_mode: align, enable_chunked_prefill: false,", "needs enable_chunked_prefill", false, 0, 0},
 		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0, 0},
 	} {

@@ -134,13 +134,13 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 	}
 	// get_mamba_chunk_size: mamba_chunk_size (Bamba, Falcon-H1, Granite),
 	// else chunk_size (Mamba2, Nemotron-H); vLLM divides by it.
-	s.MambaChunkSize = h.intOr(0, "mamba_chunk_size", "chunk_size")
-	if h.err == nil && s.MambaChunkSize == 0 && (h.has("mamba_chunk_size") || h.has("chunk_size")) {
-		f := "mamba_chunk_size"
-		if !h.has(f) {
-			f = "chunk_size"
+	for _, k := range []string{"mamba_chunk_size", "chunk_size"} {
+		if h.has(k) {
+			if s.MambaChunkSize = h.int(k); s.MambaChunkSize == 0 {
+				h.fail(k, "must be > 0")
+			}
+			break
 		}
-		h.fail(f, "must be > 0")
 	}
 	s.DType = h.strOr("bfloat16", "torch_dtype", "dtype")
 	if h.err == nil && DTypeBytes(s.DType) == 0 {

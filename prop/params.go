@@ -277,15 +277,22 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("generated scenario %s: %w", name, err)
 	}
-	if m, err := sc.MambaMode(); err == nil && m.PrefixCaching && m.Mode.String() == "all" {
+	m, err := sc.MambaMode()
+	if err != nil || !m.PrefixCaching {
+		return &sc, nil
+	}
+	// The none/align block (every shape the search draws is unified at
+	// blockSize; all mode runs no drafter).
+	bs := sc.Model.Shape.Layout(blockSize).BlockSize
+	switch m.Mode.String() {
+	case "all":
 		// All mode rounds the block to the Mamba kernel's chunk (2048
 		// tokens on Mamba1): over a few hundred tokens a request would
 		// cross no boundary. mamba_block_size, which vLLM takes as the
 		// chunk, keeps the block where none and align put it.
-		e.MambaBlockSize = sc.Model.Shape.Layout(blockSize).BlockSize
-	}
-	if m, err := sc.MambaMode(); p.AvoidAlignStall && err == nil && m.PrefixCaching && m.Mode.String() == "align" {
-		if bs := sc.Model.Shape.Layout(blockSize).BlockSize; e.LongPrefillTokenThreshold > 0 && e.LongPrefillTokenThreshold < bs {
+		e.MambaBlockSize = bs
+	case "align":
+		if p.AvoidAlignStall && e.LongPrefillTokenThreshold > 0 && e.LongPrefillTokenThreshold < bs {
 			e.LongPrefillTokenThreshold = bs
 			sc.Description += fmt.Sprintf(" (raised to the Mamba block, %d: align)", bs)
 		}

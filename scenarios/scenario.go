@@ -456,12 +456,13 @@ func (s *Scenario) validatePrefixCaching() error {
 	if err != nil {
 		return fe("engine.mamba_cache_mode", "%v", err)
 	}
+	if e.MambaBlockSize < 0 || e.MambaBlockSize > e.MaxModelLen {
+		return fe("engine.mamba_block_size", "must be in [0, max_model_len %d] (0: the model's), got %d", e.MaxModelLen, e.MambaBlockSize)
+	}
 	// The layout's block size: a hybrid's attention block grows until its
 	// page holds a state (page unification), and the Mamba groups share it.
 	bs := s.Layout().BlockSize
 	switch {
-	case e.MambaBlockSize < 0:
-		return fe("engine.mamba_block_size", "must be >= 0 (0: the model's), got %d", e.MambaBlockSize)
 	case res.PrefixCaching && res.Mode == statecache.MambaAll:
 		// mamba_block_size is the chunk the block rounds to (model.Unify).
 	case e.MambaBlockSize != 0 && e.MambaBlockSize != bs:
@@ -599,14 +600,15 @@ func (s *Scenario) Layout() model.Layout {
 	if res, err := s.MambaMode(); err == nil && res.PrefixCaching && res.Mode == statecache.MambaAll {
 		sh.Cache.MambaCacheMode, sh.Cache.MambaBlockSize = "all", s.Engine.MambaBlockSize
 	}
-	sp := s.Spec()
-	return sh.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
+	return s.layoutOf(&sh)
 }
 
 // alignLayout is the layout in modes none and align, whatever the mode.
-func (s *Scenario) alignLayout() model.Layout {
+func (s *Scenario) alignLayout() model.Layout { return s.layoutOf(&s.Model.Shape) }
+
+func (s *Scenario) layoutOf(sh *model.Shape) model.Layout {
 	sp := s.Spec()
-	return s.Model.Shape.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
+	return sh.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
 }
 
 // ModelRunner is the model runner the scenario runs (valid after

@@ -162,21 +162,15 @@ func describeModel(sc *scenarios.Scenario) modelView {
 		v.CacheTokens = int64(v.NumGPUBlocks/len(l.Groups)) * int64(l.BlockSize)
 		v.Log = append(v.Log, fmt.Sprintf("GPU KV cache size: %s tokens", thousands(v.CacheTokens)))
 		// get_max_concurrency_for_kv_cache_config: a request holds
-		// cdiv(max_model_len, block_size) blocks per attention group and,
-		// per Mamba group, MambaSpec.max_memory_usage_bytes' pages: 1 + K
-		// in mode none, 2 + K in align, cdiv(max_model_len, block_size)
-		// in all.
-		full := int64((sc.Engine.MaxModelLen + l.BlockSize - 1) / l.BlockSize)
-		perMamba := int64(1 + sc.Spec().K)
+		// cdiv(max_model_len, block_size) blocks per attention group and
+		// the Mamba spec's max_memory_usage_bytes in pages per Mamba
+		// group (its mode's: MambaSpec.MaxBlocksPerRequest).
+		spec := statecache.MambaSpec{BlockSize: l.BlockSize, NumSpeculativeBlocks: sc.Spec().K}
 		if res, err := sc.MambaMode(); err == nil && res.PrefixCaching {
-			switch res.Mode {
-			case statecache.MambaAlign:
-				perMamba++
-			case statecache.MambaAll:
-				perMamba = full
-			}
+			spec.Mode = res.Mode
 		}
-		per := int64(l.NumMambaGroups())*perMamba + int64(l.NumAttnGroups())*full
+		full := int64((sc.Engine.MaxModelLen + l.BlockSize - 1) / l.BlockSize)
+		per := int64(l.NumMambaGroups())*int64(spec.MaxBlocksPerRequest(sc.Engine.MaxModelLen)) + int64(l.NumAttnGroups())*full
 		v.Concurrency = float64(v.NumGPUBlocks) / float64(per)
 		v.Log = append(v.Log, fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", thousands(int64(sc.Engine.MaxModelLen)), v.Concurrency))
 	}
