@@ -37,7 +37,7 @@ var layer = map[string]int{
 	// readers of step records and reports; GPU experiments
 	"explain": 8, "plot": 8, "timeline": 8, "prop": 8, "gpuconfirm": 8,
 	"sweep":            9,
-	"scenarios/sweeps": 10,
+	"scenarios/sweeps": 10, "schema": 10,
 	// the thin public entry point and the command
 	".":            11,
 	"cmd/statesim": 12,
