@@ -61,7 +61,7 @@ complete -c statesim -a '(__statesim_complete)'
 
 func cmdCompletion(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintf(stdout, "usage: statesim %s\n", commands["completion"].summary)
+		fmt.Fprintf(stdout, "usage: statesim %s\n\n%s", commands["completion"].summary, exitStatusHelp)
 		return exitClean
 	}
 	if len(args) != 1 || completionScripts[args[0]] == "" {
