@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"statesim/engine"
 	"statesim/knownbugs"
 	"statesim/prop"
 	"statesim/scenarios"
@@ -41,9 +42,16 @@ type auditView struct {
 	Startup      modelView             `json:"startup"`
 	KnownBugs    []knownbugs.Verdict   `json:"known_bugs"`
 	Search       *auditSearch          `json:"search,omitempty"`
+	Replay       *auditReplay          `json:"replay,omitempty"`
 	Verdict      string                `json:"verdict"`
 	Exit         int                   `json:"exit"`
 	vllm         *vllmargs.Translation // not printed
+}
+
+// auditReplay is the --trace replay's outcome.
+type auditReplay struct {
+	Trace      string `json:"trace"`
+	Violations int64  `json:"violations"`
 }
 
 type auditSearch struct {
@@ -80,7 +88,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	version := fs.String("version", "", "the vLLM release to audit (v0.22, 0.22.1, ...; default: --version among the vLLM arguments, else the newest modelled)")
 	device := fs.String("device", "", "the GPU each rank runs on (A10G, L4, A100-40GB, L40S, A100-80GB, H100-80GB, H100-94GB, H200, B200); default H200")
-	tracePath := fs.String("trace", "", "a request log the derived scenario replays (CSV or JSONL; see README 'Real traces')")
+	tracePath := fs.String("trace", "", "a request log (CSV or JSONL, see README 'Real traces') to replay in the derived configuration, after the search")
 	strict := fs.Bool("strict", false, "refuse a vLLM argument statesim does not model instead of listing it as ignored")
 	asJSON := fs.Bool("json", false, "print the audit as JSON")
 	seed := fs.Int64("seed", 1, "search seed")
@@ -160,7 +168,25 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		}
 		v.Search, found = s, n
 	}
-	v.Verdict, v.Exit = auditVerdict(applies, found, v.Search, *outDir)
+	if *tracePath != "" {
+		// The request log, replayed in the derived configuration.
+		rep, err := engine.Run(sc, engine.Options{})
+		if err != nil {
+			return reportRunError(stderr, err)
+		}
+		v.Replay = &auditReplay{Trace: *tracePath, Violations: rep.TotalViolations()}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "\n4. replay of %s in this configuration:\n", *tracePath)
+			var b strings.Builder
+			if err := rep.WriteText(&b); err != nil {
+				return exitInternal
+			}
+			for _, ln := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+				fmt.Fprintf(stdout, "  %s\n", ln)
+			}
+		}
+	}
+	v.Verdict, v.Exit = auditVerdict(applies, found, v.Search, v.Replay, *outDir)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -173,8 +199,11 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	return v.Exit
 }
 
-func auditVerdict(applies, found int, s *auditSearch, outDir string) (string, int) {
+func auditVerdict(applies, found int, s *auditSearch, replay *auditReplay, outDir string) (string, int) {
 	var parts []string
+	if replay != nil && replay.Violations > 0 {
+		parts = append(parts, fmt.Sprintf("replaying %s broke %d invariant(s)", replay.Trace, replay.Violations))
+	}
 	if applies > 0 {
 		parts = append(parts, fmt.Sprintf("%d known bug(s) can hit this deployment", applies))
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,6 +100,47 @@ func TestAuditBadInput(t *testing.T) {
 		code, out, errs := runCLI(c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, want 2 with %q\n%s%s", c.args, code, c.want, out, errs)
+		}
+	}
+}
+
+// --trace replays the request log in the derived configuration and the
+// model read from the Hugging Face cache is named as such.
+func TestAuditTraceAndCachedModel(t *testing.T) {
+	cfg, err := os.ReadFile("../../scenarios/models/nemotron-nano-9b-v2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", hub)
+	snap := filepath.Join(hub, "models--acme--Hybrid-9B", "snapshots", "abc123")
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(snap, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&log, `{"timestamp": %d.5, "input_tokens": %d, "output_tokens": %d}`+"\n", i, 50+i*7, 5+i%4)
+	}
+	trace := filepath.Join(t.TempDir(), "requests.jsonl")
+	if err := os.WriteFile(trace, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("audit", "--version", "v0.31", "--trials", "20", "--out", t.TempDir(), "--trace", trace,
+		"--set", "workload.format=jsonl", "--", "vllm", "serve", "acme/Hybrid-9B", "--enforce-eager", "--max-num-seqs", "8")
+	if code != exitClean {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"model: acme/Hybrid-9B: " + filepath.Join(snap, "config.json") + " (Hugging Face cache)",
+		"4. replay of " + trace,
+		"20 requests",
+		"verdict: clean",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
