@@ -9,6 +9,19 @@ import (
 	"statesim/sweep"
 )
 
+// shardOf is the --shard argument when given, else the environment's
+// shard (envShard); an error is printed as bad input.
+func shardOf(arg, cmd string, stderr io.Writer) (sweep.Shard, error) {
+	if arg == "" {
+		return envShard(stderr, cmd)
+	}
+	sh, err := sweep.ParseShard(arg)
+	if err != nil {
+		fmt.Fprintf(stderr, "statesim %s: %v\n", cmd, err)
+	}
+	return sh, err
+}
+
 // envShard is the shard a batch system's environment assigns
 // (sweep.ShardFromEnv), said on stderr when one does; an error is printed
 // as bad input.
@@ -29,14 +42,8 @@ func envShard(stderr io.Writer, cmd string) (sweep.Shard, error) {
 // OUT/seed-(S+i), so n shards sharing one volume search n seeds without
 // overwriting each other's files.
 func shardSeed(arg *string, seed *int64, out *string, stderr io.Writer) error {
-	var sh sweep.Shard
-	var err error
-	if *arg != "" {
-		if sh, err = sweep.ParseShard(*arg); err != nil {
-			fmt.Fprintf(stderr, "statesim check: %v\n", err)
-			return err
-		}
-	} else if sh, err = envShard(stderr, "check"); err != nil {
+	sh, err := shardOf(*arg, "check", stderr)
+	if err != nil {
 		return err
 	}
 	if sh.N > 1 {

@@ -116,13 +116,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim sweep: --workers must be >= 1, got %d\n", *workers)
 		return exitBadInput
 	}
-	var shard sweep.Shard
-	if *shardArg != "" {
-		if shard, err = sweep.ParseShard(*shardArg); err != nil {
-			fmt.Fprintf(stderr, "statesim sweep: %v\n", err)
-			return exitBadInput
-		}
-	} else if shard, err = envShard(stderr, "sweep"); err != nil {
+	shard, err := shardOf(*shardArg, "sweep", stderr)
+	if err != nil {
 		return exitBadInput
 	}
 	if *out == "" {
