@@ -622,7 +622,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
 	// engineV1: a V1-engine release, not the V0 control (either runner).
-	engineV1 := behaviours[s.Version].Reorder != ReorderNone
+	engineV1 := s.Version.behaviour().Reorder != ReorderNone
 	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	if persistent {
 		s.updateBatch(out, stamp)
@@ -637,7 +637,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		s.Batch.Place(out.Rows)
 	}
 	if engineV1 {
-		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
+		s.Graphs.Step(s.Version.behaviour(), out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {
 		s.drawAccepted(out)
