@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"statesim/statecache"
 )
@@ -174,22 +173,14 @@ var releases = [numVersions]Behaviour{
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 
-// patched caches the rows of patched versions (Version → *Behaviour):
-// built once each, the same for every caller, so the order in which
-// goroutines ask does not matter.
-var patched sync.Map
-
-// behaviour is v's row.
+// behaviour is v's row: a release's from the table, a patched version's
+// built from its PR set (a Scheduler keeps its own, Scheduler.behaviour).
 func (v Version) behaviour() *Behaviour {
 	if v < numVersions {
 		return &releases[v]
 	}
-	if b, ok := patched.Load(v); ok {
-		return b.(*Behaviour)
-	}
 	b := behaviourOf(prSet(v.Release()) ^ int(v>>baseBits))
-	actual, _ := patched.LoadOrStore(v, &b)
-	return actual.(*Behaviour)
+	return &b
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in
@@ -322,20 +313,20 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 
 // ClassifyFor is Classify for a model whose state layers use builder k.
 func ClassifyFor(v Version, k Builder, rows, tmp []Row, forcePrefill bool) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, nil, RunnerV1)
+	nd, _ := classify(v.behaviour(), k, rows, tmp, forcePrefill, nil, RunnerV1)
 	return nd
 }
 
 // ClassifySpec is ClassifyFor under speculative decoding spec (nil: off).
 func ClassifySpec(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec, RunnerV1)
+	nd, _ := classify(v.behaviour(), k, rows, tmp, forcePrefill, spec, RunnerV1)
 	return nd
 }
 
 // ClassifyRunner is ClassifySpec under model runner ru: rows come in
 // scheduling order, and under V2 leave in V2's order (runner.go).
 func ClassifyRunner(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec, ru)
+	nd, _ := classify(v.behaviour(), k, rows, tmp, forcePrefill, spec, ru)
 	return nd
 }
 
@@ -344,8 +335,7 @@ func ClassifyRunner(v Version, k Builder, rows, tmp []Row, forcePrefill bool, sp
 // under the GDN builder's spec branch, whose spec rows decode wherever
 // they stand (specGDN). Under V2 the region is only a label (at the
 // builders' threshold: V2 runs no reorder).
-func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) (nd int, moved bool) {
-	b := v.behaviour()
+func classify(b *Behaviour, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) (nd int, moved bool) {
 	th := b.thresholds(spec)
 	v2 := ru == RunnerV2 && b.Reorder != ReorderNone
 	if v2 {

@@ -567,6 +567,17 @@ type Scheduler struct {
 	// runnerPending: the last scheduled step, whose accepted counts the
 	// runner has (it ran) but the requests do not yet (applyRunner).
 	runnerPending *Output
+	// beh is Version's row, built once (behOf says for which Version).
+	beh   *Behaviour
+	behOf Version
+}
+
+// behaviour is the row of s.Version, rebuilt only when Version changes.
+func (s *Scheduler) behaviour() *Behaviour {
+	if s.beh == nil || s.behOf != s.Version {
+		s.beh, s.behOf = s.Version.behaviour(), s.Version
+	}
+	return s.beh
 }
 
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
@@ -622,7 +633,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
 	// engineV1: a V1-engine release, not the V0 control (either runner).
-	engineV1 := s.Version.behaviour().Reorder != ReorderNone
+	engineV1 := s.behaviour().Reorder != ReorderNone
 	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	if persistent {
 		s.updateBatch(out, stamp)
@@ -631,13 +642,13 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if s.Spec.On() {
 		spec = &s.Spec
 	}
-	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
+	nd, moved := classify(s.behaviour(), BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
 	if engineV1 {
-		s.Graphs.Step(s.Version.behaviour(), out.Rows, nd, 1+s.Spec.K)
+		s.Graphs.Step(s.behaviour(), out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {
 		s.drawAccepted(out)
