@@ -360,11 +360,16 @@ func classify(b *Behaviour, k Builder, rows, tmp []Row, forcePrefill bool, spec 
 	if k.gdnFamily() && drafts && !sp.Off {
 		return specGDN(sp, b.SpecNonSpecPrefill, rows), moved
 	}
+	handed := k.acceptsDrafts() && !k.gdnFamily() && spec.On() && (drafts || v2)
 	if sp.Threshold == 0 {
-		sp.Threshold = splitThreshold(k, spec, drafts, v2)
+		sp.Threshold = decodeThreshold
+		if handed {
+			sp.Threshold = 1 + spec.K
+		}
 	}
 	nd = sp.numDecodes(rows)
 	for i := range rows {
+		rows[i].AcceptedHanded = handed
 		if i < nd {
 			rows[i].Path = PathDecode
 			rows[i].HasInitialState = true
@@ -376,18 +381,6 @@ func classify(b *Behaviour, k Builder, rows, tmp []Row, forcePrefill bool, spec 
 	return nd, moved
 }
 
-// splitThreshold is the decode_threshold builder k splits with: 1 + K
-// when the runner hands it num_accepted_tokens (the V1 runner only in a
-// step with drafts scheduled, V2 whenever K > 0), else 1. The GDN
-// builder's non-spec branch always passes decode_threshold=1
-// (gdn_attn.py @ 6adad0876).
-func splitThreshold(k Builder, spec *Spec, drafts, v2 bool) int {
-	if k == BuilderMamba2 && spec.On() && (drafts || v2) {
-		return 1 + spec.K
-	}
-	return decodeThreshold
-}
-
 // hasSpecRow reports a row with drafts scheduled.
 func hasSpecRow(rows []Row) bool {
 	for i := range rows {
@@ -397,6 +390,15 @@ func hasSpecRow(rows []Row) bool {
 	}
 	return false
 }
+
+// In classify, handed is whether the runner hands the Mamba builders
+// num_accepted_tokens this step, which raises their split's
+// decode_threshold to 1 + K (_compute_common_metadata: "reorder_batch_
+// threshold if num_accepted_tokens is not None else 1"): only the Mamba2
+// builder gets them (V1 only in a step with drafts scheduled, use_spec_
+// decode = len(scheduled_spec_decode_tokens) > 0; V2 whenever K > 0).
+// The GDN builder's non-spec branch passes decode_threshold=1 and no
+// num_accepted_tokens (gdn_attn.py @ 6adad0876).
 
 // specGDN is the GDN builder's split when the batch has draft rows
 // (gdn_attn.py build: the runner's num_decode_draft_tokens is the draft
@@ -412,6 +414,7 @@ func specGDN(sp Split, nonSpecPrefill bool, rows []Row) int {
 	for i := range rows {
 		r := &rows[i]
 		decode := r.NumDrafts > 0 && r.NumScheduled == r.NumDrafts+1
+		r.AcceptedHanded = decode // num_accepted_tokens[spec_sequence_masks]
 		if !decode && !nonSpecPrefill && r.NumScheduled == 1 {
 			decode = sp.Force == ForceNone || r.NumComputed > 0
 		}

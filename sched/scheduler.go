@@ -73,6 +73,11 @@ type Row struct {
 	// decoding: scheduled_spec_decode_tokens); NumAccepted, set when the
 	// step's output is applied, how many of them the sampler accepted.
 	NumDrafts, NumAccepted int
+	// AcceptedHanded: the state layers' builder was handed
+	// num_accepted_tokens for this row (classify), so its decode kernel
+	// reads state column num_accepted_tokens - 1; otherwise every kernel
+	// reads column 0 (block_table[:, 0]).
+	AcceptedHanded bool
 }
 
 // Output is one step's scheduling result.
