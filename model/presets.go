@@ -46,7 +46,8 @@ var presets = map[string]Shape{
 	// tiny-hybrid-mamba2 is tiny-hybrid with Mamba2 state layers: under
 	// speculative decoding vLLM hands the Mamba2 builder
 	// num_accepted_tokens and not the Mamba1 one, so the speculative
-	// searches that need tiny blocks run on it.
+	// searches that need tiny blocks run on it. Named by those searches
+	// only: PresetNames (the default draw) leaves it out.
 	"tiny-hybrid-mamba2": {
 		Name: "tiny-hybrid-mamba2", NumLayers: 4, AttnLayerPeriod: 4, AttnLayerOffset: 2,
 		HiddenSize: 32, MambaExpand: 2, MambaDState: 8, MambaDConv: 4,
@@ -63,7 +64,7 @@ var presets = map[string]Shape{
 
 // PresetNames lists the presets in sorted order.
 func PresetNames() []string {
-	return []string{"attention-only-3b", "jamba-mini", "jamba-reasoning-3b", "mamba-only-3b", "tiny-attention", "tiny-hybrid", "tiny-hybrid-mamba2"}
+	return []string{"attention-only-3b", "jamba-mini", "jamba-reasoning-3b", "mamba-only-3b", "tiny-attention", "tiny-hybrid"}
 }
 
 // Preset returns a copy of a named shape.
