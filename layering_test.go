@@ -27,6 +27,8 @@ var layer = map[string]int{
 	// what a step did, as values; the scenario language
 	"step": 3, "scenarios": 3,
 	"check": 4,
+	// vLLM's command line and the known-bug table, in the scenario language
+	"vllmargs": 4, "knownbugs": 4,
 	// backends: the interface and the symbolic one, then the others
 	"backend":      5,
 	"backend/mock": 6, "report": 6,

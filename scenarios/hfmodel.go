@@ -87,6 +87,9 @@ func ReadHFConfig(path, dir string) (model.Shape, error) {
 			data, err, path = d, nil, filepath.Join(dir, path)
 		}
 	}
+	if errors.Is(err, os.ErrNotExist) && IsModelID(path) {
+		return byID(path) // hf_config: ORG/NAME (hfhub.go)
+	}
 	if err != nil {
 		return model.Shape{}, err
 	}
