@@ -34,9 +34,9 @@ func draftRow(id int64, q, c, p, drafts int, path sched.Path) step.Row {
 func TestObserverGDNMetadataBuilderCases(t *testing.T) {
 	P, D := sched.PathPrefill, sched.PathDecode
 	for name, rows := range map[string][]step.Row{
-		"mixed_decode_and_spec_decode":   {draftRow(0, 1, 64, 64, 0, P), draftRow(1, 3, 17, 10, 2, D)},
-		"pure_spec_decode":               {draftRow(0, 3, 47, 10, 2, D), draftRow(1, 3, 27, 10, 2, D)},
-		"spec_decode_with_real_prefill":  {draftRow(0, 50, 50, 100, 0, P), draftRow(1, 3, 17, 10, 2, D)},
+		"mixed_decode_and_spec_decode":  {draftRow(0, 1, 64, 64, 0, P), draftRow(1, 3, 17, 10, 2, D)},
+		"pure_spec_decode":              {draftRow(0, 3, 47, 10, 2, D), draftRow(1, 3, 27, 10, 2, D)},
+		"spec_decode_with_real_prefill": {draftRow(0, 50, 50, 100, 0, P), draftRow(1, 3, 17, 10, 2, D)},
 		// In the V1 reorder's order (its 1-token row leads); the spec
 		// branch picks rows by mask, so the counts are the test's.
 		"prefill_decode_and_spec_decode": {draftRow(1, 1, 64, 64, 0, P), draftRow(2, 3, 17, 10, 2, D), draftRow(0, 50, 50, 100, 0, P)},
