@@ -27,6 +27,25 @@ type Options struct {
 	Progress func(done, total int, r *Result, resumed bool)
 }
 
+// DirError is a failure of the output directory (it cannot be created or
+// written, or holds another sweep or a corrupt sweep.json): the user's
+// --out is at fault, not the sweep.
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return e.Err.Error() }
+func (e *DirError) Unwrap() error { return e.Err }
+
+// dirErr wraps a failure of dir as a DirError (nil stays nil).
+func dirErr(dir string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &DirError{Dir: dir, Err: err}
+}
+
 // ErrInterrupted means the context was cancelled; finished cells are on
 // disk and a rerun resumes after them.
 var ErrInterrupted = errors.New("sweep interrupted")
@@ -164,10 +183,10 @@ func (s *Spec) Run(ctx context.Context, opt Options) ([]*Result, error) {
 	}
 	if opt.Dir != "" {
 		if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
-			return nil, err
+			return nil, dirErr(opt.Dir, err)
 		}
 		if err := s.prepareDir(opt.Dir, cells); err != nil {
-			return nil, err
+			return nil, dirErr(opt.Dir, err)
 		}
 	}
 	var mine []Cell
@@ -209,7 +228,7 @@ func (s *Spec) Run(ctx context.Context, opt Options) ([]*Result, error) {
 			for i := range jobs {
 				r, err := s.RunCell(mine[i])
 				if err == nil && opt.Dir != "" {
-					err = writeAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r))
+					err = dirErr(opt.Dir, writeAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r)))
 				}
 				if err != nil {
 					errs[i] = fmt.Errorf("cell %s: %w", s.Key(mine[i]), err)

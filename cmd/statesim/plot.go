@@ -65,6 +65,9 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 		run = rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
 	}
 	files, err := plot.Write(run, *out)
+	if isFileError(err) {
+		return outputFailed(stderr, "--out", *out, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim plot: %v\n", err)
 		return exitInternal

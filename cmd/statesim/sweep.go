@@ -176,6 +176,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nstatesim sweep: interrupted after %d cells; run the same command again to resume from %s\n", len(rs), *out)
 		return 130
 	}
+	var de *sweep.DirError
+	if errors.As(err, &de) {
+		return outputFailed(stderr, "--out", de.Dir, de.Err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal
@@ -196,6 +200,9 @@ func writeSweep(stdout, stderr io.Writer, dir string, spec *sweep.Spec, rs []*sw
 		write = sweep.WriteTables
 	}
 	files, err := write(dir, spec, rs)
+	if isFileError(err) {
+		return outputFailed(stderr, "--out", dir, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal
