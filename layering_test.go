@@ -16,6 +16,8 @@ import (
 // readers (explain, plot, timeline, sweep, prop) only read those. A new
 // package takes a rank here, which is the point: its place is a decision.
 var layer = map[string]int{
+	// bounded reads of input files (every reader of a user's file)
+	"internal/infile": -1,
 	// foundations: time and randomness, names, shapes, trace formats
 	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
 	// which test tier runs (tests import it; nothing else may)

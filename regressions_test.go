@@ -173,13 +173,15 @@ func mtpMinThreshold() prop.Config {
 	return c
 }
 
-// mtpUniformChunkV2 is the same search under Model Runner V2 (v0.31's
-// default) with #55898: V2 runs no threshold reorder, and #47381's sort
-// puts every row of 1 + K tokens first, so a prompt chunk of exactly
-// 1 + K tokens can lead a draft decode, and the Mamba split, stopping at
-// the prefilling chunk, sends the draft row to the prefill kernel.
+// mtpUniformChunkV2 is the same search under Model Runner V2 with
+// #55898, at v0.27 (the last release with #47381's sort and without
+// #47808's): V2 runs no threshold reorder, and #47381's sort puts every
+// row of 1 + K tokens first, so a prompt chunk of exactly 1 + K tokens
+// can lead a draft decode, and the Mamba split, stopping at the
+// prefilling chunk, sends the draft row to the prefill kernel. From v0.28
+// rows with drafts sort first (#47808) and the search is clean.
 func mtpUniformChunkV2() prop.Config {
-	c := prop.Spec(prop.GDN("v0.31", specModel), 1, 4, "mtp", "eagle", "ngram")
+	c := prop.Spec(prop.GDN("v0.27", specModel), 1, 4, "mtp", "eagle", "ngram")
 	c.Patches, c.ModelRunner = []string{"+55898"}, "v2"
 	return c
 }
@@ -217,7 +219,6 @@ var regressions = []regression{
 	{name: "mtp-uniform-chunk-nemotron-v2", cfg: mtpUniformChunkV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
-	{name: "align-mtp-resumed-short-decode", cfg: resumedShortDecode, prop: "stale-slot-read", seed: 1, control: onV2},
 	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
 }
 
@@ -229,7 +230,7 @@ var regressions = []regression{
 // +48375 keep #55894 and #53912 from answering first; no preemption, so
 // that the resumed 2..1 + K-token row does not either.
 func alignAsyncFrees() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
 	c.SpecAlign = true
 	c.Async = []bool{true}
 	c.Patches = []string{"-33997", "-33352", "+55898", "+48375"}
@@ -261,7 +262,7 @@ func resumedShortDecode() prop.Config {
 // first, and the search runs without preemption so that the resumed
 // 2..1 + K-token row (docs/bugs.md) does not either.
 func eagleDrop() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
 	c.SpecAlign = true
 	c.Patches = []string{"+55898"}
 	return c

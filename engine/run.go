@@ -519,9 +519,23 @@ func (r *runner) newRequest(a workload.Arrival) *sched.Request {
 	return q
 }
 
+// MaxInFlight bounds the requests a run holds at once, arrived and not
+// finished: twice workload.MaxGroup, so the largest group submitted at
+// once fits beside another. A trace that arrives far faster than the
+// engine serves (10^7 requests at one timestamp) is refused here rather
+// than held in memory (about 1 KiB a request). A variable for tests.
+var MaxInFlight = 2 * workload.MaxGroup
+
 func (r *runner) arrive() error {
 	a := r.pending
 	r.hasPending = false
+	if n := len(r.s.Waiting) + len(r.s.Running); n >= MaxInFlight {
+		where := ""
+		if a.Line > 0 {
+			where = fmt.Sprintf(" (%s:%d)", r.sc.Workload.Path, a.Line)
+		}
+		return setupErr(r.sc, "at %.6f s a request arrives%s while %d have arrived and not finished, the most a run holds at once: the workload arrives far faster than the engine serves it (lower the workload's rate or workload.rate_scale)", r.loop.Now().Seconds(), where, n)
+	}
 	r.s.AddRequest(r.newRequest(a))
 	r.rep.Requests++
 	if err := r.pullArrival(); err != nil {

@@ -66,8 +66,9 @@ func TestWhichApply(t *testing.T) {
 		{"tiny-hybrid", "  vllm_version: v0.14\n", []string{"bug-a-residue"}},
 		{"tiny-hybrid", "  vllm_version: v0.13\n  state_index_bits: 32\n", []string{"bug-a-imposter", "bug-b-32bit-index"}},
 		{"kimi-k3", "  vllm_version: v0.30\n", []string{"kda-stateless-first-chunk"}},
-		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  model_runner: v1\n  speculative: {method: mtp, num_speculative_tokens: 1}\n", []string{"mtp-min-threshold", "resumed-short-decode-v1"}},
-		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"v2-uniform-chunk-tie"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  model_runner: v1\n  speculative: {method: mtp, num_speculative_tokens: 1}\n", []string{"mtp-min-threshold"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.27\n  model_runner: v2\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"v2-uniform-chunk-tie"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", nil},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.14\n  speculative: {method: mtp, num_speculative_tokens: 2}\n", []string{"bug-a-residue", "mtp-short-prompt", "mtp-min-threshold"}},
 	} {
 		got := applying(t, scenario(t, c.model, c.engine))

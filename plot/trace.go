@@ -3,6 +3,7 @@ package plot
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -29,6 +30,12 @@ type traceStep struct {
 	} `json:"rows"`
 }
 
+// MaxTraceLine bounds one --trace line, so a file without newlines (say
+// /dev/zero) is refused instead of read whole: a step's line is about 180
+// bytes a row, so 16 MiB holds a step of some 90,000 rows, above any
+// max_num_seqs vLLM runs. A variable for tests.
+var MaxTraceLine = 16 << 20
+
 // maxTraceVersion is the newest --trace schema this reader knows; every
 // field it reads means the same in versions 1 and 2.
 const maxTraceVersion = 2
@@ -41,8 +48,13 @@ const maxTraceVersion = 2
 // unknown (-1 / empty).
 func ReadTrace(rd io.Reader, name string) (*Run, error) {
 	run := &Run{Name: name, FirstWrappingSlot: -1, FromTrace: true}
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	br := bufio.NewReader(rd)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return nil, fmt.Errorf("gzip-compressed: plot --trace reads the file run --trace wrote (gunzip it first)")
+	}
+	sc := bufio.NewScanner(br)
+	// +1: the newline is buffered with its line.
+	sc.Buffer(make([]byte, 0, min(64<<10, MaxTraceLine+1)), MaxTraceLine+1)
 	line := 0
 	var highest int64
 	for sc.Scan() {
@@ -77,6 +89,9 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 		run.add(&st)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("line %d: longer than %d MiB, the most a --trace line may hold", line+1, MaxTraceLine>>20)
+		}
 		return nil, fmt.Errorf("line %d: %v", line+1, err)
 	}
 	if run.NumSteps == 0 {

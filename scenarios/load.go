@@ -16,8 +16,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"statesim/internal/infile"
 	"statesim/model"
 )
+
+// maxScenarioBytes bounds a scenario file (a variable so tests can lower it).
+var maxScenarioBytes int64 = infile.MaxScenarioBytes
 
 // InputError is bad input located in a file (or on the command line):
 // "FILE:LINE: field PATH: problem". Callers exit with status 2 on it.
@@ -92,7 +96,7 @@ func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err err
 			return b, "scenarios/" + base + ".yaml", "", true, nil
 		}
 	}
-	if data, err = os.ReadFile(arg); err == nil {
+	if data, err = infile.ReadFile(arg, "scenario file", maxScenarioBytes); err == nil {
 		return data, arg, filepath.Dir(arg), false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {

@@ -34,6 +34,9 @@ func (s *Scenario) CheckSetup(numBlocks int) error {
 	}
 	if statecache.GiB(fp.Total()) > limit {
 		what := fmt.Sprintf("%.2f GiB for the block pool of %d blocks", statecache.GiB(fp.Pool), numBlocks)
+		if fp.Prefix > 0 {
+			what += fmt.Sprintf(" + %.2f GiB for the prefix cache's records and table", statecache.GiB(fp.Prefix))
+		}
 		if fp.Caches > 0 {
 			what += fmt.Sprintf(" + %.2f GiB for the %s backend's cache tensors", statecache.GiB(fp.Caches), s.Backend.Kind)
 		}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
 	"statesim/engine"
+	"statesim/internal/infile"
 )
 
 func init() {
@@ -36,7 +36,7 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim calibrate: want exactly one STEPS.csv (columns %s), got %d arguments\n", strings.Join(calibrateColumns, ","), len(pos))
 		return exitBadInput
 	}
-	f, err := os.Open(pos[0])
+	f, err := infile.Open(pos[0]) // a FIFO without a writer must not hang
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput

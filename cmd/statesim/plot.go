@@ -4,11 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"statesim/engine"
+	"statesim/internal/infile"
 	"statesim/plot"
 	"statesim/scenarios"
 	"statesim/statecache"
@@ -65,6 +65,9 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 		run = rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
 	}
 	files, err := plot.Write(run, *out)
+	if isFileError(err) {
+		return outputFailed(stderr, "--out", *out, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim plot: %v\n", err)
 		return exitInternal
@@ -81,7 +84,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 // plotTrace reads a --trace file; an optional scenario supplies the
 // engine settings the trace does not record.
 func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
-	f, err := os.Open(path)
+	f, err := infile.Open(path) // a FIFO without a writer must not hang
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %v", err)
 	}

@@ -106,7 +106,13 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		}
 		spec = &sweep.Spec{Name: sweepName(pos[0]), Scenario: pos[0], Sets: sets, Axes: vary, Seeds: 1}
 	}
-	if *seeds != 0 {
+	seedsSet := false
+	fs.Visit(func(f *flag.Flag) { seedsSet = seedsSet || f.Name == "seeds" })
+	if seedsSet {
+		if *seeds < 1 {
+			fmt.Fprintf(stderr, "statesim sweep: --seeds must be >= 1, got %d\n", *seeds)
+			return exitBadInput
+		}
 		spec.Seeds = *seeds
 	}
 	if *metric != "" {
@@ -123,10 +129,6 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	if *out == "" {
 		*out = filepath.Join("out", "sweep-"+spec.Name)
 	}
-	if _, err := spec.Plan(); err != nil {
-		fmt.Fprintf(stderr, "statesim: %v\n", err)
-		return exitBadInput
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -135,6 +137,14 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
+	// Loading a large grid's scenarios takes a while: Ctrl-C stops it too.
+	if _, err := spec.PlanContext(ctx); errors.Is(err, sweep.ErrInterrupted) {
+		fmt.Fprintln(stderr, "\nstatesim sweep: interrupted while checking the grid; nothing ran")
+		return 130
+	} else if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
 	opt := sweep.Options{Dir: *out, Workers: *workers, Shard: shard}
 	tty := isTerminal(stderr)
 	if !*quiet && tty {
@@ -163,6 +173,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nstatesim sweep: interrupted after %d cells; run the same command again to resume from %s\n", len(rs), *out)
 		return 130
 	}
+	var de *sweep.DirError
+	if errors.As(err, &de) {
+		return outputFailed(stderr, "--out", de.Dir, de.Err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal
@@ -183,6 +197,9 @@ func writeSweep(stdout, stderr io.Writer, dir string, spec *sweep.Spec, rs []*sw
 		write = sweep.WriteTables
 	}
 	files, err := write(dir, spec, rs)
+	if isFileError(err) {
+		return outputFailed(stderr, "--out", dir, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal

@@ -3,6 +3,7 @@ package sweeps
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"statesim/internal/infile"
 	"statesim/scenarios"
 	"statesim/sweep"
 )
@@ -46,12 +48,15 @@ func Load(arg string) (spec *sweep.Spec, ok bool, err error) {
 	if !strings.HasSuffix(arg, ".yaml") && !strings.HasSuffix(arg, ".yml") {
 		return nil, false, nil
 	}
-	b, err := os.ReadFile(arg)
+	b, err := infile.ReadFile(arg, "sweep file", infile.MaxScenarioBytes)
 	if err != nil {
+		var tl *infile.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, false, err
+		}
 		return nil, false, nil // not a file: let the scenario loader explain
 	}
-	var top map[string]any
-	if yaml.Unmarshal(b, &top) != nil || top["vary"] == nil {
+	if !hasVary(b) {
 		return nil, false, nil // a scenario file
 	}
 	spec, err = parse(b, arg)
@@ -202,6 +207,23 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 		return nil, &scenarios.InputError{File: file, Msg: err.Error()}
 	}
 	return spec, nil
+}
+
+// hasVary says whether a YAML document has a top-level vary key: a sweep.
+// It reads the node tree, which neither expands aliases nor refuses a
+// duplicate key, so a sweep with those reaches parse and its error.
+func hasVary(b []byte) bool {
+	var root yaml.Node
+	if yaml.Unmarshal(b, &root) != nil || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return false
+	}
+	doc := root.Content[0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "vary" {
+			return true
+		}
+	}
+	return false
 }
 
 func fileExists(p string) bool {
