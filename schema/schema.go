@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"reflect"
-	"sort"
 	"strings"
 
 	"statesim/model"
@@ -24,11 +23,8 @@ var stateDTypes = []string{"auto", "float32", "float16", "bfloat16"}
 
 // enums are the scenario keys whose values the loader checks by name.
 func enums() map[string][]string {
-	var presets []string
-	presets = append(presets, model.PresetNames()...)
-	sort.Strings(presets)
 	return map[string][]string{
-		"model.preset":                 presets,
+		"model.preset":                 model.AllPresetNames(),
 		"engine.vllm_version":          sched.VersionNames(),
 		"engine.scheduling_policy":     {"fcfs", "priority"},
 		"engine.mamba_cache_mode":      {"", "none", "align", "all"},

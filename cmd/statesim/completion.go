@@ -151,7 +151,7 @@ func completeVLLM(words []string) []string {
 
 // modelNames: presets, built-in configs and, with ids, their Hugging Face ids.
 func modelNames(ids bool) []string {
-	out := append(model.PresetNames(), scenarios.BuiltinModels()...)
+	out := append(model.AllPresetNames(), scenarios.BuiltinModels()...)
 	if ids {
 		out = append(out, scenarios.BuiltinModelIDs()...)
 	}
