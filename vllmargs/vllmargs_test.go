@@ -222,3 +222,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConfigFile: any --config YAML is read or refused with an *Error
+// naming the file; never a panic.
+func FuzzConfigFile(f *testing.F) {
+	f.Add("model: x/y\nmax-num-seqs: 4\nenable-prefix-caching: false\nspeculative-config:\n  method: mtp\n  num_speculative_tokens: 2\n")
+	f.Add("- a\n- b\n")
+	f.Add("port: [1, {a: b}]\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		read := func(string) ([]byte, error) { return []byte(doc), nil }
+		_, err := Parse([]string{"serve", "tiny-hybrid", "--config", "c.yaml"}, read)
+		var pe *Error
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("%q: error of type %T: %v", doc, err, err)
+		}
+	})
+}
