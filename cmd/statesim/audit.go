@@ -25,27 +25,26 @@ func init() {
 	commands["audit"] = command{
 		summary: "audit [--version V] [--device NAME] [--trace FILE] [--strict] [--json] [--seed N] [--trials N] [--out DIR] [--set k=v]... -- vllm serve MODEL [vLLM flags]\n" +
 			"      audit one vLLM deployment from its command line: what vLLM decides at start-up, the known bugs that can hit it, and a property search in its configuration\n" +
-			"      (exit 1 when a known bug applies or the search finds a counterexample)",
+			"      (exit 1 when a known bug applies, the search finds a counterexample or the --trace replay breaks an invariant)",
 		run: cmdAudit,
 	}
 }
 
 // auditView is `statesim audit --json`.
 type auditView struct {
-	Version      string                `json:"vllm_version"`
-	Model        string                `json:"model"`
-	ModelSource  string                `json:"model_source"`
-	Settings     []vllmargs.Setting    `json:"settings"`
-	Defaults     []vllmargs.Setting    `json:"vllm_defaults_applied"`
-	Ignored      []vllmargs.Ignored    `json:"ignored"`
-	ScenarioYAML string                `json:"scenario_yaml"`
-	Startup      modelView             `json:"startup"`
-	KnownBugs    []knownbugs.Verdict   `json:"known_bugs"`
-	Search       *auditSearch          `json:"search,omitempty"`
-	Replay       *auditReplay          `json:"replay,omitempty"`
-	Verdict      string                `json:"verdict"`
-	Exit         int                   `json:"exit"`
-	vllm         *vllmargs.Translation // not printed
+	Version      string              `json:"vllm_version"`
+	Model        string              `json:"model"`
+	ModelSource  string              `json:"model_source"`
+	Settings     []vllmargs.Setting  `json:"settings"`
+	Defaults     []vllmargs.Setting  `json:"vllm_defaults_applied"`
+	Ignored      []vllmargs.Ignored  `json:"ignored"`
+	ScenarioYAML string              `json:"scenario_yaml"`
+	Startup      modelView           `json:"startup"`
+	KnownBugs    []knownbugs.Verdict `json:"known_bugs"`
+	Search       *auditSearch        `json:"search,omitempty"`
+	Replay       *auditReplay        `json:"replay,omitempty"`
+	Verdict      string              `json:"verdict"`
+	Exit         int                 `json:"exit"`
 }
 
 // auditReplay is the --trace replay's outcome.
@@ -142,7 +141,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 	v := &auditView{Version: tr.Version, Model: cmd.Model, ModelSource: tr.ModelSource, Settings: cmd.Settings,
-		Defaults: tr.Defaults, Ignored: cmd.Ignored, ScenarioYAML: string(tr.YAML), Startup: describeModel(sc), vllm: tr}
+		Defaults: tr.Defaults, Ignored: cmd.Ignored, ScenarioYAML: string(tr.YAML), Startup: describeModel(sc)}
 	if v.KnownBugs, err = knownbugs.Judge(sc); err != nil {
 		fmt.Fprintf(stderr, "statesim audit: %v\n", err)
 		return exitInternal
