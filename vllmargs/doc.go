@@ -20,7 +20,9 @@
 // @ 00da11e3; the value sets from vllm/config/cache.py @ 002f10e0
 // (MambaCacheMode, MambaDType, CacheDType), vllm/config/compilation.py @
 // 002284db (CUDAGraphMode) and vllm/config/speculative.py @ 002e77c1
-// (SpeculativeMethod, MTPModelTypes). docs/audit.md lists every flag.
+// (SpeculativeMethod, MTPModelTypes). --mamba-cache-mode and -cc are
+// newer than that arg_utils.py; docs/audit.md says where they were read,
+// and lists every flag.
 //
 // The package only translates: it runs nothing and never reads the
 // network. Model ids resolve through scenarios.ResolveModelID.
