@@ -39,6 +39,9 @@ type Command struct {
 	Version string `json:"version,omitempty"`
 	// Config is the --config file read, if any.
 	Config string `json:"config,omitempty"`
+	// syncSpec: the speculative method is one vLLM turns async scheduling
+	// off for by default (CPU ngram).
+	syncSpec bool
 }
 
 // Error is a bad argument: the flag, where it came from and what is wrong.
@@ -329,6 +332,10 @@ func (c *Command) spec(long, v, origin string) error {
 	if !ok || kf != math.Trunc(kf) || kf < 1 || kf > 1<<20 {
 		return &Error{Flag: long, Origin: origin, Msg: fmt.Sprintf("num_speculative_tokens: want a positive integer, got %v", k)}
 	}
+	// VllmConfig.__post_init__ (config/vllm.py @ 000fc94b) leaves async
+	// scheduling on by default only for the EAGLE/MTP, ngram_gpu,
+	// draft_model and dspark methods: CPU ngram turns it off.
+	c.syncSpec = method == "ngram"
 	c.Settings = append(c.Settings,
 		Setting{Flag: long, Key: "engine.speculative.method", Value: specMethod(method), Origin: origin},
 		Setting{Flag: long, Key: "engine.speculative.num_speculative_tokens", Value: int(kf), Origin: origin})

@@ -143,12 +143,17 @@ func (c *Command) Scenario(opt Options) (*Translation, error) {
 	}
 	// vLLM's defaults where statesim's differ (docs/model.md): CUDA
 	// graphs full_and_piecewise (statesim: none, eager) and async
-	// scheduling on from v0.14 (statesim: off).
+	// scheduling on from v0.14 (statesim: off), unless the speculative
+	// method turns it off (config/vllm.py @ 000fc94b).
 	if _, ok := last["engine.cudagraph_mode"]; !ok && version != "v0" {
 		t.Defaults = append(t.Defaults, Setting{Flag: "--compilation-config.cudagraph_mode", Key: "engine.cudagraph_mode", Value: "full_and_piecewise", Origin: "vLLM's default"})
 	}
 	if _, ok := last["engine.async_scheduling"]; !ok && asyncByDefault(version) {
-		t.Defaults = append(t.Defaults, Setting{Flag: "--async-scheduling", Key: "engine.async_scheduling", Value: true, Origin: "vLLM's default from v0.14"})
+		if c.syncSpec {
+			t.Defaults = append(t.Defaults, Setting{Flag: "--no-async-scheduling", Key: "engine.async_scheduling", Value: false, Origin: "vLLM's default with ngram speculative decoding"})
+		} else {
+			t.Defaults = append(t.Defaults, Setting{Flag: "--async-scheduling", Key: "engine.async_scheduling", Value: true, Origin: "vLLM's default from v0.14"})
+		}
 	}
 	for _, d := range t.Defaults {
 		order = append(order, d.Key)

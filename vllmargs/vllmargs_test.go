@@ -107,6 +107,30 @@ func TestEveryFlagRoundTrips(t *testing.T) {
 	}
 }
 
+// TestVLLMDefaults: where statesim's defaults are not vLLM's, the
+// translation writes vLLM's: CUDA graphs full_and_piecewise, async
+// scheduling on from v0.14 except under CPU ngram drafting.
+func TestVLLMDefaults(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		args    []string
+		graph   string
+		async   bool
+	}{
+		{"v0.31", []string{qwen}, "full_and_piecewise", true},
+		{"v0.13", []string{"jamba-v0.1"}, "full_and_piecewise", false},
+		{"v0.31", []string{"nemotron-nano-9b-v2", "--speculative-config", `{"method":"ngram","num_speculative_tokens":2}`}, "full_and_piecewise", false},
+		{"v0.31", []string{"nemotron-nano-9b-v2", "--speculative-config", `{"method":"ngram_gpu","num_speculative_tokens":2}`}, "full_and_piecewise", true},
+		{"v0.31", []string{qwen, "--enforce-eager", "--no-async-scheduling"}, "none", false},
+		{"v0", []string{"jamba-v0.1"}, "none", false},
+	} {
+		_, sc := build(t, c.version, c.args...)
+		if sc.Engine.CUDAGraphMode != c.graph || sc.Engine.AsyncScheduling != c.async {
+			t.Errorf("%s %v: cudagraph_mode %s, async %v; want %s, %v", c.version, c.args, sc.Engine.CUDAGraphMode, sc.Engine.AsyncScheduling, c.graph, c.async)
+		}
+	}
+}
+
 // TestUnmodelledReported: every argument statesim does not model is
 // listed with why, whatever its form; none is dropped.
 func TestUnmodelledReported(t *testing.T) {
