@@ -143,11 +143,11 @@ func Parse(args []string, readFile ReadFile) (*Command, error) {
 				if err != nil {
 					return nil, err
 				}
-				c.ignore("--optimization-level", v, "compilation effort: no effect on which rows the scheduler and the kernels see", a.origin)
+				c.ignore("--optimization-level", v, optLevelWhy, a.origin)
 				continue
 			}
 		case strings.HasPrefix(name, "-O") && !strings.HasPrefix(name, "--"):
-			c.ignore("--optimization-level", strings.TrimPrefix(strings.TrimPrefix(name, "-O"), "="), "compilation effort: no effect on which rows the scheduler and the kernels see", a.origin)
+			c.ignore("--optimization-level", strings.TrimPrefix(strings.TrimPrefix(name, "-O"), "="), optLevelWhy, a.origin)
 			continue
 		}
 		if base, key, ok := strings.Cut(name, "."); ok && strings.HasPrefix(name, "-") {
@@ -433,6 +433,11 @@ func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
 }
+
+// optLevelWhy: the optimization level also picks defaults statesim does
+// not derive, among them whether CUDA graphs run (config/vllm.py @
+// 000fc94b turns a piecewise cudagraph_mode off without vLLM's compile).
+const optLevelWhy = "the optimization level's defaults are not derived (at a low level vLLM may run without CUDA graphs): state the mode with --compilation-config.cudagraph_mode or --enforce-eager"
 
 // whyIgnored says why an unmodelled flag is ignored.
 func whyIgnored(name string) string {
