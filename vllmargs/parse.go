@@ -351,6 +351,10 @@ func (c *Command) compilation(long, v, origin string) error {
 	}
 	for _, key := range sortedKeys(m) {
 		raw, _ := json.Marshal(m[key])
+		if key == "mode" || key == "level" {
+			c.ignore(long+"."+key, string(raw), "the compilation mode's effect is not derived (without vLLM's compile a piecewise cudagraph_mode runs as NONE, config/vllm.py @ 000fc94b): state cudagraph_mode", origin)
+			continue
+		}
 		if key != "cudagraph_mode" {
 			c.ignore(long+"."+key, string(raw), "compilation detail: no effect on which rows the scheduler and the kernels see", origin)
 			continue
