@@ -186,6 +186,21 @@ func mtpUniformChunkV2() prop.Config {
 	return c
 }
 
+// mamba1SpecDraft searches the newest release with ngram on the Mamba1
+// preset: the runner hands the Mamba1 builder no num_accepted_tokens, so
+// a draft row splits at threshold 1 and takes the prefill kernel, which
+// stores the state after its drafts in column 0; a rejected draft leaves
+// that state past the accepted tokens (docs/bugs.md, issue 32). ngram
+// needs no draft model, so it is the method a Jamba deployment can use.
+func mamba1SpecDraft() prop.Config {
+	return prop.Spec(prop.GDN("v0.31", "tiny-hybrid"), 1, 4, "ngram")
+}
+
+// onMamba2 is the same requests with Mamba2 state layers, whose builder
+// gets num_accepted_tokens: the draft rows decode and each reads the
+// accepted column.
+func onMamba2(p *prop.Params) string { p.Preset = "tiny-hybrid-mamba2"; return "mamba2" }
+
 // onV2 is the same requests and patches on Model Runner V2.
 func onV2(p *prop.Params) string { p.ModelRunner = "v2"; return "v2" }
 
@@ -216,6 +231,7 @@ var regressions = []regression{
 		more: []func(p *prop.Params) string{also51865}},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
+	{name: "mamba1-spec-draft-prefill", cfg: mamba1SpecDraft, prop: "stale-slot-read", seed: 1, control: onMamba2},
 	{name: "mtp-uniform-chunk-nemotron-v2", cfg: mtpUniformChunkV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
