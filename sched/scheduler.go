@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"statesim/model"
 	"statesim/sim"
@@ -301,7 +302,15 @@ func prioLess(a, b *Request) bool {
 	if a.ArrivalTime != b.ArrivalTime {
 		return a.ArrivalTime < b.ArrivalTime
 	}
-	return a.ID < b.ID
+	return idLess(a.ID, b.ID)
+}
+
+// idLess orders request ids as vLLM's Request.__lt__ orders its string
+// request_id (vllm/v1/request.py @ 6adad0876): statesim's id written in
+// decimal, compared as text, so "10" comes before "9".
+func idLess(a, b RequestID) bool {
+	var x, y [20]byte
+	return string(strconv.AppendInt(x[:0], int64(a), 10)) < string(strconv.AppendInt(y[:0], int64(b), 10))
 }
 
 func (st *State) insertByPriority(r *Request) {
