@@ -231,6 +231,7 @@ var regressions = []regression{
 		more: []func(p *prop.Params) string{also51865}},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
+	{name: "linear-attn-imposter-minimax", cfg: func() prop.Config { return prop.GDN("v0.31", "minimax-text-01") }, prop: "stale-slot-read", seed: 1},
 	{name: "mamba1-spec-draft-prefill", cfg: mamba1SpecDraft, prop: "stale-slot-read", seed: 1, control: onMamba2},
 	{name: "mtp-uniform-chunk-nemotron-v2", cfg: mtpUniformChunkV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,

@@ -69,6 +69,7 @@ func TestWhichApply(t *testing.T) {
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  model_runner: v1\n  speculative: {method: mtp, num_speculative_tokens: 1}\n", []string{"mtp-min-threshold"}},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.27\n  model_runner: v2\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"v2-uniform-chunk-tie"}},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", nil},
+		{"minimax-text-01", "  vllm_version: v0.31\n", []string{"linear-attn-imposter"}},
 		{"lfm2-1.2b", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 2}\n", []string{"mamba1-spec-draft-prefill"}},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.14\n  speculative: {method: mtp, num_speculative_tokens: 2}\n", []string{"bug-a-residue", "mtp-short-prompt", "mtp-min-threshold"}},
 	} {

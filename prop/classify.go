@@ -284,6 +284,12 @@ func newClassifier(version string, kind model.StateKind, forcePrefill bool) clas
 	if gdnFamily(kind) {
 		k.decode, k.gdn = r.gdnDecode, true
 	}
+	if k.builderClass == "LinearAttentionMetadataBuilder" && version != "v0" {
+		// linear_attn.py: split_decodes_and_prefills(m,
+		// decode_threshold=self.reorder_batch_threshold) with the default
+		// flags, the same call in every release read.
+		k.decode = byQueryLen
+	}
 	return k
 }
 

@@ -12,8 +12,7 @@ type Builder uint8
 const (
 	// BuilderMamba: BaseMambaAttentionMetadataBuilder
 	// (vllm/v1/attention/backends/mamba_attn.py) as the Mamba1 and
-	// ShortConv backends use it (and, in statesim, MiniMax's linear
-	// attention). It passes treat_short_extends_as_decodes=False since
+	// ShortConv backends use it. It passes treat_short_extends_as_decodes=False since
 	// #37303 and lets rows with state decode since #42430. The runner
 	// never hands it num_accepted_tokens (gpu_model_runner.py
 	// _build_attention_metadata @ 6adad0876 passes it to the Mamba2, GDN
@@ -30,6 +29,17 @@ const (
 	// scheduled, use_spec_decode = len(scheduled_spec_decode_tokens) > 0;
 	// V2: whenever num_speculative_tokens > 0).
 	BuilderMamba2
+	// BuilderLinear: LinearAttentionMetadataBuilder
+	// (vllm/v1/attention/backends/linear_attn.py), MiniMax's lightning
+	// attention. Not a BaseMambaAttentionMetadataBuilder: it splits with
+	// split_decodes_and_prefills(m, decode_threshold=1) and the default
+	// flags in every release read (its history to 6adad0876 never changed
+	// the call), so a batch of 1-token rows is all decodes, a new one
+	// included; MiniMaxText01LinearAttention zeroes a new sequence's state
+	// only on the prefill path (clear_linear_attention_cache_for_new_
+	// sequences, minimax_linear_attn.py). Never handed num_accepted_tokens
+	// (only its Bailing subclass is).
+	BuilderLinear
 	// BuilderGDN: GDNAttentionMetadataBuilder
 	// (vllm/v1/attention/backends/gdn_attn.py), for Qwen3-Next, Qwen3.5,
 	// OLMo-hybrid, Bailing-v3 and standalone Kimi Linear, whose KDA layers
@@ -47,13 +57,13 @@ const (
 )
 
 func (b Builder) String() string {
-	return [...]string{"mamba", "mamba2", "gdn", "kimi-k3-kda"}[b]
+	return [...]string{"mamba", "mamba2", "linear", "gdn", "kimi-k3-kda"}[b]
 }
 
 // acceptsDrafts reports whether the runner hands builder b
 // num_accepted_tokens under speculative decoding, so that its split can
 // take a row of 1 + K tokens as a decode.
-func (b Builder) acceptsDrafts() bool { return b != BuilderMamba }
+func (b Builder) acceptsDrafts() bool { return b != BuilderMamba && b != BuilderLinear }
 
 // gdnFamily reports the GDN builder and its Kimi-K3 subclass: they split
 // by the spec mask when a step has draft rows.
@@ -72,6 +82,8 @@ func BuilderOf(k model.StateKind, fullRankGate bool) Builder {
 		return BuilderGDN
 	case k == model.Mamba2:
 		return BuilderMamba2
+	case k == model.LinearAttention:
+		return BuilderLinear
 	}
 	return BuilderMamba
 }

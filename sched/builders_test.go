@@ -62,6 +62,7 @@ func TestSplitPerBuilder(t *testing.T) {
 	want := map[Builder][]int{ // num_decodes per version, in table order
 		BuilderMamba:     {2, 2, 1, 1, 1, 1, 0},
 		BuilderMamba2:    {2, 2, 1, 1, 1, 1, 0},
+		BuilderLinear:    {2, 2, 2, 2, 2, 2, 0}, // default flags in every release
 		BuilderGDN:       {2, 2, 2, 2, 2, 1, 0},
 		BuilderKimiK3KDA: {2, 2, 2, 2, 2, 1, 0},
 	}
@@ -78,7 +79,7 @@ func TestSplitPerBuilder(t *testing.T) {
 func TestBuilderOf(t *testing.T) {
 	for k, want := range map[model.StateKind]Builder{
 		"": BuilderMamba, model.Mamba1: BuilderMamba, model.Mamba2: BuilderMamba2, model.ShortConv: BuilderMamba,
-		model.LinearAttention: BuilderMamba, model.GatedDeltaNet: BuilderGDN,
+		model.LinearAttention: BuilderLinear, model.GatedDeltaNet: BuilderGDN,
 		model.KDA: BuilderGDN, // Kimi Linear's KDA layers run on the GDN backend (#51562)
 	} {
 		if got := BuilderOf(k, false); got != want {

@@ -145,6 +145,10 @@ func (b *Behaviour) Split(k Builder) Split {
 		return b.GDN
 	case BuilderKimiK3KDA:
 		return b.KDA
+	case BuilderLinear:
+		if b.Reorder != ReorderNone {
+			return splitDefault // the same call in every V1 release
+		}
 	}
 	return b.Mamba
 }

@@ -46,6 +46,7 @@ min-threshold|FAIL|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 -
 min-threshold-55898|ok|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v1 --trials 10000
 v2-chunk-tie|FAIL|stale-slot-read|--version v0.27 --model nemotron-nano-9b-v2 --spec mtp --patches +55898 --model-runner v2
 v2-chunk-tie-47808|ok|stale-slot-read|--version v0.28 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v2 --trials 10000
+linear-attn-imposter|FAIL|stale-slot-read|--version v0.31 --model minimax-text-01
 mamba1-spec-draft|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid --spec ngram
 mamba1-spec-draft-mamba2|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --trials 10000
 eagle-drop|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898 --set engine.num_gpu_blocks_override=4000 --model-runner v1
