@@ -26,7 +26,8 @@ var layer = map[string]int{
 	"sched": 2, "workload": 2,
 	// what a step did, as values; the scenario language
 	"step": 3, "scenarios": 3,
-	"check": 4,
+	// the scenario settled into a run's plain values; the invariants
+	"setup": 4, "check": 4,
 	// backends: the interface and the symbolic one, then the others
 	"backend":      5,
 	"backend/mock": 6, "report": 6,

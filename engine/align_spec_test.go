@@ -7,6 +7,7 @@ import (
 
 	"statesim/check"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -93,15 +94,15 @@ func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
 		{"all", "[-33997, -33352]", true},
 	} {
 		sc := hybridRollouts(t, c.mode, 64, "engine.async_scheduling=true", "engine.patches="+c.patches)
-		mode, err := sc.MambaMode()
+		st, err := setup.Resolve(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := asyncScheduling(sc, mode); got != c.want {
+		if got := st.Sched.Config.AsyncScheduling; got != c.want {
 			t.Errorf("%s %s: async %v, want %v", c.mode, c.patches, got, c.want)
 		}
 		// vLLM warns when it turns async scheduling off; so does the report.
-		if w := asyncWarning(sc, mode); (w == "") != c.want || w != "" && !strings.Contains(w, "will be disabled") {
+		if w := st.AsyncOff; (w == "") != c.want || w != "" && !strings.Contains(w, "will be disabled") {
 			t.Errorf("%s %s: warning %q with async %v", c.mode, c.patches, w, c.want)
 		}
 	}
@@ -119,7 +120,7 @@ func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
 	if !strings.Contains(text.String(), "warning: Async scheduling is not compatible") || !strings.Contains(js.String(), `"warnings": [`) {
 		t.Errorf("report without the async warning:\n%s", text.String())
 	}
-	if _, err := scenarios.Parse([]byte("name: x\nmodel: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, patches: [-33352]}\n"), "x.yaml", nil); err == nil || !strings.Contains(err.Error(), "33997") || !strings.Contains(err.Error(), "33352") {
+	if _, err := setup.Parse([]byte("name: x\nmodel: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, patches: [-33352]}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "x.yaml", nil); err == nil || !strings.Contains(err.Error(), "33997") || !strings.Contains(err.Error(), "33352") {
 		t.Errorf("removing #33352 under #33997: %v, want an error naming both", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/statecache"
 	"statesim/step"
 )
@@ -232,7 +233,7 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 		{"enable_prefix_caching: true, mamba_cache_mode: align, enable_chunked_prefill: false,", "needs enable_chunked_prefill", false, 0, 0},
 		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0, 0},
 	} {
-		sc, err := scenarios.Parse([]byte(fmt.Sprintf(base, c.engine)), "h.yaml", nil)
+		st, err := setup.Parse([]byte(fmt.Sprintf(base, c.engine)), "h.yaml", nil)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: got %v, want %q", c.engine, err, c.err)
@@ -243,11 +244,10 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 			t.Errorf("%s: %v", c.engine, err)
 			continue
 		}
-		res, err := sc.MambaMode()
-		if err != nil || res.PrefixCaching != c.pc || res.Mode != c.mode {
-			t.Errorf("%s: resolved %+v (%v), want prefix caching %v in mode %v", c.engine, res, err, c.pc, c.mode)
+		if res := st.Mamba; res.PrefixCaching != c.pc || res.Mode != c.mode {
+			t.Errorf("%s: resolved %+v, want prefix caching %v in mode %v", c.engine, res, c.pc, c.mode)
 		}
-		if bs := sc.Layout().BlockSize; bs != c.block {
+		if bs := st.Layout.BlockSize; bs != c.block {
 			t.Errorf("%s: block size %d, want %d", c.engine, bs, c.block)
 		}
 	}

@@ -7,10 +7,9 @@ import (
 
 	"statesim/backend"
 	"statesim/check"
-	"statesim/model"
 	"statesim/report"
-	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/statecache"
 )
 
@@ -18,22 +17,23 @@ import (
 // backend's stats count all.
 const maxDivergent = 1000
 
-func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks int, ix statecache.StateIndex) *report.Report {
+func newReport(st *setup.Setup, ix statecache.StateIndex) *report.Report {
+	sc, sh, l := st.Scenario, &st.Shape, &st.Layout
 	r := &report.Report{
 		Scenario: sc.Name, Seed: sc.Seed, VLLMVersion: sc.Engine.VLLMVersion, Backend: sc.Backend.Kind,
-		StateIndexBits: sc.Engine.StateIndexBits, ForcePrefill: sc.Engine.ForcePrefillPath,
+		StateIndexBits: int(st.IndexBits), ForcePrefill: sc.Engine.ForcePrefillPath,
 		Model: report.RModel{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
-		Cache: report.RCache{NumGPUBlocks: nBlocks, FromOverride: sc.Engine.NumGPUBlocksOverride > 0, BlockSize: l.BlockSize,
+		Cache: report.RCache{NumGPUBlocks: st.Pool.NumBlocks, FromOverride: st.Pool.FromOverride, BlockSize: l.BlockSize,
 			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
 			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
 	}
-	if sc.Version() != sched.V0 {
-		r.ModelRunner = sc.ModelRunner().String()
+	if st.V1 {
+		r.ModelRunner = st.Runner.String()
 	}
-	if sc.GuardIgnored() {
+	if st.GuardIgnored {
 		r.Notes = append(r.Notes, "engine.patches +53059 changes nothing under model runner v2: the PR edits V1's GPUModelRunner._is_uniform_decode only, and V2's CudaGraphManager.get_cudagraph_runtime_mode still dispatches by shape")
 	}
-	if b := sc.Version().Behaviour(); b.GraphGuardV2 && sc.ModelRunner() == sched.RunnerV1 {
+	if b := st.Version.Behaviour(); b.GraphGuardV2 && st.Runner == sched.RunnerV1 {
 		r.Notes = append(r.Notes, "engine.patches +51865 changes nothing under model runner v1: it gates Model Runner V2's uniform-decode dispatch only")
 	}
 	if sh.NumMambaLayers() > 0 {

@@ -9,8 +9,8 @@ import (
 	"statesim/check"
 	"statesim/engine"
 	"statesim/report"
-	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -53,7 +53,7 @@ type LifeStep struct {
 
 // Explain runs a scenario and returns the life of one request, read from
 // the run's step records.
-func Explain(sc *scenarios.Scenario, id int64) (*Life, *report.Report, error) {
+func Explain(st *setup.Setup, id int64) (*Life, *report.Report, error) {
 	life := &Life{RequestID: id, CorruptAt: -1}
 	opt := engine.Options{KeepAll: true, Detail: step.Reads, Follow: id, Following: true}
 	opt.Observe = func(rec *step.Record) {
@@ -91,7 +91,7 @@ func Explain(sc *scenarios.Scenario, id int64) (*Life, *report.Report, error) {
 			}
 		}
 	}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
 	if err != nil {
 		return nil, nil, err
 	}

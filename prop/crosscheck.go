@@ -39,7 +39,7 @@ func (r *Runner) crossCheck(p *Params, o *Outcome, id int64, firstBad int) error
 	if err != nil {
 		return err
 	}
-	m, err := refmodel.ForScenario(o.Scenario)
+	m, err := refmodel.ForSetup(o.Setup)
 	if err != nil {
 		return err
 	}

@@ -113,8 +113,9 @@ type MambaModeConfig struct {
 	// PrefixCaching is enable_prefix_caching; nil leaves it at the
 	// release's default for a hybrid model.
 	PrefixCaching *bool
-	// Requested is mamba_cache_mode as given ("" = unset = "none").
-	Requested string
+	// Requested is mamba_cache_mode as given (unset: none), parsed once
+	// by the caller (ParseMambaCacheMode).
+	Requested MambaCacheMode
 	// SupportsAll: the model class declares SupportsMambaPrefixCaching
 	// (model.supports_mamba_prefix_caching), which "all" needs.
 	SupportsAll bool
@@ -136,13 +137,9 @@ type ResolvedMambaMode struct {
 // ResolveMambaCacheMode applies vLLM's mode resolution for release
 // c.Release. An error is a configuration vLLM refuses at start-up.
 func ResolveMambaCacheMode(c MambaModeConfig) (ResolvedMambaMode, error) {
-	req, err := ParseMambaCacheMode(c.Requested)
-	if err != nil {
-		return ResolvedMambaMode{}, err
-	}
-	r := c.Release
+	req, r := c.Requested, c.Release
 	if req != MambaNone && !r.AtLeast(relAlignMode) {
-		return ResolvedMambaMode{}, fmt.Errorf("mamba_cache_mode %q: vLLM %s has no such option (it came with #30877, %s)", c.Requested, r, relAlignMode)
+		return ResolvedMambaMode{}, fmt.Errorf("mamba_cache_mode %q: vLLM %s has no such option (it came with #30877, %s)", req, r, relAlignMode)
 	}
 	pc := r.AtLeast(relHybridPrefixDefault)
 	why := "prefix caching off by default for hybrid models"

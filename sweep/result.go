@@ -8,6 +8,7 @@ import (
 	"statesim/check"
 	"statesim/engine"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -54,7 +55,7 @@ type Wrap struct {
 
 // RunCell runs one cell.
 func (s *Spec) RunCell(c Cell) (*Result, error) {
-	sc, err := scenarios.Load(s.Scenario, s.sets(c))
+	st, err := setup.Load(s.Scenario, s.sets(c))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 			wrap = firstWrap(rec)
 		}
 	}}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
 	var ie *scenarios.InputError
 	if errors.As(err, &ie) {
 		// An infeasible point of the grid, not a broken sweep.

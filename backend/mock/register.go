@@ -14,19 +14,14 @@ var (
 	_ backend.TokenTracer = (*Mock)(nil)
 )
 
-// ConfigOf is what the mock takes from a scenario: the shape and layout
-// the run uses, the pool size, the weight seed (backend.weight_seed, or
-// the scenario seed when 0), the sampling temperature and the divergence
-// threshold.
+// ConfigOf is what the mock takes from a run: the shape and layout it
+// uses, the pool size, and the settled backend settings (the weight
+// seed, the sampling temperature and the divergence threshold).
 func ConfigOf(env *backend.Env) Config {
-	sc := env.Scenario
-	seed := sc.Backend.WeightSeed
-	if seed == 0 {
-		seed = sc.Seed
-	}
+	b := &env.Setup.Backend
 	return Config{
 		Shape: *env.Shape, Layout: env.Layout, NumBlocks: env.NumBlocks,
-		WeightSeed: seed, Temperature: sc.Sampling.Temperature, Threshold: sc.Backend.DivergenceThreshold,
+		WeightSeed: b.WeightSeed, Temperature: b.Temperature, Threshold: b.DivergenceThreshold,
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"statesim/prop"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 )
 
 func init() {
@@ -149,7 +150,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		for _, v := range cfg.Versions {
-			if err := scenarios.Serves(&sh, v); err != nil {
+			if err := setup.ServedBy(&sh, v); err != nil {
 				return bad("--model %s: %v", m, err)
 			}
 		}
@@ -486,9 +487,7 @@ func guardNote(cfg prop.Config) string {
 	search:
 		for _, set := range sets {
 			for _, r := range runners {
-				sc := scenarios.Defaults()
-				sc.Engine.VLLMVersion, sc.Engine.ModelRunner, sc.Engine.Patches = v, r, set
-				if sc.GuardIgnored() {
+				if ignored, _ := setup.GuardIgnored(v, r, set); ignored {
 					inert = append(inert, v)
 					break search
 				}

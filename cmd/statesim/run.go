@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"statesim/engine"
-	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 	"statesim/timeline"
 )
@@ -70,7 +70,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim run: want exactly one SCENARIO, got %d\n", len(pos))
 		return exitBadInput
 	}
-	sc, err := scenarios.Load(pos[0], sets)
+	st, err := setup.Load(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
@@ -91,7 +91,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim: --timeline: %v\n", err)
 		return exitBadInput
 	}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
 	if err != nil {
 		return reportRunError(stderr, err)
 	}
