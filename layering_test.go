@@ -28,18 +28,20 @@ var layer = map[string]int{
 	"step": 3, "scenarios": 3,
 	// the scenario settled into a run's plain values; the invariants
 	"setup": 4, "check": 4,
+	// what a run reports, as values (backends fill some of them)
+	"report": 5,
 	// backends: the interface and the symbolic one, then the others
-	"backend":      5,
-	"backend/mock": 6, "report": 6,
+	"backend":      6,
+	"backend/mock": 7,
 	// the CUDA backend composes the mock (its shadow and reference)
-	"backend/cuda": 7, "engine": 7, "refmodel": 7,
+	"backend/cuda": 8, "engine": 8, "refmodel": 8,
 	// readers of step records and reports; GPU experiments
-	"explain": 8, "plot": 8, "timeline": 8, "prop": 8, "gpuconfirm": 8,
-	"sweep":            9,
-	"scenarios/sweeps": 10,
+	"explain": 9, "plot": 9, "timeline": 9, "prop": 9, "gpuconfirm": 9,
+	"sweep":            10,
+	"scenarios/sweeps": 11,
 	// the thin public entry point and the command
-	".":            11,
-	"cmd/statesim": 12,
+	".":            12,
+	"cmd/statesim": 13,
 }
 
 // Readers of records must not reach into the cache or a numeric backend.

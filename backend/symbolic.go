@@ -5,6 +5,7 @@ import (
 
 	"statesim/check"
 	"statesim/model"
+	"statesim/report"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
@@ -31,22 +32,6 @@ type Stats struct {
 	Imposters int64
 }
 
-// Imposter is bug A caught in the act: a request with no computed tokens
-// on the Mamba decode path that read a slot holding another request's bytes.
-type Imposter struct {
-	RequestID    int64  `json:"request_id"`
-	Step         int64  `json:"step"`
-	NumScheduled int    `json:"num_scheduled"`
-	Slot         int64  `json:"slot"`
-	PrevOwner    int64  `json:"prev_owner"`
-	PrevContent  string `json:"prev_content"`
-	PrevTokens   int    `json:"prev_tokens"`
-	PrevStep     int64  `json:"prev_step"`
-	// Preempted: the request had been preempted and came back with its
-	// computed tokens reset, rather than arriving new.
-	Preempted bool `json:"preempted,omitempty"`
-}
-
 // maxImposters bounds the list; the count in Stats is exact.
 const maxImposters = 100
 
@@ -58,7 +43,7 @@ type Symbolic struct {
 	Rec   *check.Recorder
 	Stats Stats
 	// Imposters are the first imposter rows, in order.
-	Imposters []Imposter
+	Imposters []report.Imposter
 	// Out, when set, is the record of the step being executed: rows in
 	// the batch's order, to which Execute adds what the kernels did
 	// (wrapped writes, imposters, and with Detail Reads each state read).
@@ -555,7 +540,7 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 				s.Out.Imposters++
 			}
 			if len(s.Imposters) < maxImposters {
-				s.Imposters = append(s.Imposters, Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
+				s.Imposters = append(s.Imposters, report.Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
 					Slot: int64(staleSlot), PrevOwner: int64(staleProv.Writer), PrevContent: staleProv.Content.String(),
 					PrevTokens: int(staleProv.Tokens), PrevStep: staleProv.Step, Preempted: r.NumPreemptions > 0})
 			}

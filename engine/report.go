@@ -59,7 +59,7 @@ func (r *runner) finishReport() {
 	if r.kv.PrefixCaching() {
 		rep.PrefixCache = prefixReport(r.kv, r.kv.Pool.Stats())
 	}
-	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
+	rep.Imposters = append([]report.Imposter{}, r.sym.Imposters...)
 	rep.ImpostersTotal = r.sym.Stats.Imposters
 	rep.MisclassifiedRows = r.sym.Stats.Misclassified
 	rep.CorruptedRequests = r.sym.Stats.CorruptedRequests
@@ -95,7 +95,7 @@ func (r *runner) finishReport() {
 			rep.DivergentRequests = rep.DivergentRequests[:maxDivergent]
 		}
 		if rep.DivergentRequests == nil {
-			rep.DivergentRequests = []backend.Divergence{}
+			rep.DivergentRequests = []report.Divergence{}
 		}
 	}
 }

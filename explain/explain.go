@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"statesim/backend"
 	"statesim/check"
 	"statesim/engine"
 	"statesim/report"
@@ -29,7 +28,7 @@ type Life struct {
 	Violations []check.Violation `json:"violations"`
 	// Tokens is the log-prob trace against the reference, from numeric
 	// backends that keep one.
-	Tokens []backend.TokenTrace `json:"tokens,omitempty"`
+	Tokens []report.TokenTrace `json:"tokens,omitempty"`
 }
 
 // LifeStep is one step the request took part in, or its preemption.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"statesim/backend"
 	"statesim/check"
 )
 
@@ -60,8 +59,8 @@ type Report struct {
 	Violations []check.Violation `json:"violations"`
 	// Imposters are bug A's stale decode reads by brand-new requests: the
 	// first ones (a bounded list); ImpostersTotal counts them all.
-	Imposters      []backend.Imposter `json:"imposters"`
-	ImpostersTotal int64              `json:"imposters_total"`
+	Imposters      []Imposter `json:"imposters"`
+	ImpostersTotal int64      `json:"imposters_total"`
 	// Rejected counts the requests refused at admission, by reason, in
 	// the order reasons first occurred (see Reject).
 	Rejected []Rejection `json:"rejected,omitempty"`
@@ -76,14 +75,14 @@ type Report struct {
 	// Divergence and DivergentRequests are the numeric backends'
 	// comparison with the reference: requests whose log-probs for their
 	// own generated tokens differ by more than the threshold.
-	Divergence        *backend.DivergenceStats `json:"divergence,omitempty"`
-	DivergentRequests []backend.Divergence     `json:"divergent_requests,omitempty"`
+	Divergence        *DivergenceStats `json:"divergence,omitempty"`
+	DivergentRequests []Divergence     `json:"divergent_requests,omitempty"`
 
 	// Extra holds backend-specific sections, keyed by a stable name.
 	Extra map[string]any `json:"extra,omitempty"`
 
 	// Tokens is the followed request's log-prob trace (explain).
-	Tokens []backend.TokenTrace `json:"-"`
+	Tokens []TokenTrace `json:"-"`
 }
 
 // Rejection reasons besides the trace readers' (trace.RejectEmptyPrompt,

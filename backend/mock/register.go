@@ -1,6 +1,9 @@
 package mock
 
-import "statesim/backend"
+import (
+	"statesim/backend"
+	"statesim/report"
+)
 
 // The mock joins the backend registry as kind "mock" from its own package:
 // linking it (any import) makes `backend: {kind: mock}` runnable.
@@ -30,14 +33,14 @@ func FromEnv(env *backend.Env) (backend.Backend, error) { return New(ConfigOf(en
 
 // TokenTrace is a kept request's generated tokens with engine and
 // reference log-probs, or nil.
-func (m *Mock) TokenTrace(id int64) []backend.TokenTrace {
+func (m *Mock) TokenTrace(id int64) []report.TokenTrace {
 	tr, ok := m.Trace(id)
 	if !ok {
 		return nil
 	}
-	out := make([]backend.TokenTrace, len(tr.Tokens))
+	out := make([]report.TokenTrace, len(tr.Tokens))
 	for i, t := range tr.Tokens {
-		out[i] = backend.TokenTrace{Index: t.Index, Token: t.EngineToken, EngineLP: t.EngineLogProb, ReferenceL: t.RefLogProb}
+		out[i] = report.TokenTrace{Index: t.Index, Token: t.EngineToken, EngineLP: t.EngineLogProb, ReferenceL: t.RefLogProb}
 	}
 	return out
 }
