@@ -18,6 +18,8 @@ import (
 var layer = map[string]int{
 	// foundations: time and randomness, names, shapes, trace formats
 	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
+	// the built-in sweep definitions, embedded (package sweep parses them)
+	"scenarios/sweeps": 0,
 	// which test tier runs (tests import it; nothing else may)
 	"internal/testtier": 0,
 	// the core state machines
@@ -37,12 +39,14 @@ var layer = map[string]int{
 	"backend/cuda": 8, "engine": 8, "refmodel": 8,
 	// readers of step records and reports; GPU experiments
 	"explain": 9, "plot": 9, "timeline": 9, "prop": 9, "gpuconfirm": 9,
-	"sweep":            10,
-	"scenarios/sweeps": 11,
+	"sweep": 10,
 	// the thin public entry point and the command
 	".":            12,
 	"cmd/statesim": 13,
 }
+
+// Backends read the settled setup, never the scenario's raw fields.
+var forbidden = map[string][]string{"backend": {"scenarios"}, "backend/mock": {"scenarios"}, "backend/cuda": {"scenarios"}}
 
 // Readers of records must not reach into the cache or a numeric backend.
 var readers = []string{"explain", "plot", "timeline", "sweep", "prop", "report"}
@@ -121,6 +125,11 @@ func layerViolations(imports map[string][]string) []string {
 			case r >= rank:
 				bad = append(bad, d+" imports "+imp+": a package may import only lower layers")
 			}
+			for _, f := range forbidden[d] {
+				if imp == f {
+					bad = append(bad, d+" imports "+imp+": a backend reads the settled setup (package setup), not the scenario")
+				}
+			}
 			for _, rd := range readers {
 				for _, in := range internals {
 					if d == rd && imp == in {
@@ -143,11 +152,14 @@ func TestLayering(t *testing.T) {
 // and an unranked package are each reported.
 func TestLayeringCatchesViolations(t *testing.T) {
 	got := layerViolations(map[string][]string{
-		"sched":    {"engine"},
-		"plot":     {"statecache"},
-		"newthing": {"sim"},
+		"sched":        {"engine"},
+		"plot":         {"statecache"},
+		"newthing":     {"sim"},
+		"backend/mock": {"scenarios"},
+		"report":       {"backend"},
 	})
-	want := []string{"newthing has no rank", "plot imports statecache: readers", "sched imports engine: a package may import only lower"}
+	want := []string{"backend/mock imports scenarios: a backend reads the settled setup", "newthing has no rank", "plot imports statecache: readers",
+		"report imports backend: a package may import only lower", "sched imports engine: a package may import only lower"}
 	if len(got) != len(want) {
 		t.Fatalf("got %q", got)
 	}
