@@ -37,7 +37,7 @@ type reserveBudget struct{}
 func (reserveBudget) Name() string { return "reserve-budget" }
 
 func (reserveBudget) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	for i := len(out.Rows) - 1; i >= 0; i-- {
@@ -95,7 +95,7 @@ type lastRowVeto struct{}
 func (lastRowVeto) Name() string { return "last-row-veto" }
 
 func (lastRowVeto) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if n := len(out.Rows); n > 0 && out.Rows[n-1].NumComputed == 0 && out.Rows[n-1].NumScheduled == 1 && out.Rows[n-1].Req.NumTokens() > 1 {

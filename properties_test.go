@@ -370,7 +370,7 @@ func (d drifting) Schedule(st *sched.State, out *sched.Output) error {
 		st.Cfg.MaxNumBatchedTokens--
 		defer func() { st.Cfg.MaxNumBatchedTokens++ }()
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestDeterminismCatchesHiddenState: the determinism property must fail
@@ -424,7 +424,7 @@ func (overBudget) Schedule(st *sched.State, out *sched.Output) error {
 	st.Cfg.MaxNumBatchedTokens++
 	st.Cfg.MaxNumSeqs++
 	defer func() { st.Cfg.MaxNumBatchedTokens--; st.Cfg.MaxNumSeqs-- }()
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // leaky takes one block for nobody on the first step that schedules
@@ -436,7 +436,7 @@ type leaky struct{}
 func (leaky) Name() string { return "leaky" }
 func (leaky) Schedule(st *sched.State, out *sched.Output) error {
 	first := len(st.Running) == 0 && st.KV.Pool.NumHeld() == 0 // nothing held, nothing leaked yet
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if first && len(out.Rows) > 0 && st.KV.Pool.NumFree() > 0 {
@@ -454,7 +454,7 @@ func (neverAdmit) Schedule(st *sched.State, out *sched.Output) error {
 	w := st.Waiting
 	st.Waiting = nil
 	defer func() { st.Waiting = w }()
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestEveryPropertyCanFail: a property that cannot fail proves nothing

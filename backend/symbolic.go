@@ -213,7 +213,7 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 	for g := range r.Blocks.Attn {
 		// Write K/V for positions [c, end), then read [0, end).
 		bi := s.Prov.AccessKV(&r.Blocks, g, r.ID, c, end, s.bs, s.step)
-		if bi == statecache.ErrShort {
+		if bi == statecache.MissingBlock {
 			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, (end-1)/s.bs, g, len(r.Blocks.Attn[g]))
 		}
 		if bi >= 0 {

@@ -114,7 +114,7 @@ func (p overBudgetOnce) Schedule(st *sched.State, out *sched.Output) error {
 		st.Cfg.MaxNumBatchedTokens++
 		defer func() { st.Cfg.MaxNumBatchedTokens-- }()
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestTokenBudgetBrokenByOneToken: a 9-token prompt under a budget of 8.
@@ -151,7 +151,7 @@ func (p *oneTooMany) Schedule(st *sched.State, out *sched.Output) error {
 		r.Status = sched.Waiting
 		st.Waiting = append([]*sched.Request{r}, st.Waiting...)
 	}
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if out.Step == p.at && len(st.Waiting) > 0 {
@@ -202,7 +202,7 @@ func (p *holdBlock) Schedule(st *sched.State, out *sched.Output) error {
 		}
 		p.held = 0
 	}
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if out.Step == p.at {
@@ -242,7 +242,7 @@ func (p *lendBlock) Schedule(st *sched.State, out *sched.Output) error {
 		}
 		p.req = nil
 	}
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if out.Step == p.at && len(out.Rows) > 0 {
@@ -281,7 +281,7 @@ type leakLast struct{}
 
 func (leakLast) Name() string { return "leak-last" }
 func (leakLast) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	_, err := st.KV.Pool.Pop(nobody)
@@ -319,7 +319,7 @@ func (p refuse) Schedule(st *sched.State, out *sched.Output) error {
 	if len(st.Waiting) > 0 && st.Waiting[0].ID == p.id {
 		held = st.PopWaiting()
 	}
-	err := sched.V1{}.Schedule(st, out)
+	err := sched.V1Policy{}.Schedule(st, out)
 	if held != nil {
 		st.Waiting = append([]*sched.Request{held}, st.Waiting...)
 	}
@@ -389,7 +389,7 @@ func (p prefixHit) Schedule(st *sched.State, out *sched.Output) error {
 			r.NumComputedTokens = p.hit
 		}
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestStaleReadBrokenByOneTokenAndTainted: on a Mamba-only model, one
@@ -477,7 +477,7 @@ func (demote) Schedule(st *sched.State, out *sched.Output) error {
 	if len(st.Running) > 0 {
 		st.Running[0].Priority = 1
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestPriorityVictimBudgetIsRefunded: under the priority policy a victim
@@ -539,7 +539,7 @@ func (p rewind) Schedule(st *sched.State, out *sched.Output) error {
 	if out.Step == p.at && len(st.Running) > 0 && st.Running[0].NumComputedTokens > 1 {
 		st.Running[0].NumComputedTokens--
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestStaleReadOfOwnStateOneTokenAhead: the state-validity rule counts

@@ -165,7 +165,7 @@ type swapHits struct{ done bool }
 func (*swapHits) Name() string { return "v1-swapped-hits" }
 
 func (p *swapHits) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	for i := range out.Rows {

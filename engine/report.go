@@ -22,8 +22,8 @@ func newReport(st *setup.Setup, ix statecache.StateIndex) *report.Report {
 	r := &report.Report{
 		Scenario: sc.Name, Seed: sc.Seed, VLLMVersion: sc.Engine.VLLMVersion, Backend: sc.Backend.Kind,
 		StateIndexBits: int(st.IndexBits), ForcePrefill: sc.Engine.ForcePrefillPath,
-		Model: report.RModel{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
-		Cache: report.RCache{NumGPUBlocks: st.Pool.NumBlocks, FromOverride: st.Pool.FromOverride, BlockSize: l.BlockSize,
+		Model: report.Model{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
+		Cache: report.Cache{NumGPUBlocks: st.Pool.NumBlocks, FromOverride: st.Pool.FromOverride, BlockSize: l.BlockSize,
 			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
 			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
 	}
@@ -105,8 +105,8 @@ func (r *runner) finishReport() {
 // coordinator's common length: a hit must exist in every group), so each
 // group reports the same tokens; what the Mamba groups cut from the
 // attention groups' own hits is counted apart (DroppedHitTokens).
-func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats) *report.RPrefixCache {
-	pc := &report.RPrefixCache{
+func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats) *report.PrefixCache {
+	pc := &report.PrefixCache{
 		Requests: st.Requests, QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: ratio(st.Hits, st.Queries),
 		PreemptedRequests: st.PreemptedRequests, PreemptedQueryTokens: st.PreemptedQueries, PreemptedHitTokens: st.PreemptedHits,
 		CachedBlocks: int64(kv.Pool.NumCachedBlocks()), EvictedBlocks: st.Evictions,

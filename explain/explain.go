@@ -157,11 +157,11 @@ func (l *Life) WriteText(w io.Writer) error {
 		p("log-probs against the reference (prompt + these tokens, recomputed alone from zero state):\n")
 		p("%6s %7s %10s %10s %10s\n", "token", "id", "engine", "reference", "|Δ|")
 		for _, t := range l.Tokens {
-			d := t.EngineLP - t.ReferenceL
+			d := t.EngineLP - t.ReferenceLP
 			if d < 0 {
 				d = -d
 			}
-			p("%6d %7d %10.4f %10.4f %10.4f\n", t.Index, t.Token, t.EngineLP, t.ReferenceL, d)
+			p("%6d %7d %10.4f %10.4f %10.4f\n", t.Index, t.Token, t.EngineLP, t.ReferenceLP, d)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -64,7 +64,7 @@ func TestCrossCheckCanFail(t *testing.T) {
 		want string
 	}{
 		"engine off":    {func(tt []report.TokenTrace) { tt[1].EngineLP -= shift }, "though the backend's own reference agrees"},
-		"reference off": {func(tt []report.TokenTrace) { tt[0].ReferenceL += shift }, "the backend's arithmetic is wrong"},
+		"reference off": {func(tt []report.TokenTrace) { tt[0].ReferenceLP += shift }, "the backend's arithmetic is wrong"},
 	} {
 		err := r.crossCheck(p, withTokens(o, c.edit), last, -1)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

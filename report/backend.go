@@ -64,8 +64,8 @@ type Divergence struct {
 
 // TokenTrace compares one generated token with the reference.
 type TokenTrace struct {
-	Index      int     `json:"index"`
-	Token      int32   `json:"token"`
-	EngineLP   float64 `json:"engine_logprob"`
-	ReferenceL float64 `json:"reference_logprob"`
+	Index       int     `json:"index"`
+	Token       int32   `json:"token"`
+	EngineLP    float64 `json:"engine_logprob"`
+	ReferenceLP float64 `json:"reference_logprob"`
 }

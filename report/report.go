@@ -28,8 +28,8 @@ type Report struct {
 	Backend        string   `json:"backend"`
 	StateIndexBits int      `json:"state_index_bits"`
 	ForcePrefill   bool     `json:"force_prefill_path,omitempty"`
-	Model          RModel   `json:"model"`
-	Cache          RCache   `json:"cache"`
+	Model          Model    `json:"model"`
+	Cache          Cache    `json:"cache"`
 	Requests       int64    `json:"requests"`
 	Finished       int64    `json:"finished"`
 	Steps          int64    `json:"steps"`
@@ -65,7 +65,7 @@ type Report struct {
 	// the order reasons first occurred (see Reject).
 	Rejected []Rejection `json:"rejected,omitempty"`
 	// PrefixCache is the prefix cache's counters (nil: caching off).
-	PrefixCache *RPrefixCache `json:"prefix_cache,omitempty"`
+	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
 	// MisclassifiedRows are new requests put on a decode path; harmless
 	// without Mamba layers, so informational.
 	MisclassifiedRows int64 `json:"misclassified_rows"`
@@ -126,11 +126,11 @@ type InvariantCount struct {
 	Count int64  `json:"count"`
 }
 
-// RPrefixCache is vLLM's PrefixCacheStats over the run (queries and hits
+// PrefixCache is vLLM's PrefixCacheStats over the run (queries and hits
 // in prompt tokens, looked up once per scheduling of a waiting request;
 // requests back from a preemption apart), plus the pool's cached and
 // evicted blocks.
-type RPrefixCache struct {
+type PrefixCache struct {
 	Requests             int64   `json:"requests"`
 	QueryTokens          int64   `json:"query_tokens"`
 	HitTokens            int64   `json:"hit_tokens"`
@@ -159,8 +159,8 @@ type RPrefixGroup struct {
 	HitRate     float64 `json:"hit_rate"`
 }
 
-// RModel summarises the model shape.
-type RModel struct {
+// Model summarises the model shape.
+type Model struct {
 	Name            string `json:"name"`
 	Layers          int    `json:"layers"`
 	AttentionLayers int    `json:"attention_layers"`
@@ -176,13 +176,13 @@ type RModel struct {
 
 // mambaKind reports a Mamba1/Mamba2 model, whose report reads as it
 // always has; other kinds are named by their own kernels.
-func (m *RModel) mambaKind() bool {
+func (m *Model) mambaKind() bool {
 	return m.StateKind == "" || m.StateKind == "mamba1" || m.StateKind == "mamba2"
 }
 
 // stateWords names the state layers, their decode kernel and the state
 // they hold.
-func (m *RModel) stateWords() (layers, kernel, state string) {
+func (m *Model) stateWords() (layers, kernel, state string) {
 	switch m.StateKind {
 	case "gated_delta_net":
 		return "Gated DeltaNet", "GDN decode kernel (fused_recurrent_gated_delta_rule)", "recurrent state"
@@ -196,8 +196,8 @@ func (m *RModel) stateWords() (layers, kernel, state string) {
 	return "Mamba", "Mamba decode kernel", "SSM state"
 }
 
-// RCache summarises the cache layout and its use.
-type RCache struct {
+// Cache summarises the cache layout and its use.
+type Cache struct {
 	NumGPUBlocks      int   `json:"num_gpu_blocks"`
 	FromOverride      bool  `json:"from_override"`
 	BlockSize         int   `json:"block_size"`

@@ -67,8 +67,8 @@ func TestStateKindWording(t *testing.T) {
 		{"kda", []string{"x [1]"}, []string{"36 KDA)", "the KDA decode kernel"}, "Mamba"},
 	}
 	for _, c := range cases {
-		r := Report{Model: RModel{Layers: 48, AttentionLayers: 12, MambaLayers: 36, DInner: 8, DState: 16, StateKind: c.kind, StateTensors: c.tensors},
-			Cache: RCache{MambaGroups: 3, AttentionGroups: 1}, Imposters: im, ImpostersTotal: 1}
+		r := Report{Model: Model{Layers: 48, AttentionLayers: 12, MambaLayers: 36, DInner: 8, DState: 16, StateKind: c.kind, StateTensors: c.tensors},
+			Cache: Cache{MambaGroups: 3, AttentionGroups: 1}, Imposters: im, ImpostersTotal: 1}
 		var b bytes.Buffer
 		r.WriteText(&b)
 		for _, w := range c.want {

@@ -318,14 +318,14 @@ func (st *State) PopWaiting() *Request {
 	return r
 }
 
-// V1 is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
+// V1Policy is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
 // running requests first while budget remains, then waiting requests if
 // nothing was preempted, with no minimum chunk.
-type V1 struct{}
+type V1Policy struct{}
 
-func (V1) Name() string { return "v1" }
+func (V1Policy) Name() string { return "v1" }
 
-func (V1) Schedule(st *State, out *Output) error {
+func (V1Policy) Schedule(st *State, out *Output) error {
 	cfg := &st.Cfg
 	budget := cfg.MaxNumBatchedTokens
 	la := st.Spec.Lookahead()
@@ -572,7 +572,7 @@ type Scheduler struct {
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
 func New(cfg Config, kv *statecache.KVCacheManager, v Version, p Policy) *Scheduler {
 	if p == nil {
-		p = V1{}
+		p = V1Policy{}
 		if v == V0 {
 			p = V0Policy{}
 		}

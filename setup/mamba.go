@@ -100,7 +100,7 @@ func (r *resolver) mamba() error {
 	case sh.NumAttentionLayers() == 0:
 		return r.fail(f, "a model without attention layers: statesim's prefix cache needs an attention group")
 	case all && st.Spec.K > 0:
-		return r.fail(f, "%s", statecache.ErrSpecMambaPrefixCaching)
+		return r.fail(f, "%v", statecache.ErrSpecMambaPrefixCaching)
 	case st.Mamba.Mode == statecache.MambaAlign:
 		if err := sched.CheckMambaAlignBudget(bs, e.MaxNumBatchedTokens); err != nil {
 			return r.fail("engine.max_num_batched_tokens", "%v", err)

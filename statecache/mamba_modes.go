@@ -211,7 +211,7 @@ type MambaSpec struct {
 	Mode MambaCacheMode
 	// BlockSize is the Mamba group's block size B in tokens: the
 	// attention block size in "align" and "all" (page unification makes
-	// them one), max_model_len in "none" (MambaNoneBlockSize).
+	// them one), max_model_len in "none", so that every request fits one block.
 	BlockSize int
 	// NumSpeculativeBlocks is K (num_speculative_blocks); 0 without
 	// speculative decoding.
@@ -220,10 +220,6 @@ type MambaSpec struct {
 	// (#33997).
 	SpecSafeFree bool
 }
-
-// MambaNoneBlockSize is the Mamba block size without Mamba prefix caching:
-// max_model_len, so that every request fits one block.
-func MambaNoneBlockSize(maxModelLen int) int { return maxModelLen }
 
 // MaxBlocksPerRequest is MambaSpec.max_memory_usage_bytes in pages: what
 // one request may hold at most. "all" counts no speculative blocks, as the

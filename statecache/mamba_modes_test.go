@@ -440,7 +440,7 @@ func TestMambaAllLifecycle(t *testing.T) {
 // nothing cached, a pool without prefix caching.
 func TestMambaNoneOneBlock(t *testing.T) {
 	const maxModelLen = 64
-	h := newHarness(t, MambaNone, MambaNoneBlockSize(maxModelLen), 8)
+	h := newHarness(t, MambaNone, maxModelLen, 8)
 	var tb MambaTable
 	for c, n := 0, 16; c < maxModelLen-1; c, n = c+n, 1 {
 		h.newStep()

@@ -40,7 +40,7 @@ func (m *Mock) TokenTrace(id int64) []report.TokenTrace {
 	}
 	out := make([]report.TokenTrace, len(tr.Tokens))
 	for i, t := range tr.Tokens {
-		out[i] = report.TokenTrace{Index: t.Index, Token: t.EngineToken, EngineLP: t.EngineLogProb, ReferenceL: t.RefLogProb}
+		out[i] = report.TokenTrace{Index: t.Index, Token: t.EngineToken, EngineLP: t.EngineLogProb, ReferenceLP: t.RefLogProb}
 	}
 	return out
 }
