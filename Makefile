@@ -72,7 +72,7 @@ bench:
 	./scripts/bench-rss.sh 5
 
 # Issue 15's target: each prefix-caching pair's on/off user CPU per replay
-# (docs/performance.md, "Where the targets stand"); about ten minutes.
+# (docs/performance.md, "Targets"); about ten minutes.
 bench-prefix:
 	./scripts/prefix-ratios.sh 5 5
 
