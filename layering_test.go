@@ -40,6 +40,8 @@ var layer = map[string]int{
 	// readers of step records and reports; GPU experiments
 	"explain": 9, "plot": 9, "timeline": 9, "prop": 9, "gpuconfirm": 9,
 	"sweep": 10,
+	// the tests' one way to load and run a scenario (tests import it)
+	"internal/runtest": 11,
 	// the thin public entry point and the command
 	".":            12,
 	"cmd/statesim": 13,

@@ -2,9 +2,9 @@
 // residue and bug B on its own, shrink each to a small scenario that
 // replays from YAML, and find nothing in the fixed version.
 //
-// This file is package statesim_test, not statesim: prop imports statesim,
-// and an internal test package cannot import its own importers.
-package statesim_test
+// This file is package prop_test, not prop: it runs prop's searches from
+// outside, as statesim check does.
+package prop_test
 
 import (
 	"flag"
@@ -15,12 +15,13 @@ import (
 	"strings"
 	"testing"
 
-	"statesim"
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/check"
+	"statesim/engine"
+	"statesim/internal/runtest"
 	"statesim/internal/testtier"
 	"statesim/prop"
-	"statesim/scenarios"
+	"statesim/report"
 	"statesim/sched"
 )
 
@@ -86,28 +87,20 @@ func explain(t testing.TB, r *prop.Runner, res prop.Result) string {
 // replay writes the shrunk counterexample to YAML + JSONL, loads it back
 // the way `statesim run` does and runs it: the result must violate the
 // same invariants as the in-memory run.
-func replay(t *testing.T, r *prop.Runner, res prop.Result) *statesim.Report {
+func replay(t *testing.T, r *prop.Runner, res prop.Result) *report.Report {
 	t.Helper()
 	w, err := prop.Write(r, res, t.TempDir(), "shrunk", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenarios.Load(w.YAML, nil)
-	if err != nil {
-		y, _ := os.ReadFile(w.YAML)
-		t.Fatalf("the written counterexample does not load: %v\n%s", err, y)
-	}
-	rep, err := statesim.Run(sc, statesim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runtest.Run(t, w.YAML, engine.Options{})
 	if got := violatedNames(rep); strings.Join(got, " ") != strings.Join(w.Expect, " ") {
 		t.Fatalf("replayed from YAML the counterexample violates %v, in memory %v", got, w.Expect)
 	}
 	return rep
 }
 
-func violatedNames(rep *statesim.Report) []string {
+func violatedNames(rep *report.Report) []string {
 	var out []string
 	for _, ic := range rep.Invariants {
 		if ic.Count > 0 {
@@ -277,7 +270,7 @@ func TestSearchFindsV014Residual(t *testing.T) {
 		t.Fatal(err)
 	}
 	residue := false
-	_, err = statesim.Run(sc, statesim.Options{Observe: func(rec *step.Record) {
+	_, err = engine.Run(sc, engine.Options{Observe: func(rec *step.Record) {
 		for _, row := range rec.Rows {
 			if row.NumComputed == 0 && row.Region == sched.RegionPrefill && row.Path == sched.PathDecode {
 				residue = true

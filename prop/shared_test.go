@@ -1,4 +1,4 @@
-package statesim_test
+package prop_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/prop"
 )
 
@@ -19,6 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	testtier.MemoryTempDir()
 	code := m.Run()
 	shared.mu.Lock()
 	for _, d := range shared.dirs {

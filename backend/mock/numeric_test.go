@@ -1,27 +1,21 @@
-package statesim_test
+package mock_test
 
 import (
 	"fmt"
 	"strconv"
 	"testing"
 
-	"statesim"
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/check"
+	"statesim/engine"
+	"statesim/internal/runtest"
 	"statesim/internal/testtier"
-	"statesim/scenarios"
+	"statesim/report"
 )
 
-func runNumeric(t *testing.T, name string, sets ...string) *statesim.Report {
+func runNumeric(t *testing.T, name string, sets ...string) *report.Report {
 	t.Helper()
-	sc, err := scenarios.Load(name, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := statesim.Run(sc, statesim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runtest.Run(t, name, engine.Options{}, sets...)
 	if rep.Divergence == nil {
 		t.Fatalf("%s: no divergence section: backend %s", name, rep.Backend)
 	}
