@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/scenarios"
 	"statesim/setup"
 	"statesim/step"
@@ -59,7 +59,7 @@ func staleReadCaught(t *testing.T, sc *scenarios.Scenario, o Options, what strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Count(check.StaleSlotRead) == 0 {
+	if rep.Count(invariant.StaleSlotRead) == 0 {
 		t.Fatalf("no stale-slot-read %s: %+v", what, rep.Violations)
 	}
 	v := rep.Violations[0]

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
@@ -192,7 +192,7 @@ func TestWrongHitBlockIsCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := rep.Count(check.StaleSlotRead); n != 1 || rep.TotalViolations() != 1 {
+	if n := rep.Count(invariant.StaleSlotRead); n != 1 || rep.TotalViolations() != 1 {
 		t.Fatalf("stale-slot-read %d, all %d; want exactly one: %+v", n, rep.TotalViolations(), rep.Violations)
 	}
 	v := rep.Violations[0]
@@ -286,7 +286,7 @@ workload: {kind: trace, path: %s, format: jsonl, time_unit: s, prompt_len: {dist
 		return rep
 	}
 	rep := run()
-	if rep.TotalViolations() != 1 || rep.Count(check.StaleSlotRead) != 1 || rep.Preemptions != 1 {
+	if rep.TotalViolations() != 1 || rep.Count(invariant.StaleSlotRead) != 1 || rep.Preemptions != 1 {
 		t.Fatalf("%d violations, %d preemptions: %+v; want one stale-slot-read after one preemption", rep.TotalViolations(), rep.Preemptions, rep.Violations)
 	}
 	if v := rep.Violations[0]; v.RequestID != 0 || v.PrevOwner != 0 || !strings.Contains(v.Detail, "through a prefix hit") || !strings.Contains(v.Detail, "never written") {

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"statesim/backend"
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/report"
 	"statesim/sched"
 	"statesim/setup"
@@ -49,12 +49,12 @@ func newReport(st *setup.Setup, ix statecache.StateIndex) *report.Report {
 
 func (r *runner) finishReport() {
 	rep := r.rep
-	for _, inv := range check.All() {
+	for _, inv := range invariant.All() {
 		rep.Invariants = append(rep.Invariants, report.InvariantCount{Name: inv.String(), Count: r.rec.Count(inv)})
 	}
 	rep.Violations = sortedViolations(r.rec)
 	if rep.Violations == nil {
-		rep.Violations = []check.Violation{}
+		rep.Violations = []invariant.Violation{}
 	}
 	if r.kv.PrefixCaching() {
 		rep.PrefixCache = prefixReport(r.kv, r.kv.Pool.Stats())

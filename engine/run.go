@@ -11,6 +11,7 @@ import (
 
 	"statesim/backend"
 	"statesim/check"
+	"statesim/invariant"
 	"statesim/model"
 	"statesim/report"
 	"statesim/scenarios"
@@ -99,7 +100,7 @@ type runner struct {
 	kv      *statecache.KVCacheManager
 	sym     *backend.Symbolic
 	be      backend.Backend
-	rec     *check.Recorder
+	rec     *invariant.Recorder
 	checks  check.Scheduler
 	tw      *traceWriter
 	rep     *report.Report
@@ -201,7 +202,7 @@ func (r *runner) newChecks() error {
 	if r.opt.KeepAll {
 		keep = 1 << 30
 	}
-	r.rec = check.NewRecorder(keep)
+	r.rec = invariant.NewRecorder(keep)
 	r.rec.Hook = r.collect
 	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: r.sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: r.sc.Engine.MaxNumSeqs}, Rec: r.rec}
 	return nil
@@ -336,7 +337,7 @@ func (r *runner) pullArrival() error {
 
 func (r *runner) schedule(at sim.Time, kind uint8) error {
 	if err := r.loop.Schedule(at, sim.Priority(kind), kind, 0); err != nil {
-		r.rec.Add(check.Violation{Invariant: check.TimeMonotonic, Step: r.s.Out().Step, TimeNS: int64(r.loop.Now()),
+		r.rec.Add(invariant.Violation{Invariant: invariant.TimeMonotonic, Step: r.s.Out().Step, TimeNS: int64(r.loop.Now()),
 			RequestID: -1, Slot: -1, PrevOwner: -1, Detail: err.Error()})
 		return err
 	}
@@ -640,7 +641,7 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 }
 
 // collect adds every violation, whoever finds it, to the step in flight.
-func (r *runner) collect(v check.Violation) {
+func (r *runner) collect(v invariant.Violation) {
 	rec := &r.step
 	if r.next != nil && v.Step == r.nextRec.Step {
 		rec = &r.nextRec
@@ -716,9 +717,9 @@ func (r *runner) endStep() error {
 }
 
 // sortedViolations lists the kept violations by invariant, then order.
-func sortedViolations(rec *check.Recorder) []check.Violation {
-	var out []check.Violation
-	for _, inv := range check.All() {
+func sortedViolations(rec *invariant.Recorder) []invariant.Violation {
+	var out []invariant.Violation
+	for _, inv := range invariant.All() {
 		out = append(out, rec.Kept(inv)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Invariant < out[j].Invariant })

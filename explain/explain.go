@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"statesim/check"
 	"statesim/engine"
+	"statesim/invariant"
 	"statesim/report"
 	"statesim/sched"
 	"statesim/setup"
@@ -16,16 +16,16 @@ import (
 // Life is one request's history in a run, step by step: what the seeds'
 // authors had to thread request ids through vLLM's forward pass to see.
 type Life struct {
-	RequestID  int64             `json:"request_id"`
-	Found      bool              `json:"found"`
-	ArrivalNS  int64             `json:"arrival_ns"`
-	Group      int               `json:"group"`
-	Prompt     int               `json:"prompt_tokens"`
-	FinishNS   int64             `json:"finish_ns"`
-	Outputs    int               `json:"output_tokens"`
-	CorruptAt  int64             `json:"corrupt_step"`
-	Steps      []LifeStep        `json:"steps"`
-	Violations []check.Violation `json:"violations"`
+	RequestID  int64                 `json:"request_id"`
+	Found      bool                  `json:"found"`
+	ArrivalNS  int64                 `json:"arrival_ns"`
+	Group      int                   `json:"group"`
+	Prompt     int                   `json:"prompt_tokens"`
+	FinishNS   int64                 `json:"finish_ns"`
+	Outputs    int                   `json:"output_tokens"`
+	CorruptAt  int64                 `json:"corrupt_step"`
+	Steps      []LifeStep            `json:"steps"`
+	Violations []invariant.Violation `json:"violations"`
 	// Tokens is the log-prob trace against the reference, from numeric
 	// backends that keep one.
 	Tokens []report.TokenTrace `json:"tokens,omitempty"`

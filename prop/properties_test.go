@@ -16,10 +16,10 @@ import (
 	"testing"
 
 	_ "statesim/backend/mock" // backend kind "mock"
-	"statesim/check"
 	"statesim/engine"
 	"statesim/internal/runtest"
 	"statesim/internal/testtier"
+	"statesim/invariant"
 	"statesim/prop"
 	"statesim/report"
 	"statesim/sched"
@@ -392,9 +392,9 @@ func TestObserverAgreesOnDecodeBeforePrefill(t *testing.T) {
 			if o.Err != nil {
 				t.Fatal(o.Err)
 			}
-			sim := o.Report.Count(check.NoDecodeBeforePrefill) > 0
+			sim := o.Report.Count(invariant.NoDecodeBeforePrefill) > 0
 			if sim != (o.DecodeBeforePrefill != "") {
-				t.Fatalf("%s: simulator counts %d, observer says %q", p, o.Report.Count(check.NoDecodeBeforePrefill), o.DecodeBeforePrefill)
+				t.Fatalf("%s: simulator counts %d, observer says %q", p, o.Report.Count(invariant.NoDecodeBeforePrefill), o.DecodeBeforePrefill)
 			}
 			if sim {
 				seen++
@@ -499,14 +499,14 @@ func TestEveryPropertyCanFail(t *testing.T) {
 // every simulator invariant but time-monotonic (an internal error, not a
 // scenario property) is judged by some property.
 func TestCheckedInvariantsMatchProperties(t *testing.T) {
-	judged := map[check.Invariant]bool{}
+	judged := map[invariant.Invariant]bool{}
 	for _, p := range prop.All() {
 		for _, inv := range p.Invariants {
 			judged[inv] = true
 		}
 	}
-	for _, inv := range check.All() {
-		if !judged[inv] && inv != check.TimeMonotonic {
+	for _, inv := range invariant.All() {
+		if !judged[inv] && inv != invariant.TimeMonotonic {
 			t.Errorf("invariant %s is not judged by any property", inv)
 		}
 	}

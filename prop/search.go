@@ -12,8 +12,8 @@ import (
 	"github.com/leanovate/gopter"
 	gprop "github.com/leanovate/gopter/prop"
 
-	"statesim/check"
 	"statesim/engine"
+	"statesim/invariant"
 	"statesim/scenarios"
 	"statesim/setup"
 )
@@ -255,7 +255,7 @@ func ParseExpect(data []byte) ([]string, error) {
 			if n == "clean" && len(names) == 1 {
 				continue
 			}
-			if _, err := check.Parse(n); err != nil {
+			if _, err := invariant.Parse(n); err != nil {
 				return nil, fmt.Errorf("line %d: %v", i+1, err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // Report is the result of one run. Its JSON form is byte-identical for the
@@ -56,7 +56,7 @@ type Report struct {
 	// Invariants has every invariant with its violation count, in a fixed order.
 	Invariants []InvariantCount `json:"invariants"`
 	// Violations are the first occurrences of each violated invariant.
-	Violations []check.Violation `json:"violations"`
+	Violations []invariant.Violation `json:"violations"`
 	// Imposters are bug A's stale decode reads by brand-new requests: the
 	// first ones (a bounded list); ImpostersTotal counts them all.
 	Imposters      []Imposter `json:"imposters"`
@@ -212,7 +212,7 @@ type Cache struct {
 }
 
 // Count is the number of violations of the named invariant.
-func (r *Report) Count(inv check.Invariant) int64 { return r.Invariants[inv].Count }
+func (r *Report) Count(inv invariant.Invariant) int64 { return r.Invariants[inv].Count }
 
 // TotalViolations sums every invariant's count.
 func (r *Report) TotalViolations() int64 {

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	_ "statesim/backend/mock" // backend kind "mock"
-	"statesim/check"
 	"statesim/engine"
 	"statesim/internal/runtest"
 	"statesim/internal/testtier"
+	"statesim/invariant"
 	"statesim/report"
 )
 
@@ -106,8 +106,8 @@ func TestNumericPropertyOverSeeds(t *testing.T) {
 				t.Errorf("seed %d wrap16: request %d diverges with no recorded corruption", s, d.RequestID)
 			}
 		}
-		if b.Count(check.WrongAddressWrite) == 0 || b.Divergence.RequestsDivergent == 0 {
-			t.Errorf("seed %d wrap16: %d wrapped writes, %d divergent", s, b.Count(check.WrongAddressWrite), b.Divergence.RequestsDivergent)
+		if b.Count(invariant.WrongAddressWrite) == 0 || b.Divergence.RequestsDivergent == 0 {
+			t.Errorf("seed %d wrap16: %d wrapped writes, %d divergent", s, b.Count(invariant.WrongAddressWrite), b.Divergence.RequestsDivergent)
 		}
 	}
 	if imposters == 0 || divergent == 0 {
