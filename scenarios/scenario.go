@@ -53,8 +53,9 @@ type Engine struct {
 	// decides (hybrids from v0.28 included) where it settles the run.
 	EnablePrefixCaching *bool `yaml:"enable_prefix_caching" json:"enable_prefix_caching,omitempty"`
 	// MambaCacheMode is vLLM's mamba_cache_mode (none, align, all; left
-	// out: the release's choice, MambaMode); MambaBlockSize its block size
-	// (0: block_size, the only size modelled: page unification).
+	// out: the release's choice, as package setup settles it);
+	// MambaBlockSize its block size (0: block_size, the only size
+	// modelled: page unification; in all mode, the chunk).
 	MambaCacheMode string `yaml:"mamba_cache_mode" json:"mamba_cache_mode,omitempty"`
 	MambaBlockSize int    `yaml:"mamba_block_size" json:"mamba_block_size,omitempty"`
 	// StateIndexBits is the width the prefill kernel forms slot × stride

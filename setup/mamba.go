@@ -79,7 +79,7 @@ func (r *resolver) mamba() error {
 		// In mamba_cache_mode all the block is a multiple of the Mamba
 		// kernel's chunk (model.Unify); mamba_block_size is that chunk.
 		c := *sh
-		c.Cache.MambaCacheMode, c.Cache.MambaBlockSize = "all", e.MambaBlockSize
+		c.Cache.MambaChunkAligned, c.Cache.MambaBlockSize = true, e.MambaBlockSize
 		st.Layout = r.layout(&c)
 	}
 	// The layout's block size: a hybrid's attention block grows until its
