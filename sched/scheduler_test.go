@@ -152,7 +152,7 @@ func TestPreemptsLastRunningRequest(t *testing.T) {
 
 // Priority preemption picks the largest (priority, arrival_time).
 func TestPriorityVictim(t *testing.T) {
-	s := newTestSched(t, Config{MaxNumBatchedTokens: 1000, MaxNumSeqs: 8, MaxModelLen: 1000, EnableChunkedPrefill: true, Policy: PriorityPolicy}, Fixed, 64)
+	s := newTestSched(t, Config{MaxNumBatchedTokens: 1000, MaxNumSeqs: 8, MaxModelLen: 1000, EnableChunkedPrefill: true, SchedulingPolicy: Priority}, Fixed, 64)
 	x := &Request{ID: 0, Priority: 5, ArrivalTime: 1}
 	y := &Request{ID: 1, Priority: 9, ArrivalTime: 0}
 	z := &Request{ID: 2, Priority: 9, ArrivalTime: 0}

@@ -18,7 +18,7 @@ func (r *resolver) derive() {
 	mode := st.Mamba
 	policy := sched.FCFS
 	if e.SchedulingPolicy == "priority" {
-		policy = sched.PriorityPolicy
+		policy = sched.Priority
 	}
 	alignBlock := 0
 	if mode.Mode == statecache.MambaAlign && st.Layout.NumMambaGroups() > 0 {
@@ -29,7 +29,7 @@ func (r *resolver) derive() {
 		Config: sched.Config{
 			MaxNumBatchedTokens: e.MaxNumBatchedTokens, MaxNumSeqs: e.MaxNumSeqs,
 			MaxModelLen: e.MaxModelLen, EnableChunkedPrefill: e.EnableChunkedPrefill,
-			LongPrefillTokenThreshold: e.LongPrefillTokenThreshold, Policy: policy,
+			LongPrefillTokenThreshold: e.LongPrefillTokenThreshold, SchedulingPolicy: policy,
 			StateKind: sh.StateKind(), FullRankGate: sh.Mixer.FullRankGate,
 			MambaAlignBlockSize: alignBlock, AsyncScheduling: r.asyncScheduling(&b),
 		},
