@@ -70,7 +70,7 @@ func (p *Plan) Settle() (*Search, error) {
 	if err != nil {
 		return bad("version", err)
 	}
-	lo, hi, err := ParseRange(p.Bits, 16, 64, " (32 = vLLM before PR #35275, 64 = fixed)")
+	lo, hi, err := ParseRange(p.Bits, scenarios.MinStateIndexBits, scenarios.MaxStateIndexBits, " "+scenarios.StateIndexBitsNote)
 	if err != nil {
 		return bad("bits", err)
 	}

@@ -95,6 +95,15 @@ type Engine struct {
 	AsyncScheduling bool `yaml:"async_scheduling" json:"async_scheduling,omitempty"`
 }
 
+// The range of engine.state_index_bits, checked here and by the flags and
+// search bounds that draw it: 32 reproduces bug B, 64 is the fix, and
+// 16..31 scale the bug down so that small pools reach the wrap.
+const (
+	MinStateIndexBits  = 16
+	MaxStateIndexBits  = 64
+	StateIndexBitsNote = "(32 = vLLM before PR #35275, 64 = fixed)"
+)
+
 // Speculative is speculative_config plus the acceptance model that stands
 // in for the rejection sampler: accepted (a fixed count per decode row)
 // or acceptance_rate (each draft in turn accepted with that probability
@@ -258,8 +267,8 @@ func (s *Scenario) Validate() error {
 	if e.SchedulingPolicy != "fcfs" && e.SchedulingPolicy != "priority" {
 		return fe("engine.scheduling_policy", "unknown %q (want fcfs or priority)", e.SchedulingPolicy)
 	}
-	if e.StateIndexBits < 16 || e.StateIndexBits > 64 {
-		return fe("engine.state_index_bits", "must be in [16, 64] (32 = vLLM before PR #35275, 64 = fixed), got %d", e.StateIndexBits)
+	if e.StateIndexBits < MinStateIndexBits || e.StateIndexBits > MaxStateIndexBits {
+		return fe("engine.state_index_bits", "must be in [%d, %d] %s, got %d", MinStateIndexBits, MaxStateIndexBits, StateIndexBitsNote, e.StateIndexBits)
 	}
 	if err := s.validateCacheArgs(); err != nil {
 		return err
