@@ -78,9 +78,13 @@ func (r *Runner) Build(p *Params, name string) (*scenarios.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc, err = scenarios.Parse(y, name, r.Sets); err != nil {
+	// Settled as statesim run settles it, so a bad override is bad input
+	// naming its --set, whichever rule refuses it.
+	st, err := setup.Parse(y, name, r.Sets)
+	if err != nil {
 		return nil, err
 	}
+	sc = st.Scenario
 	if !r.setsPool() {
 		p.sizePool(sc)
 	}
