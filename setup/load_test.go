@@ -58,3 +58,12 @@ func TestServes(t *testing.T) {
 		t.Errorf("kimi-k3 at v0.27: %v", err)
 	}
 }
+
+// Every built-in scenario settles: no rule across fields refuses one.
+func TestBuiltinsSettle(t *testing.T) {
+	for _, n := range scenarios.Builtins() {
+		if _, err := setup.Load(n, nil); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
