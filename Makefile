@@ -49,6 +49,7 @@ long:
 fuzz:
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzMarshalRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./setup -run '^$$' -fuzz '^FuzzSettle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzAzureCSV$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzFromHFConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1

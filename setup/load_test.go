@@ -67,3 +67,29 @@ func TestBuiltinsSettle(t *testing.T) {
 		}
 	}
 }
+
+// Settling never panics on what the loader accepts, and every refusal
+// names the file.
+func FuzzSettle(f *testing.F) {
+	f.Add([]byte(good), "")
+	f.Add([]byte(good), "engine.mamba_cache_mode=all")
+	f.Add([]byte(good), "engine.speculative.method=mtp")
+	f.Add([]byte(good), "engine.patches=+51565")
+	f.Add([]byte("model: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, enable_prefix_caching: true, mamba_block_size: 7}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "")
+	f.Fuzz(func(t *testing.T, data []byte, set string) {
+		var sets []string
+		if set != "" {
+			sets = []string{set}
+		}
+		st, err := setup.Parse(data, "f.yaml", sets)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml") {
+				t.Fatalf("error without the file name: %v", err)
+			}
+			return
+		}
+		if st.Layout.BlockSize < 1 || st.IndexBits < 16 || st.IndexBits > 64 {
+			t.Fatalf("settled into block size %d, %d-bit index", st.Layout.BlockSize, st.IndexBits)
+		}
+	})
+}
