@@ -49,6 +49,7 @@ long:
 fuzz:
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzMarshalRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./setup -run '^$$' -fuzz '^FuzzSettle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzAzureCSV$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzFromHFConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
@@ -74,7 +75,7 @@ bench:
 	./scripts/bench-rss.sh 5
 
 # Issue 15's target: each prefix-caching pair's on/off user CPU per replay
-# (docs/performance.md, "Where the targets stand"); about ten minutes.
+# (docs/performance.md, "Targets"); about ten minutes.
 bench-prefix:
 	./scripts/prefix-ratios.sh 5 5
 

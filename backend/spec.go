@@ -3,7 +3,7 @@ package backend
 import (
 	"fmt"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
@@ -49,7 +49,7 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 	defer s.Prov.LeaseColumns(t, r.ID, k)
 	if decode && c == 0 {
 		slot := t.Column(0, read, k)
-		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
+		s.add(invariant.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
 			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; column %d (slot %d) holds %s", q, read, slot, describe(s.Prov.Get(slot)))
 		})
 	}
@@ -111,7 +111,7 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 			s.Out.Imposters++
 		}
 	}
-	s.add(check.StaleSlotRead, r, now, stale.slot, stale.p.Writer, func() string {
+	s.add(invariant.StaleSlotRead, r, now, stale.slot, stale.p.Writer, func() string {
 		path := "spec decode"
 		if !decode {
 			path = "prefill (has_initial_state)"

@@ -4,12 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"statesim/backend"
 	"statesim/backend/cuda"
+	"statesim/report"
 )
 
 func TestParityPassNeedsBothComparisonsWithinTolerance(t *testing.T) {
-	good := Run{Stats: backend.DivergenceStats{TokensCompared: 100, MaxDelta: 2e-5}, GPU: cuda.Summary{Parity: &cuda.Parity{TokensCompared: 100, MaxDelta: 3e-5}}}
+	good := Run{Stats: report.DivergenceStats{TokensCompared: 100, MaxDelta: 2e-5}, GPU: cuda.Summary{Parity: &cuda.Parity{TokensCompared: 100, MaxDelta: 3e-5}}}
 	if !parityPass(&good, 1e-3) {
 		t.Fatal("a run within tolerance of reference and mock fails")
 	}

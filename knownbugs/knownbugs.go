@@ -8,8 +8,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/statecache"
 )
 
@@ -75,15 +75,15 @@ type Deployment struct {
 	LongPrefil bool
 }
 
-// Of reads a validated scenario. The v0 control matches no row.
-func Of(sc *scenarios.Scenario) (Deployment, bool) {
-	r, ok := sc.Release()
-	if !ok {
+// Of reads a settled scenario. The v0 control matches no row.
+func Of(st *setup.Setup) (Deployment, bool) {
+	if !st.V1 {
 		return Deployment{}, false
 	}
+	sc := st.Scenario
 	e := &sc.Engine
-	d := Deployment{Release: r, Version: sc.Version(), Spec: "off", CUDAGraph: e.CUDAGraphMode,
-		Runner: sc.ModelRunner().String(), Async: e.AsyncScheduling, IndexBits: e.StateIndexBits,
+	d := Deployment{Release: st.Release, Version: st.Version, Spec: "off", CUDAGraph: e.CUDAGraphMode,
+		Runner: st.Runner.String(), Async: e.AsyncScheduling, IndexBits: e.StateIndexBits,
 		LongPrefil: e.LongPrefillTokenThreshold > 0}
 	if m := e.Speculative.Method; m != "" {
 		d.Spec = m
@@ -93,7 +93,7 @@ func Of(sc *scenarios.Scenario) (Deployment, bool) {
 		d.StateKind = string(sh.StateKind())
 		d.Builder = sched.BuilderOf(sh.StateKind(), sh.Mixer.FullRankGate).String()
 	}
-	if res, err := sc.MambaMode(); err == nil && res.PrefixCaching && sh.NumMambaLayers() > 0 {
+	if res := st.Mamba; res.PrefixCaching && sh.NumMambaLayers() > 0 {
 		d.Prefix = res.Mode.String()
 	}
 	return d, true
@@ -167,13 +167,13 @@ type Verdict struct {
 	Why     string `json:"why_not,omitempty"`
 }
 
-// Judge judges every row for sc, in the table's order.
-func Judge(sc *scenarios.Scenario) ([]Verdict, error) {
+// Judge judges every row for the settled deployment st, in the table's order.
+func Judge(st *setup.Setup) ([]Verdict, error) {
 	bugs, err := Table()
 	if err != nil {
 		return nil, err
 	}
-	d, ok := Of(sc)
+	d, ok := Of(st)
 	out := make([]Verdict, len(bugs))
 	for i, b := range bugs {
 		out[i] = Verdict{Bug: b}

@@ -9,25 +9,25 @@ import (
 	"testing"
 
 	"statesim/prop"
-	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 )
 
-// scenario builds a validated scenario from engine lines under a model.
-func scenario(t *testing.T, model, engine string) *scenarios.Scenario {
+// scenario settles a scenario from engine lines under a model.
+func scenario(t *testing.T, model, engine string) *setup.Setup {
 	t.Helper()
 	doc := "name: t\nmodel: {hf_config: " + model + "}\nengine:\n" + engine + "workload: {kind: poisson, rate: 1, count: 1}\n"
 	if model == "tiny-hybrid" || model == "jamba-mini" {
 		doc = strings.Replace(doc, "hf_config", "preset", 1)
 	}
-	sc, err := scenarios.Parse([]byte(doc), "t.yaml", nil)
+	sc, err := setup.Parse([]byte(doc), "t.yaml", nil)
 	if err != nil {
 		t.Fatalf("%s: %v", doc, err)
 	}
 	return sc
 }
 
-func applying(t *testing.T, sc *scenarios.Scenario) []string {
+func applying(t *testing.T, sc *setup.Setup) []string {
 	t.Helper()
 	vs, err := Judge(sc)
 	if err != nil {

@@ -44,12 +44,12 @@ type CacheConfig struct {
 	// backend's kernels support; 0 means the default backend's: 16
 	// (FlashAttention), 64 for MLA (FlashMLA).
 	KernelBlockAlignment int `json:"kernel_block_alignment_size"`
-	// MambaCacheMode is the resolved mamba_cache_mode: "all" sizes the
-	// block to the Mamba kernel's chunk (Unify); anything else, none.
-	// MambaBlockSize is the mamba_block_size given (0: unset), which "all"
-	// takes as the chunk instead of the model's.
-	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
-	MambaBlockSize int    `json:"mamba_block_size,omitempty"`
+	// MambaChunkAligned: mamba_cache_mode all (as settled, with prefix
+	// caching on) sizes the block to a multiple of the Mamba kernel's
+	// chunk (Unify). MambaBlockSize is the mamba_block_size given (0:
+	// unset), which it takes as the chunk instead of the model's.
+	MambaChunkAligned bool `json:"mamba_chunk_aligned,omitempty"`
+	MambaBlockSize    int  `json:"mamba_block_size,omitempty"`
 }
 
 // Shape is a model's architecture, with field names from the Hugging Face

@@ -97,7 +97,7 @@ func (s *Shape) Unify(blockSize int) Unification {
 	u.Align = max(s.KernelBlockAlignment(), blockSize)
 	a := int64(u.Align)
 	attnBlock := int(a * cdiv(u.MambaPage, a*u.AttnPage1))
-	if s.Cache.MambaCacheMode == "all" {
+	if s.Cache.MambaChunkAligned {
 		base := s.Cache.MambaBlockSize
 		if base <= 0 {
 			base = s.ChunkSize()

@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // Write draws every chart the run supports into dir, named after the
@@ -84,7 +84,7 @@ func stepsLabel(run *Run) string {
 }
 
 // invariantGlyphs give each invariant a distinct marker.
-var invariantGlyphs = [check.NumInvariants]struct {
+var invariantGlyphs = [invariant.NumInvariants]struct {
 	c     color.Color
 	shape draw.GlyphDrawer
 }{
@@ -199,7 +199,7 @@ func budgetPanel(run *Run, bins []Bin, width int64, title string, lo, hi int64) 
 	}
 	for i := range run.Violations {
 		g := invariantGlyphs[i]
-		rows = append(rows, row{"violation: " + check.Invariant(i).String(), g.c, g.shape, run.Violations[i]})
+		rows = append(rows, row{"violation: " + invariant.Invariant(i).String(), g.c, g.shape, run.Violations[i]})
 	}
 	k := 0
 	for _, r := range rows {

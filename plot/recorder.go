@@ -1,7 +1,6 @@
 package plot
 
 import (
-	"statesim/check"
 	"statesim/invariant"
 	"statesim/report"
 	"statesim/sched"
@@ -27,7 +26,7 @@ type Step struct {
 	SlotsHeld             int32
 	HighestSlot           int32 // highest state slot touched so far
 	// Violations found in this step, per invariant.
-	Violations [check.NumInvariants]int32
+	Violations [invariant.NumInvariants]int32
 	// Prefix caching: the step's lookups and hits in tokens (requests
 	// back from preemption apart, as vLLM counts them).
 	PrefixQueries, PrefixHits int64
@@ -157,7 +156,7 @@ func (r *Recorder) Done(rep *report.Report, maxNumBatchedTokens int) *Run {
 	run.PrefixCaching = rep.PrefixCache != nil
 	for i, ic := range rep.Invariants {
 		if i < len(r.counts) {
-			run.addLate(check.Invariant(i), ic.Count-r.counts[i])
+			run.addLate(invariant.Invariant(i), ic.Count-r.counts[i])
 		}
 	}
 	return &run

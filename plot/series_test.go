@@ -3,7 +3,7 @@ package plot
 import (
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // synthetic makes step i of a long run: a budget burst every 1000 steps,
@@ -19,7 +19,7 @@ func synthetic(i int64) Step {
 		st.NewCut, st.CutNew, st.OneToken = 1, 1, 1
 	}
 	if i == 7000 {
-		st.Violations[check.StaleSlotRead] = 2
+		st.Violations[invariant.StaleSlotRead] = 2
 	}
 	return st
 }
@@ -59,15 +59,15 @@ func TestSeriesKeepsBoundedBinsAndExactMarkers(t *testing.T) {
 	if len(s.OneToken) != 1 || s.OneToken[0] != (Marker{4321, 1}) {
 		t.Fatalf("one-token markers %v", s.OneToken)
 	}
-	if v := s.Violations[check.StaleSlotRead]; len(v) != 1 || v[0] != (Marker{7000, 2}) {
+	if v := s.Violations[invariant.StaleSlotRead]; len(v) != 1 || v[0] != (Marker{7000, 2}) {
 		t.Fatalf("violation markers %v", v)
 	}
 	// The zoom moved from the one-token cut to the violation.
 	if len(s.Zoom) != zoomSteps || s.Zoom[zoomBefore].Step != 7000 || s.Zoom[0].Step != 7000-zoomBefore {
 		t.Fatalf("zoom %d steps from %d", len(s.Zoom), s.Zoom[0].Step)
 	}
-	s.addLate(check.Liveness, 3)
-	if v := s.Violations[check.Liveness]; len(v) != 1 || v[0] != (Marker{n - 1, 3}) {
+	s.addLate(invariant.Liveness, 3)
+	if v := s.Violations[invariant.Liveness]; len(v) != 1 || v[0] != (Marker{n - 1, 3}) {
 		t.Fatalf("late violations %v", v)
 	}
 }

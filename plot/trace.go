@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 	"statesim/step"
 )
@@ -78,7 +78,7 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 		for _, r := range ts.Rows {
 			st.addRow(&step.Row{NumScheduled: r.Scheduled, NumComputed: r.Computed, NumPrompt: r.Prompt, Kind: sched.RowKind(r.Scheduled, r.Computed, r.Prompt)})
 			if r.Computed == 0 && r.Path == "decode" {
-				st.Violations[check.NoDecodeBeforePrefill]++
+				st.Violations[invariant.NoDecodeBeforePrefill]++
 			}
 			st.SlotsHeld += int32(len(r.Slots))
 			for _, s := range r.Slots {

@@ -239,7 +239,7 @@ func (c *Config) Validate() error {
 	}{
 		{"requests", c.MinRequests, c.MaxRequests, 1}, {"prompt", c.MinPrompt, c.MaxPrompt, 1},
 		{"output", c.MinOutput, c.MaxOutput, 1}, {"max_num_batched_tokens", c.MinBudget, c.MaxBudget, 1},
-		{"state_index_bits", c.MinBits, c.MaxBits, 16}, {"max_num_seqs", 1, c.MaxSeqs, 1},
+		{"state_index_bits", c.MinBits, c.MaxBits, scenarios.MinStateIndexBits}, {"max_num_seqs", 1, c.MaxSeqs, 1},
 	} {
 		if r.lo < r.min || r.hi < r.lo {
 			return fmt.Errorf("%s range [%d, %d] is empty or below %d", r.name, r.lo, r.hi, r.min)
@@ -280,7 +280,7 @@ func (c *Config) Validate() error {
 	if c.MaxShared < 0 || c.MaxShared > 0 && (c.HashBlock < 1 || c.Families < 1) {
 		return fmt.Errorf("shared prefixes: %d ids of %d tokens in %d families", c.MaxShared, c.HashBlock, c.Families)
 	}
-	if c.MaxBits > 64 || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
+	if c.MaxBits > scenarios.MaxStateIndexBits || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
 		return fmt.Errorf("bad bounds: bits ≤ 64, gaps, extra blocks and threshold ≥ 0")
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -18,8 +19,12 @@ func observedGraphs(t *testing.T, mode string, patches []string, runner string, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := setup.Resolve(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := &Outcome{}
-	o.observe(sc)(&step.Record{Step: 7, Rows: rows, NumBlocks: 2, BlocksFree: 1})
+	o.observe(st)(&step.Record{Step: 7, Rows: rows, NumBlocks: 2, BlocksFree: 1})
 	return o
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"statesim/model"
+	"statesim/setup"
 )
 
 // TestMatrixDrawsEveryDimension: every matrix draw builds a scenario (a
@@ -38,7 +39,8 @@ func TestMatrixDrawsEveryDimension(t *testing.T) {
 				seen["spec+async"] = true
 			}
 		}
-		if m, err := sc.MambaMode(); err == nil && m.PrefixCaching {
+		if st, err := setup.Resolve(sc); err == nil && st.Mamba.PrefixCaching {
+			m := st.Mamba
 			seen["prefix "+m.Mode.String()] = true
 		}
 		if e.CUDAGraphMode == "full_and_piecewise" {

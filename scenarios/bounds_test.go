@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"statesim/statecache"
 )
 
 // A scenario file of exactly maxScenarioBytes loads; one byte more is
@@ -63,30 +61,5 @@ func TestConfigFileBound(t *testing.T) {
 	_, err = Load(p, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), c+": larger than") || strings.Contains(err.Error(), "model.hf_config") {
 		t.Fatalf("one past the bound: %v; want the config file named, not the scenario's field", err)
-	}
-}
-
-// The pool's host memory, prefix cache included, is bounded by
-// checks.max_memory_gib: the largest pool within the limit passes, one
-// block more is refused naming the prefix cache's share.
-func TestPoolBoundCountsPrefixCache(t *testing.T) {
-	doc := "name: p\nmodel: {preset: tiny-hybrid}\nengine: {num_gpu_blocks_override: 1000000, enable_prefix_caching: true, mamba_cache_mode: align}\nworkload: {kind: poisson, rate: 1, count: 1}\n"
-	sc, err := Parse([]byte(doc), "p.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const blocks = 1000000
-	l := sc.Layout()
-	fp := statecache.EstimateFootprint(blocks, l.BlockBytes(), false).WithPrefixCaching(blocks)
-	if fp.Prefix <= fp.Pool {
-		t.Fatalf("prefix cache %d bytes, pool %d: the estimate leaves the prefix cache out", fp.Prefix, fp.Pool)
-	}
-	sc.Checks.MaxMemoryGiB = statecache.GiB(fp.Total())
-	if err := sc.CheckSetup(blocks); err != nil {
-		t.Fatalf("at the bound: %v", err)
-	}
-	err = sc.CheckSetup(blocks + 1)
-	if err == nil || !strings.Contains(err.Error(), "prefix cache") {
-		t.Fatalf("past the bound: %v", err)
 	}
 }

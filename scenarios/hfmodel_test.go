@@ -101,14 +101,6 @@ func TestBuiltinModelConfigs(t *testing.T) {
 	}
 	for _, name := range BuiltinModels() {
 		sets := []string{"model.hf_config=" + name}
-		if name == "kimi-k3" {
-			// The scenario's v0.13 predates Kimi-K3 (#50089, v0.27.0).
-			_, err := Load("nemotron-h-imposter", sets)
-			if err == nil || !strings.Contains(err.Error(), "field engine.vllm_version: vLLM v0.13 does not serve Kimi-K3") || !strings.Contains(err.Error(), "#50089") {
-				t.Errorf("kimi-k3 at v0.13: %v", err)
-			}
-			sets = append(sets, "engine.vllm_version=v0.27")
-		}
 		if _, err := Load("nemotron-h-imposter", sets); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -112,13 +112,20 @@ func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err err
 // relative trace path resolves against the scenario file's directory; a
 // built-in's, against the traces embedded with it.
 func Load(arg string, sets []string) (*Scenario, error) {
+	sc, _, err := Read(arg, sets)
+	return sc, err
+}
+
+// Read is Load that also returns where each field came from, for the
+// rules checked once the scenario is settled (package setup).
+func Read(arg string, sets []string) (*Scenario, *Source, error) {
 	data, name, dir, isBuiltin, err := Resolve(arg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sc, err := Parse(data, name, sets)
+	sc, src, err := Decode(data, name, sets)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if sc.Workload.Kind == "trace" && !filepath.IsAbs(sc.Workload.Path) {
 		switch {
@@ -128,7 +135,7 @@ func Load(arg string, sets []string) (*Scenario, error) {
 			sc.Workload.Path = filepath.Join(dir, sc.Workload.Path)
 		}
 	}
-	return sc, nil
+	return sc, src, nil
 }
 
 func embedded(path string) bool {
@@ -181,42 +188,65 @@ func editDistance(a, b string) int {
 }
 
 // Parse decodes YAML strictly onto Defaults(), applies sets
-// ("engine.gpu_memory_utilization=0.9"), and validates.
+// ("engine.gpu_memory_utilization=0.9"), and validates each field (the
+// rules across fields are package setup's).
 func Parse(data []byte, name string, sets []string) (*Scenario, error) {
+	sc, _, err := Decode(data, name, sets)
+	return sc, err
+}
+
+// Source says where a parsed scenario's fields came from: a line of its
+// file, or a --set argument.
+type Source struct{ d decoder }
+
+// At is a problem with the field at path, located where the field (or
+// its nearest parent) was given: FILE:LINE: field PATH: problem.
+func (s *Source) At(path, msg string) error { return s.d.at(path, msg) }
+
+// Decode is Parse that also returns the fields' Source.
+func Decode(data []byte, name string, sets []string) (*Scenario, *Source, error) {
+	sc, d, err := decode(data, name, sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, &Source{d: *d}, nil
+}
+
+func decode(data []byte, name string, sets []string) (*Scenario, *decoder, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if err == io.EOF {
-			return nil, &InputError{File: name, Msg: "empty scenario"}
+			return nil, nil, &InputError{File: name, Msg: "empty scenario"}
 		}
-		return nil, syntaxError(name, err)
+		return nil, nil, syntaxError(name, err)
 	}
 	if len(root.Content) == 0 {
-		return nil, &InputError{File: name, Msg: "empty scenario"}
+		return nil, nil, &InputError{File: name, Msg: "empty scenario"}
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err != io.EOF {
 		if err != nil {
-			return nil, syntaxError(name, err)
+			return nil, nil, syntaxError(name, err)
 		}
 		line := second.Line
 		if len(second.Content) > 0 {
 			line = second.Content[0].Line
 		}
-		return nil, &InputError{File: name, Line: line, Msg: "a second YAML document (after ---): a scenario is one document; put other scenarios in their own files"}
+		return nil, nil, &InputError{File: name, Line: line, Msg: "a second YAML document (after ---): a scenario is one document; put other scenarios in their own files"}
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
-		return nil, &InputError{File: name, Line: doc.Line, Msg: "a scenario must be a mapping of keys to values"}
+		return nil, nil, &InputError{File: name, Line: doc.Line, Msg: "a scenario must be a mapping of keys to values"}
 	}
 	setArgs := map[string]string{}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			return nil, &InputError{File: name, Set: s, Msg: "want KEY.PATH=VALUE"}
+			return nil, nil, &InputError{File: name, Set: s, Msg: "want KEY.PATH=VALUE"}
 		}
 		if err := setNode(doc, strings.Split(k, "."), v); err != nil {
-			return nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
+			return nil, nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
 		}
 		setArgs[k] = s
 	}
@@ -224,29 +254,29 @@ func Parse(data []byte, name string, sets []string) (*Scenario, error) {
 	if p := lookup(doc, "model", "preset"); p != nil {
 		shape, err := model.Preset(p.Value)
 		if err != nil {
-			return nil, locate(name, p, "model.preset", err.Error(), setArgs)
+			return nil, nil, locate(name, p, "model.preset", err.Error(), setArgs)
 		}
 		sc.Model.Shape = shape
 	}
 	if err := loadHFConfig(doc, &sc, name, setArgs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := decoder{file: name, lines: map[string]*yaml.Node{}, sets: setArgs}
 	if err := d.decode(doc, reflect.ValueOf(&sc).Elem(), ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := d.defaultsFromNames(&sc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := sc.Validate(); err != nil {
 		var f *FieldError
 		if errors.As(err, &f) {
-			return nil, d.at(f.Path, f.Msg)
+			return nil, nil, d.at(f.Path, f.Msg)
 		}
-		return nil, &InputError{File: name, Msg: err.Error()}
+		return nil, nil, &InputError{File: name, Msg: err.Error()}
 	}
 	sc.File = name
-	return &sc, nil
+	return &sc, &d, nil
 }
 
 func syntaxError(name string, err error) error {
@@ -403,6 +433,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(out)
 		return nil
 	}
+	if v.Kind() == reflect.Pointer {
+		// A tri-state (engine.enable_prefix_caching): absent is nil.
+		e := reflect.New(v.Type().Elem())
+		if err := d.decode(n, e.Elem(), path); err != nil {
+			return err
+		}
+		v.Set(e)
+		return nil
+	}
 	if n.Kind != yaml.ScalarNode {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %s", typeName(v), NodeKind(n)), d.sets)
 	}
@@ -516,9 +555,6 @@ func (d *decoder) defaultsFromNames(sc *Scenario) error {
 			}
 			sc.Device.MemoryGiB = gib
 		}
-	}
-	if _, ok := d.lines["engine.enable_prefix_caching"]; !ok {
-		sc.Engine.EnablePrefixCaching = sc.PrefixCachingDefault()
 	}
 	if n, ok := d.lines["workload.rate_scale"]; ok && sc.Workload.RateScale == 0 {
 		return locate(d.file, n, "workload.rate_scale", "must be a finite number > 0, got 0 (leave it out to replay at recorded speed)", d.sets)

@@ -10,12 +10,14 @@ import (
 	"statesim/statecache"
 )
 
-// SchedulingPolicy is vLLM's scheduling_policy.
+// SchedulingPolicy is vLLM's scheduling_policy: the order of the waiting
+// queue and of preemption victims (vllm/v1/core/sched/request_queue.py),
+// not a Policy, which decides a whole step.
 type SchedulingPolicy uint8
 
 const (
 	FCFS SchedulingPolicy = iota
-	PriorityPolicy
+	Priority
 )
 
 // Config holds the engine knobs the scheduler reads, under vLLM's names.
@@ -25,7 +27,7 @@ type Config struct {
 	MaxModelLen               int
 	EnableChunkedPrefill      bool
 	LongPrefillTokenThreshold int // 0 = off
-	Policy                    SchedulingPolicy
+	SchedulingPolicy          SchedulingPolicy
 	// StateKind is the model's state layers' kind: with FullRankGate
 	// (KDA's use_full_rank_gate, Kimi-K3) it picks the metadata builder
 	// whose split sets each row's path (BuilderOf).
@@ -245,7 +247,7 @@ func (st *State) PreemptVictim() *Request {
 	if len(st.Running) == 0 {
 		return nil
 	}
-	if st.Cfg.Policy == FCFS {
+	if st.Cfg.SchedulingPolicy == FCFS {
 		return st.Running[len(st.Running)-1]
 	}
 	v := st.Running[0]
@@ -261,7 +263,7 @@ func (st *State) PreemptVictim() *Request {
 // AddRequest appends a new arrival to the waiting queue.
 func (st *State) AddRequest(r *Request) {
 	r.Status = Waiting
-	if st.Cfg.Policy == FCFS {
+	if st.Cfg.SchedulingPolicy == FCFS {
 		st.appendWaiting(r)
 		return
 	}
@@ -286,7 +288,7 @@ func (st *State) appendWaiting(r *Request) {
 }
 
 func (st *State) pushWaitingFront(r *Request) {
-	if st.Cfg.Policy == FCFS {
+	if st.Cfg.SchedulingPolicy == FCFS {
 		st.appendWaiting(nil)
 		copy(st.Waiting[1:], st.Waiting)
 		st.Waiting[0] = r
@@ -332,14 +334,14 @@ func (st *State) PopWaiting() *Request {
 	return r
 }
 
-// V1 is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
+// V1Policy is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
 // running requests first while budget remains, then waiting requests if
 // nothing was preempted, with no minimum chunk.
-type V1 struct{}
+type V1Policy struct{}
 
-func (V1) Name() string { return "v1" }
+func (V1Policy) Name() string { return "v1" }
 
-func (V1) Schedule(st *State, out *Output) error {
+func (V1Policy) Schedule(st *State, out *Output) error {
 	cfg := &st.Cfg
 	budget := cfg.MaxNumBatchedTokens
 	la := st.Spec.Lookahead()
@@ -459,7 +461,7 @@ func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i,
 			return true, nil
 		}
 		victim := st.PreemptVictim()
-		if st.Cfg.Policy == PriorityPolicy && indexOf(st.Running, victim) < *i {
+		if st.Cfg.SchedulingPolicy == Priority && indexOf(st.Running, victim) < *i {
 			// Only a victim with tokens this step steps the index back
 			// (scheduler.py's req_index -= 1 sits inside "if preempted_req
 			// in scheduled_running_reqs"): one skipped with 0 tokens
@@ -597,7 +599,7 @@ func (s *Scheduler) behaviour() *Behaviour {
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
 func New(cfg Config, kv *statecache.KVCacheManager, v Version, p Policy) *Scheduler {
 	if p == nil {
-		p = V1{}
+		p = V1Policy{}
 		if v == V0 {
 			p = V0Policy{}
 		}

@@ -62,7 +62,7 @@ func Scenario() Object {
 	return s
 }
 
-// Sweep is the sweep format's schema (scenarios/sweeps.parse).
+// Sweep is the sweep format's schema (sweep.parse).
 func Sweep() Object {
 	var metrics []string
 	for _, m := range sweep.Metrics {

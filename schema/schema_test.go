@@ -15,6 +15,8 @@ import (
 
 	"statesim/scenarios"
 	"statesim/scenarios/sweeps"
+	"statesim/setup"
+	"statesim/sweep"
 )
 
 // validate checks doc (decoded YAML) against the subset of JSON Schema
@@ -198,7 +200,7 @@ const good = "name: t\nmodel: {preset: tiny-hybrid}\nengine:\n  vllm_version: v0
 // for a type or a name, the schema refuses too (and the loader does
 // refuse it, so the case is real).
 func TestRejectsWhatTheLoaderRejects(t *testing.T) {
-	if _, err := scenarios.Parse([]byte(good), "t.yaml", nil); err != nil {
+	if _, err := setup.Parse([]byte(good), "t.yaml", nil); err != nil {
 		t.Fatalf("the base case: %v", err)
 	}
 	if err := validate(Scenario(), decode(t, []byte(good)), ""); err != nil {
@@ -230,7 +232,7 @@ func TestRejectsWhatTheLoaderRejects(t *testing.T) {
 		{"unknown backend", good + "backend: {kind: tpu}\n", "backend.kind"},
 		{"malformed patch", sub("max_num_seqs: 4", "max_num_seqs: 4\n  patches: [55898]"), "patches"},
 	} {
-		_, err := scenarios.Parse([]byte(c.yaml), "t.yaml", nil)
+		_, err := setup.Parse([]byte(c.yaml), "t.yaml", nil)
 		if err == nil || !strings.Contains(err.Error(), c.loader) {
 			t.Errorf("%s: the loader says %v, want %q", c.name, err, c.loader)
 			continue
@@ -256,7 +258,7 @@ func TestRejectsWhatTheLoaderRejects(t *testing.T) {
 		if err := os.WriteFile(p, []byte(c.yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := sweeps.Load(p)
+		_, _, err := sweep.Load(p)
 		if err == nil || !strings.Contains(err.Error(), c.loader) {
 			t.Errorf("%s: the loader says %v, want %q", c.name, err, c.loader)
 			continue

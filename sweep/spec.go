@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // Axis is one varied scenario field and its values, in sweep order.
@@ -196,19 +197,19 @@ func (s *Spec) PlanContext(ctx context.Context) ([]Cell, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	base, err := scenarios.Load(s.Scenario, s.Sets)
+	base, err := setup.Load(s.Scenario, s.Sets)
 	if err != nil {
 		return nil, s.locate(err)
 	}
-	cells := s.cells(base.Seed)
+	cells := s.cells(base.Scenario.Seed)
 	for _, c := range cells {
-		if c.Seed != base.Seed {
+		if c.Seed != base.Scenario.Seed {
 			continue // seeds do not change what validates
 		}
 		if ctx.Err() != nil {
 			return nil, ErrInterrupted
 		}
-		if _, err := scenarios.Load(s.Scenario, s.sets(c)); err != nil {
+		if _, err := setup.Load(s.Scenario, s.sets(c)); err != nil {
 			return nil, s.locate(err)
 		}
 	}

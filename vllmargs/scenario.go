@@ -15,6 +15,7 @@ import (
 	"statesim/model"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/statecache"
 )
 
 // Options shape the scenario a command becomes.
@@ -203,9 +204,17 @@ func (c *Command) Scenario(opt Options) (*Translation, error) {
 // asyncByDefault: vLLM turns async scheduling on by default from v0.14
 // (docs/model.md, "Async scheduling").
 func asyncByDefault(version string) bool {
-	sc := scenarios.Scenario{Engine: scenarios.Engine{VLLMVersion: version}}
-	r, ok := sc.Release()
-	return ok && (r.Major > 0 || r.Minor >= 14)
+	r, err := statecache.ParseRelease(version)
+	if err != nil {
+		v, perr := sched.ParseVersion(version) // an alias: fixed
+		if perr != nil || v == sched.V0 {
+			return false
+		}
+		if r, err = statecache.ParseRelease(v.Release().String()); err != nil {
+			return false
+		}
+	}
+	return r.Major > 0 || r.Minor >= 14
 }
 
 func describe(c *Command, version string) string {
@@ -252,7 +261,9 @@ func Args(sc *scenarios.Scenario) []string {
 	if e.NumGPUBlocksOverride > 0 {
 		add("--num-gpu-blocks-override", strconv.Itoa(e.NumGPUBlocksOverride))
 	}
-	boolFlag("enable-prefix-caching", e.EnablePrefixCaching)
+	if e.EnablePrefixCaching != nil {
+		boolFlag("enable-prefix-caching", *e.EnablePrefixCaching)
+	}
 	if e.MambaCacheMode != "" {
 		add("--mamba-cache-mode", e.MambaCacheMode)
 	}

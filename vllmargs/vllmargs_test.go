@@ -52,8 +52,8 @@ func TestEveryFlagRoundTrips(t *testing.T) {
 		{"--block-size", "jamba-v0.1", []string{"--block-size", "32"}, func(s *scenarios.Scenario) any { return s.Engine.BlockSize }, 32},
 		{"--gpu-memory-utilization", qwen, []string{"--gpu-memory-utilization", "0.85"}, func(s *scenarios.Scenario) any { return s.Engine.GPUMemoryUtilization }, 0.85},
 		{"--num-gpu-blocks-override", qwen, []string{"--num-gpu-blocks-override", "4000"}, func(s *scenarios.Scenario) any { return s.Engine.NumGPUBlocksOverride }, 4000},
-		{"--enable-prefix-caching", qwen, []string{"--enable-prefix-caching"}, func(s *scenarios.Scenario) any { return s.Engine.EnablePrefixCaching }, true},
-		{"--enable-prefix-caching", qwen, []string{"--no-enable-prefix-caching"}, func(s *scenarios.Scenario) any { return s.Engine.EnablePrefixCaching }, false},
+		{"--enable-prefix-caching", qwen, []string{"--enable-prefix-caching"}, func(s *scenarios.Scenario) any { return derefBool(s.Engine.EnablePrefixCaching) }, true},
+		{"--enable-prefix-caching", qwen, []string{"--no-enable-prefix-caching"}, func(s *scenarios.Scenario) any { return derefBool(s.Engine.EnablePrefixCaching) }, false},
 		{"--mamba-cache-mode", qwen, []string{"--enable-prefix-caching", "--mamba-cache-mode", "align"}, func(s *scenarios.Scenario) any { return s.Engine.MambaCacheMode }, "align"},
 		{"--mamba-block-size", "jamba-v0.1", []string{"--enable-prefix-caching", "--mamba-cache-mode", "all", "--mamba-block-size", "256", "--no-async-scheduling"}, func(s *scenarios.Scenario) any { return s.Engine.MambaBlockSize }, 256},
 		{"--mamba-cache-dtype", qwen, []string{"--mamba-cache-dtype", "float32"}, func(s *scenarios.Scenario) any { return s.Engine.MambaCacheDType }, "float32"},
@@ -167,7 +167,7 @@ func TestConfigFile(t *testing.T) {
 	}
 	c, sc := build(t, "v0.31", "--config", p, "-tp", "4", "--enable-chunked-prefill")
 	e := sc.Engine
-	if c.Model != qwen || e.MaxNumSeqs != 64 || e.MaxNumBatchedTokens != 4096 || !e.EnablePrefixCaching ||
+	if c.Model != qwen || e.MaxNumSeqs != 64 || e.MaxNumBatchedTokens != 4096 || e.EnablePrefixCaching == nil || !*e.EnablePrefixCaching ||
 		e.Speculative.Method != "mtp" || e.Speculative.NumSpeculativeTokens != 2 || e.TensorParallelSize != 4 || !e.EnableChunkedPrefill {
 		t.Fatalf("engine %+v", e)
 	}
@@ -261,4 +261,12 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatalf("%q: error of type %T: %v", doc, err, err)
 		}
 	})
+}
+
+// derefBool is a tri-state bool's value, nil when unset.
+func derefBool(p *bool) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -18,6 +18,7 @@ import (
 	"statesim/knownbugs"
 	"statesim/prop"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/vllmargs"
 )
 
@@ -129,7 +130,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	sc, err := scenarios.Parse(tr.YAML, "vllm serve", sets)
+	st, err := setup.Parse(tr.YAML, "vllm serve", sets)
 	if err != nil {
 		var ie *scenarios.InputError
 		if errors.As(err, &ie) && ie.Set == "" {
@@ -141,8 +142,9 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 	v := &auditView{Version: tr.Version, Model: cmd.Model, ModelSource: tr.ModelSource, Settings: cmd.Settings,
-		Defaults: tr.Defaults, Ignored: cmd.Ignored, ScenarioYAML: string(tr.YAML), Startup: describeModel(sc)}
-	if v.KnownBugs, err = knownbugs.Judge(sc); err != nil {
+		Defaults: tr.Defaults, Ignored: cmd.Ignored, ScenarioYAML: string(tr.YAML), Startup: describeModel(st)}
+	sc := st.Scenario
+	if v.KnownBugs, err = knownbugs.Judge(st); err != nil {
 		fmt.Fprintf(stderr, "statesim audit: %v\n", err)
 		return exitInternal
 	}
@@ -161,7 +163,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	}
 	found := 0
 	if *trials > 0 {
-		s, n, code := auditSearchRun(sc, tr, *seed, *trials, *outDir, args, stdout, stderr, *asJSON)
+		s, n, code := auditSearchRun(st, tr, *seed, *trials, *outDir, args, stdout, stderr, *asJSON)
 		if code != exitClean {
 			return code
 		}
@@ -281,7 +283,8 @@ func originNote(o string) string {
 // patches, model runner, CUDA-graph mode, speculative method and K, async
 // scheduling, prefix caching mode, chunked prefill and policy. Budgets,
 // pools and requests are drawn small, as `statesim check` draws them.
-func auditConfig(sc *scenarios.Scenario, modelName string) (prop.Config, error) {
+func auditConfig(st *setup.Setup, modelName string) (prop.Config, error) {
+	sc := st.Scenario
 	e := &sc.Engine
 	cfg := prop.GDN(e.VLLMVersion, modelName) // prompts from 1 token
 	cfg.Policies = []string{e.SchedulingPolicy}
@@ -297,7 +300,7 @@ func auditConfig(sc *scenarios.Scenario, modelName string) (prop.Config, error) 
 	if sp := e.Speculative; sp.Method != "" {
 		cfg = prop.Spec(cfg, sp.NumSpeculativeTokens, sp.NumSpeculativeTokens, sp.Method)
 	}
-	if res, err := sc.MambaMode(); err == nil && res.PrefixCaching {
+	if st.Mamba.PrefixCaching {
 		mode := e.MambaCacheMode
 		if mode == "" || mode == "none" {
 			mode = "on" // the release's own choice
@@ -311,12 +314,12 @@ func auditConfig(sc *scenarios.Scenario, modelName string) (prop.Config, error) 
 // auditSearchRun runs every property over the pinned configuration; it
 // returns the results, how many failed, and a non-zero exit status on an
 // error that ends the audit.
-func auditSearchRun(sc *scenarios.Scenario, tr *vllmargs.Translation, seed int64, trials int, outDir string, args []string, stdout, stderr io.Writer, quiet bool) (*auditSearch, int, int) {
-	name := sc.Model.Preset
+func auditSearchRun(st *setup.Setup, tr *vllmargs.Translation, seed int64, trials int, outDir string, args []string, stdout, stderr io.Writer, quiet bool) (*auditSearch, int, int) {
+	name := st.Scenario.Model.Preset
 	if name == "" {
 		name = tr.HFConfig
 	}
-	cfg, err := auditConfig(sc, name)
+	cfg, err := auditConfig(st, name)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim audit: the search cannot draw this configuration: %v\n", err)
 		return nil, 0, exitBadInput

@@ -45,6 +45,8 @@ func TestCheckBadFlags(t *testing.T) {
 		{"--property", "no-such-property"},
 		{"--set", "engine.max_num_seqs=-3"},
 		{"--set", "engine.no_such_knob=1"},
+		{"--set", "engine.vllm_version=v9"},       // a rule package setup applies
+		{"--set", "engine.mamba_cache_mode=some"}, // the same
 		{"imposter"},
 		{"--no-such-flag"},
 		{"--model-runner", "v3"},

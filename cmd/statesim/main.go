@@ -11,6 +11,7 @@ import (
 
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // Exit statuses.
@@ -94,12 +95,12 @@ func command1(args []string, stdout, stderr io.Writer) int {
 		return exitClean
 	case "scenarios":
 		for _, n := range scenarios.Builtins() {
-			sc, err := scenarios.Load(n, nil)
+			st, err := setup.Load(n, nil)
 			if err != nil {
 				fmt.Fprintf(stderr, "statesim: %v\n", err)
 				return exitInternal
 			}
-			fmt.Fprintf(stdout, "%-28s %s\n", n, sc.Description)
+			fmt.Fprintf(stdout, "%-28s %s\n", n, st.Scenario.Description)
 		}
 		return exitClean
 	case "-h", "--help", "help":

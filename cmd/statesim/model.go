@@ -13,6 +13,7 @@ import (
 
 	"statesim/model"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/statecache"
 )
 
@@ -73,12 +74,12 @@ func cmdModel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim model: want exactly one CONFIG (a config.json, a preset name or a scenario), got %d\n", len(pos))
 		return exitBadInput
 	}
-	sc, err := modelScenario(pos[0], sets)
+	st, err := modelSetup(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	v := describeModel(sc)
+	v := describeModel(st)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -93,10 +94,10 @@ func cmdModel(args []string, stdout, stderr io.Writer) int {
 	return exitClean
 }
 
-// modelScenario builds the scenario a CONFIG stands for: a .json file or
+// modelSetup settles the scenario a CONFIG stands for: a .json file or
 // a built-in config's name is model.hf_config, a preset name
 // model.preset, anything else a scenario.
-func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
+func modelSetup(arg string, sets []string) (*setup.Setup, error) {
 	key := ""
 	if strings.HasSuffix(arg, ".json") {
 		if _, err := os.Stat(arg); err != nil {
@@ -109,7 +110,7 @@ func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 		key = "hf_config"
 	}
 	if key == "" {
-		return scenarios.Load(arg, sets)
+		return setup.Load(arg, sets)
 	}
 	// The workload is a placeholder: the command runs nothing.
 	doc, err := yaml.Marshal(map[string]any{"name": "model " + arg, "model": map[string]string{key: arg},
@@ -117,19 +118,19 @@ func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.Parse(doc, arg, sets)
+	return setup.Parse(doc, arg, sets)
 }
 
-func describeModel(sc *scenarios.Scenario) modelView {
-	sh := &sc.Model.Shape
-	l := sc.Layout() // the drafter's attention layers included under EAGLE/MTP
+func describeModel(st *setup.Setup) modelView {
+	sc, sh := st.Scenario, &st.Shape
+	l := &st.Layout // the drafter's attention layers included under EAGLE/MTP
 	v := modelView{
 		Name: sh.Name, ModelType: sh.ModelType, Layers: sh.NumLayers,
 		Attention: sh.NumAttentionLayers(), State: sh.NumMambaLayers(),
 		NumParameters: sh.NumParameters, WeightsGiB: sh.WeightsGiB, TP: max(1, sh.Cache.TensorParallelSize),
 		WeightsRank: sh.WeightsPerRankGiB(), States: sh.StateTensors(), Unify: l.Unify,
 		GroupSize: l.GroupSize, BlockBytes: l.BlockBytes(), MaxModelLen: sc.Engine.MaxModelLen,
-		Stride: l.StateStrideElems, Bits: sc.Engine.StateIndexBits, FirstWrap: -1,
+		Stride: l.StateStrideElems, Bits: int(st.IndexBits), FirstWrap: -1,
 	}
 	if v.State > 0 {
 		v.StateKind = sh.StateKind()
@@ -145,16 +146,11 @@ func describeModel(sc *scenarios.Scenario) modelView {
 	if u.PaddingPct > 0 {
 		v.Log = append(v.Log, fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", u.PaddingPct))
 	}
-	if n := sc.Engine.NumGPUBlocksOverride; n > 0 {
-		v.NumGPUBlocks, v.FromOverride = n, true
-	} else if len(l.Groups) > 0 {
-		mem := statecache.Memory{DeviceGiB: sc.Device.MemoryGiB, GPUMemoryUtilization: sc.Engine.GPUMemoryUtilization,
-			WeightsGiB: sh.WeightsPerRankGiB(), ActivationGiB: sc.Device.ActivationGiB}
-		n, err := mem.NumGPUBlocks(l.BlockBytes())
-		if err != nil {
-			v.MemoryError = err.Error()
+	if len(l.Groups) > 0 || st.Pool.FromOverride {
+		v.NumGPUBlocks, v.FromOverride = st.Pool.NumBlocks, st.Pool.FromOverride
+		if st.Pool.Err != nil {
+			v.MemoryError = st.Pool.Err.Error()
 		}
-		v.NumGPUBlocks = n
 	}
 	if len(l.Groups) > 0 && v.NumGPUBlocks > 0 {
 		// _report_kv_cache_config: tokens = num_blocks // groups × the
@@ -165,9 +161,9 @@ func describeModel(sc *scenarios.Scenario) modelView {
 		// cdiv(max_model_len, block_size) blocks per attention group and
 		// the Mamba spec's max_memory_usage_bytes in pages per Mamba
 		// group (its mode's: MambaSpec.MaxBlocksPerRequest).
-		spec := statecache.MambaSpec{BlockSize: l.BlockSize, NumSpeculativeBlocks: sc.Spec().K}
-		if res, err := sc.MambaMode(); err == nil && res.PrefixCaching {
-			spec.Mode = res.Mode
+		spec := statecache.MambaSpec{BlockSize: l.BlockSize, NumSpeculativeBlocks: st.Spec.K}
+		if st.Mamba.PrefixCaching {
+			spec.Mode = st.Mamba.Mode
 		}
 		full := int64((sc.Engine.MaxModelLen + l.BlockSize - 1) / l.BlockSize)
 		per := int64(l.NumMambaGroups())*int64(spec.MaxBlocksPerRequest(sc.Engine.MaxModelLen)) + int64(l.NumAttnGroups())*full

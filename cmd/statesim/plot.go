@@ -10,7 +10,7 @@ import (
 	"statesim/engine"
 	"statesim/internal/infile"
 	"statesim/plot"
-	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/statecache"
 	"statesim/step"
 )
@@ -51,18 +51,18 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "statesim plot: want exactly one SCENARIO (or --trace FILE), got %d\n", len(pos))
 			return exitBadInput
 		}
-		sc, err := scenarios.Load(pos[0], sets)
+		st, err := setup.Load(pos[0], sets)
 		if err != nil {
 			fmt.Fprintf(stderr, "statesim: %v\n", err)
 			return exitBadInput
 		}
 		rec := plot.NewRecorder()
 		// Holdings: each request's blocks, for the held-per-request chart.
-		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe, Detail: step.Holdings})
+		rep, err := engine.RunSetup(st, engine.Options{Observe: rec.Observe, Detail: step.Holdings})
 		if err != nil {
 			return reportRunError(stderr, err)
 		}
-		run = rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
+		run = rec.Done(rep, st.Scenario.Engine.MaxNumBatchedTokens)
 	}
 	files, err := plot.Write(run, *out)
 	if isFileError(err) {
@@ -95,16 +95,14 @@ func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if len(pos) == 1 {
-		sc, err := scenarios.Load(pos[0], sets)
+		st, err := setup.Load(pos[0], sets)
 		if err != nil {
 			return nil, err
 		}
-		run.MaxNumBatchedTokens = sc.Engine.MaxNumBatchedTokens
-		run.StateIndexBits = sc.Engine.StateIndexBits
-		sh := sc.Model.Shape
-		if sh.NumMambaLayers() > 0 {
-			l := sh.Layout(sc.Engine.BlockSize)
-			ix := statecache.StateIndex{Stride: l.StateStrideElems, Bits: uint(sc.Engine.StateIndexBits)}
+		run.MaxNumBatchedTokens = st.Sched.Config.MaxNumBatchedTokens
+		run.StateIndexBits = int(st.IndexBits)
+		if st.Shape.NumMambaLayers() > 0 {
+			ix := statecache.StateIndex{Stride: st.Layout.StateStrideElems, Bits: st.IndexBits}
 			run.FirstWrappingSlot = ix.FirstWrappingSlot()
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"statesim/engine"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 	"statesim/timeline"
 )
@@ -72,12 +73,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim run: want exactly one SCENARIO, got %d\n", len(pos))
 		return exitBadInput
 	}
-	sc, err := scenarios.Load(pos[0], sets)
+	st, err := setup.Load(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	if err := distinctOutputs([][2]string{{"--trace", *tracePath}, {"--timeline", *timelinePath}}, scenarioInputs(pos[0], sc)); err != nil {
+	if err := distinctOutputs([][2]string{{"--trace", *tracePath}, {"--timeline", *timelinePath}}, scenarioInputs(pos[0], st.Scenario)); err != nil {
 		fmt.Fprintf(stderr, "statesim run: %v\n", err)
 		return exitBadInput
 	}
@@ -95,7 +96,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return outputFailed(stderr, "--timeline", *timelinePath, err)
 	}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
 	if err != nil && traceFile != nil && isFileError(err) {
 		return outputFailed(stderr, "--trace", *tracePath, err)
 	}

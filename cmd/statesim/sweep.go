@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"statesim/scenarios"
-	"statesim/scenarios/sweeps"
 	"statesim/sweep"
 )
 
@@ -49,8 +48,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		case "merge":
 			return cmdSweepMerge(args[1:], stdout, stderr)
 		case "list":
-			for _, n := range sweeps.Names() {
-				s, _, err := sweeps.Load(n)
+			for _, n := range sweep.Names() {
+				s, _, err := sweep.Load(n)
 				if err != nil {
 					fmt.Fprintf(stderr, "statesim: %v\n", err)
 					return exitInternal
@@ -80,7 +79,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim sweep: want exactly one SCENARIO or built-in sweep, got %d\n", len(pos))
 		return exitBadInput
 	}
-	spec, defined, err := sweeps.Load(pos[0])
+	spec, defined, err := sweep.Load(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
@@ -94,14 +93,14 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	} else {
 		if _, _, _, _, rerr := scenarios.Resolve(pos[0]); rerr != nil {
 			// Neither a sweep nor a scenario: most likely a typo of one.
-			known := append(sweeps.Names(), scenarios.Builtins()...)
+			known := append(sweep.Names(), scenarios.Builtins()...)
 			fmt.Fprintf(stderr, "statesim sweep: unknown sweep %q: not a built-in sweep (%s), a sweep .yaml file or a scenario%s\n",
-				pos[0], strings.Join(sweeps.Names(), ", "), scenarios.Suggest(pos[0], known))
+				pos[0], strings.Join(sweep.Names(), ", "), scenarios.Suggest(pos[0], known))
 			return exitBadInput
 		}
 		if len(vary) == 0 {
 			fmt.Fprintf(stderr, "statesim sweep: %s is a scenario, not a sweep: give at least one --vary KEY=v1,v2,... (built-in sweeps: %s)%s\n",
-				pos[0], strings.Join(sweeps.Names(), ", "), scenarios.Suggest(pos[0], sweeps.Names()))
+				pos[0], strings.Join(sweep.Names(), ", "), scenarios.Suggest(pos[0], sweep.Names()))
 			return exitBadInput
 		}
 		spec = &sweep.Spec{Name: sweepName(pos[0]), Scenario: pos[0], Sets: sets, Axes: vary, Seeds: 1}

@@ -1,4 +1,4 @@
-package statesim_test
+package prop_test
 
 import (
 	"errors"
@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"statesim"
+	"statesim/engine"
+	"statesim/report"
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // TestRegressionsOnTheMock replays every kept counterexample (and fixed
@@ -29,10 +31,10 @@ func TestRegressionsOnTheMock(t *testing.T) {
 	ran := 0
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		sc, err := scenarios.Load(f, []string{"backend.kind=mock", "checks.keep=1000"})
+		st, err := setup.Load(f, []string{"backend.kind=mock", "checks.keep=1000"})
 		if err != nil {
 			var ie *scenarios.InputError
-			if errors.As(err, &ie) && (ie.Path == "engine.enable_prefix_caching" || ie.Path == "checks.max_memory_gib") {
+			if errors.As(err, &ie) && (ie.Path == "engine.enable_prefix_caching" || ie.Path == "engine.async_scheduling" || ie.Path == "checks.max_memory_gib") {
 				t.Logf("%s: not replayed on the mock: %v", name, err)
 				continue
 			}
@@ -40,7 +42,7 @@ func TestRegressionsOnTheMock(t *testing.T) {
 		}
 		ran++
 		t.Run(name, func(t *testing.T) {
-			rep, err := statesim.Run(sc, statesim.Options{})
+			rep, err := engine.RunSetup(st, engine.Options{})
 			var ie *scenarios.InputError
 			if errors.As(err, &ie) && ie.Path == "checks.max_memory_gib" {
 				t.Skipf("not replayed on the mock: %v", err)
@@ -89,7 +91,7 @@ func TestRegressionsOnTheMock(t *testing.T) {
 	}
 }
 
-func maxDelta(rep *statesim.Report, id int64) float64 {
+func maxDelta(rep *report.Report, id int64) float64 {
 	for _, d := range rep.DivergentRequests {
 		if d.RequestID == id {
 			return d.MaxDelta

@@ -1,45 +1,30 @@
-package sweeps
+package sweep
 
 import (
 	"bytes"
-	"embed"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"statesim/internal/infile"
 	"statesim/scenarios"
-	"statesim/sweep"
+	"statesim/scenarios/sweeps"
 )
 
-//go:embed *.yaml
-var files embed.FS
-
-// Names lists the built-in sweeps.
-func Names() []string {
-	ents, _ := files.ReadDir(".")
-	var out []string
-	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// Names lists the built-in sweeps (scenarios/sweeps).
+func Names() []string { return sweeps.Names() }
 
 // Load returns a built-in sweep, or a sweep definition file (a YAML file
 // with a top-level vary key); ok is false when arg is neither (then it
 // names a scenario). Unknown fields are errors.
-func Load(arg string) (spec *sweep.Spec, ok bool, err error) {
+func Load(arg string) (spec *Spec, ok bool, err error) {
 	name := strings.TrimSuffix(arg, ".yaml")
-	if b, err := files.ReadFile(name + ".yaml"); err == nil {
-		spec, err := parse(b, "scenarios/sweeps/"+name+".yaml")
+	if b, file, ok := sweeps.Read(name); ok {
+		spec, err := parse(b, file)
 		if err == nil && spec.Name != name {
 			err = fmt.Errorf("built-in sweep %s: its name field says %q", name, spec.Name)
 		}
@@ -75,7 +60,7 @@ func Load(arg string) (spec *sweep.Spec, ok bool, err error) {
 
 // parse reads a sweep definition; errors are "FILE:LINE: field PATH:
 // problem", in the words of the file, never of Go types.
-func parse(b []byte, file string) (*sweep.Spec, error) {
+func parse(b []byte, file string) (*Spec, error) {
 	bad := func(n *yaml.Node, path, format string, a ...any) error {
 		line := 0
 		if n != nil {
@@ -95,7 +80,7 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, bad(&root, "", "a sweep must be a mapping of keys to values (name, description, scenario, set, vary, seeds, metric)")
 	}
-	spec := &sweep.Spec{Seeds: 1, File: file}
+	spec := &Spec{Seeds: 1, File: file}
 	str := func(n *yaml.Node, path string, dst *string) error {
 		if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
 			return bad(n, path, "want a string, got %s", scenarios.NodeKind(n))
@@ -163,7 +148,7 @@ func parse(b []byte, file string) (*sweep.Spec, error) {
 				if it.Kind != yaml.MappingNode {
 					return nil, bad(it, path, "want a mapping {key: KEY.PATH, values: [v1, v2, ...]}, got %s", scenarios.NodeKind(it))
 				}
-				var a sweep.Axis
+				var a Axis
 				for m := 0; m+1 < len(it.Content); m += 2 {
 					ak, av := it.Content[m], it.Content[m+1]
 					switch ak.Value {

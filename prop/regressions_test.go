@@ -1,4 +1,4 @@
-package statesim_test
+package prop_test
 
 import (
 	"flag"
@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"statesim"
+	"statesim/engine"
+	"statesim/internal/runtest"
 	"statesim/prop"
-	"statesim/scenarios"
 )
 
 var rewrite = flag.Bool("statesim.rewrite-regressions", false,
 	"rerun the searches of TestRewriteRegressions and overwrite scenarios/regressions")
 
-const regressionsDir = "scenarios/regressions"
+const regressionsDir = "../scenarios/regressions"
 
 // TestRegressions replays every scenario in scenarios/regressions, loaded
 // the way `statesim run` loads it, and requires exactly the invariants its
@@ -40,14 +40,7 @@ func TestRegressions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			sc, err := scenarios.Load(f, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := statesim.Run(sc, statesim.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := runtest.Run(t, f, engine.Options{})
 			if got := violatedNames(rep); strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("%s: violated %v, expected %v (replay: statesim run %s)", f, got, want, f)
 			}
@@ -299,7 +292,7 @@ func also57128(p *prop.Params) string {
 // TestRewriteRegressions reruns the searches above and requires them to
 // regenerate scenarios/regressions byte for byte, so a change that moves a
 // counterexample fails here, not silently. With
-// go test -run TestRewriteRegressions -statesim.rewrite-regressions .
+// go test ./prop -run TestRewriteRegressions -statesim.rewrite-regressions
 // it overwrites the kept files instead.
 func TestRewriteRegressions(t *testing.T) {
 	t.Parallel() // an independent search or replay: the suite's longest, run beside the rest
@@ -318,7 +311,7 @@ func TestRewriteRegressions(t *testing.T) {
 		if res.Holds {
 			t.Fatalf("%s: no counterexample", g.name)
 		}
-		by := "go test -run TestRewriteRegressions -statesim.rewrite-regressions . (search seed " + strconv.FormatInt(g.seed, 10) + ")"
+		by := "go test ./prop -run TestRewriteRegressions -statesim.rewrite-regressions (search seed " + strconv.FormatInt(g.seed, 10) + ")"
 		w, err := prop.Write(r, res, dir, g.name, by)
 		if err != nil {
 			t.Fatal(err)
@@ -377,16 +370,13 @@ func sameFiles(t *testing.T, got, want string) {
 // requests suffice when one is preempted and re-admitted with 1 token
 // onto blocks that still hold its first attempt.
 func TestPreemptedRequestIsItsOwnImposter(t *testing.T) {
-	sc, err := scenarios.Load(filepath.Join(regressionsDir, "bug-a-preempted-self.yaml"), nil)
+	st := runtest.Load(t, filepath.Join(regressionsDir, "bug-a-preempted-self.yaml"))
+	rep, err := engine.RunSetup(st, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := statesim.Run(sc, statesim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Requests != 2 || sc.Engine.MaxNumBatchedTokens < 2 || rep.Preemptions == 0 {
-		t.Fatalf("want 2 requests, budget ≥ 2 and a preemption; got %d, %d, %d", rep.Requests, sc.Engine.MaxNumBatchedTokens, rep.Preemptions)
+	if sc := st.Scenario; rep.Requests != 2 || sc.Engine.MaxNumBatchedTokens < 2 || rep.Preemptions == 0 {
+		t.Fatalf("want 2 requests, budget ≥ 2 and a preemption; got %d, %d, %d", rep.Requests, st.Scenario.Engine.MaxNumBatchedTokens, rep.Preemptions)
 	}
 	self := false
 	for _, im := range rep.Imposters {

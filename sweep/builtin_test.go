@@ -1,4 +1,4 @@
-package sweeps
+package sweep
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"statesim/internal/testtier"
-	"statesim/sweep"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current simulator")
@@ -43,17 +42,17 @@ func TestGolden(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("load %s: %v (found %v)", n, err, ok)
 			}
-			path := filepath.Join("..", "..", "testdata", "golden", "sweep-"+n+".txt")
+			path := filepath.Join("..", "testdata", "golden", "sweep-"+n+".txt")
 			if !longTests() {
 				goldenRows(t, spec, path)
 				return
 			}
-			rs, err := spec.Run(context.Background(), sweep.Options{Workers: 2})
+			rs, err := spec.Run(context.Background(), Options{Workers: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var b bytes.Buffer
-			if err := sweep.WriteTable(&b, spec, rs); err != nil {
+			if err := WriteTable(&b, spec, rs); err != nil {
 				t.Fatal(err)
 			}
 			if *update {
@@ -82,12 +81,12 @@ func TestGolden(t *testing.T) {
 var suiteSkips = map[string]string{"bug-b-rollouts": "128"}
 
 // diagonal is the suite's cells of a grid (see TestGolden), in grid order.
-func diagonal(spec *sweep.Spec, cells []sweep.Cell) []sweep.Cell {
+func diagonal(spec *Spec, cells []Cell) []Cell {
 	longest := spec.Seeds // so that every seed runs, had a spec more seeds than values
 	for _, a := range spec.Axes {
 		longest = max(longest, len(a.Values))
 	}
-	var out []sweep.Cell
+	var out []Cell
 	for j := range longest {
 		point := 0 // the odometer's index, last axis fastest
 		for _, a := range spec.Axes {
@@ -99,13 +98,13 @@ func diagonal(spec *sweep.Spec, cells []sweep.Cell) []sweep.Cell {
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b sweep.Cell) int { return a.Index - b.Index })
+	slices.SortFunc(out, func(a, b Cell) int { return a.Index - b.Index })
 	return out
 }
 
 // goldenRows runs the diagonal of spec's grid and checks each result row
 // against the same row of the checked-in table at path.
-func goldenRows(t *testing.T, spec *sweep.Spec, path string) {
+func goldenRows(t *testing.T, spec *Spec, path string) {
 	t.Helper()
 	want, err := os.ReadFile(path)
 	if err != nil {
@@ -128,7 +127,7 @@ func goldenRows(t *testing.T, spec *sweep.Spec, path string) {
 	if len(rows) != len(cells) {
 		t.Fatalf("%s has %d rows, the sweep %d cells (regenerate it with -update)", path, len(rows), len(cells))
 	}
-	var rs []*sweep.Result
+	var rs []*Result
 	for _, c := range diagonal(spec, cells) {
 		r, err := spec.RunCell(c)
 		if err != nil {
@@ -137,7 +136,7 @@ func goldenRows(t *testing.T, spec *sweep.Spec, path string) {
 		rs = append(rs, r)
 	}
 	var b bytes.Buffer
-	if err := sweep.WriteTable(&b, spec, rs); err != nil {
+	if err := WriteTable(&b, spec, rs); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Split(b.String(), "\n")[1 : 1+len(rs)]

@@ -1,9 +1,9 @@
-package statesim_test
+package prop_test
 
 // An example of a user scheduling policy, written in Go and checked with
 // the same properties as vLLM's own. Copy this file to start your own (it
 // uses only the public API): a policy is any sched.Policy, handed to
-// statesim.Run in Options.Policy, or to a prop.Runner's Policy field for
+// engine.Run in Options.Policy, or to a prop.Runner's Policy field for
 // the property search; the scenario's vllm_version still decides how the
 // batch is classified.
 
@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"testing"
 
-	"statesim"
+	"statesim/engine"
+	"statesim/internal/runtest"
 	"statesim/internal/testtier"
 	"statesim/prop"
-	"statesim/scenarios"
 	"statesim/sched"
 )
 
@@ -37,7 +37,7 @@ type reserveBudget struct{}
 func (reserveBudget) Name() string { return "reserve-budget" }
 
 func (reserveBudget) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	for i := len(out.Rows) - 1; i >= 0; i-- {
@@ -95,7 +95,7 @@ type lastRowVeto struct{}
 func (lastRowVeto) Name() string { return "last-row-veto" }
 
 func (lastRowVeto) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if n := len(out.Rows); n > 0 && out.Rows[n-1].NumComputed == 0 && out.Rows[n-1].NumScheduled == 1 && out.Rows[n-1].Req.NumTokens() > 1 {
@@ -163,21 +163,11 @@ func TestSearchCatchesLastRowVeto(t *testing.T) {
 // TestReserveBudgetStopsTheImposter: the seeds' incident under v0.13 has
 // its imposter with V1's policy and none with reserve-budget.
 func TestReserveBudgetStopsTheImposter(t *testing.T) {
-	sc, err := scenarios.Load("imposter", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := statesim.Run(sc, statesim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := runtest.Run(t, "imposter", engine.Options{})
 	if len(base.Imposters) == 0 {
 		t.Fatal("the imposter scenario has no imposter under V1: the comparison below proves nothing")
 	}
-	rep, err := statesim.Run(sc, statesim.Options{Policy: reserveBudget{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runtest.Run(t, "imposter", engine.Options{Policy: reserveBudget{}})
 	if n := rep.TotalViolations(); n > 0 || len(rep.Imposters) > 0 {
 		t.Fatalf("reserve-budget: %d violations, %d imposters: %v", n, len(rep.Imposters), rep.Violations)
 	}

@@ -1,27 +1,21 @@
-package statesim_test
+package mock_test
 
 import (
 	"fmt"
 	"strconv"
 	"testing"
 
-	"statesim"
 	_ "statesim/backend/mock" // backend kind "mock"
-	"statesim/check"
+	"statesim/engine"
+	"statesim/internal/runtest"
 	"statesim/internal/testtier"
-	"statesim/scenarios"
+	"statesim/invariant"
+	"statesim/report"
 )
 
-func runNumeric(t *testing.T, name string, sets ...string) *statesim.Report {
+func runNumeric(t *testing.T, name string, sets ...string) *report.Report {
 	t.Helper()
-	sc, err := scenarios.Load(name, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := statesim.Run(sc, statesim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runtest.Run(t, name, engine.Options{}, sets...)
 	if rep.Divergence == nil {
 		t.Fatalf("%s: no divergence section: backend %s", name, rep.Backend)
 	}
@@ -112,8 +106,8 @@ func TestNumericPropertyOverSeeds(t *testing.T) {
 				t.Errorf("seed %d wrap16: request %d diverges with no recorded corruption", s, d.RequestID)
 			}
 		}
-		if b.Count(check.WrongAddressWrite) == 0 || b.Divergence.RequestsDivergent == 0 {
-			t.Errorf("seed %d wrap16: %d wrapped writes, %d divergent", s, b.Count(check.WrongAddressWrite), b.Divergence.RequestsDivergent)
+		if b.Count(invariant.WrongAddressWrite) == 0 || b.Divergence.RequestsDivergent == 0 {
+			t.Errorf("seed %d wrap16: %d wrapped writes, %d divergent", s, b.Count(invariant.WrongAddressWrite), b.Divergence.RequestsDivergent)
 		}
 	}
 	if imposters == 0 || divergent == 0 {

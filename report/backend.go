@@ -1,4 +1,26 @@
-package backend
+package report
+
+// The values backends report about a run: the imposters the symbolic
+// backend caught, a numeric backend's comparison with its reference, and
+// one request's tokens against the reference's. They live here, with
+// their readers (the report, explain, gpuconfirm), so that reading a
+// report needs no backend.
+
+// Imposter is bug A caught in the act: a request with no computed tokens
+// on the Mamba decode path that read a slot holding another request's bytes.
+type Imposter struct {
+	RequestID    int64  `json:"request_id"`
+	Step         int64  `json:"step"`
+	NumScheduled int    `json:"num_scheduled"`
+	Slot         int64  `json:"slot"`
+	PrevOwner    int64  `json:"prev_owner"`
+	PrevContent  string `json:"prev_content"`
+	PrevTokens   int    `json:"prev_tokens"`
+	PrevStep     int64  `json:"prev_step"`
+	// Preempted: the request had been preempted and came back with its
+	// computed tokens reset, rather than arriving new.
+	Preempted bool `json:"preempted,omitempty"`
+}
 
 // DivergenceStats are a numeric backend's comparison and work counters.
 type DivergenceStats struct {
@@ -38,4 +60,12 @@ type Divergence struct {
 	// CorruptStep is the request's CorruptStep when it finished: the step
 	// the symbolic check first saw it compute on bytes not its own, or -1.
 	CorruptStep int64 `json:"corrupt_step"`
+}
+
+// TokenTrace compares one generated token with the reference.
+type TokenTrace struct {
+	Index       int     `json:"index"`
+	Token       int32   `json:"token"`
+	EngineLP    float64 `json:"engine_logprob"`
+	ReferenceLP float64 `json:"reference_logprob"`
 }

@@ -2,9 +2,9 @@
 // residue and bug B on its own, shrink each to a small scenario that
 // replays from YAML, and find nothing in the fixed version.
 //
-// This file is package statesim_test, not statesim: prop imports statesim,
-// and an internal test package cannot import its own importers.
-package statesim_test
+// This file is package prop_test, not prop: it runs prop's searches from
+// outside, as statesim check does.
+package prop_test
 
 import (
 	"flag"
@@ -15,12 +15,13 @@ import (
 	"strings"
 	"testing"
 
-	"statesim"
 	_ "statesim/backend/mock" // backend kind "mock"
-	"statesim/check"
+	"statesim/engine"
+	"statesim/internal/runtest"
 	"statesim/internal/testtier"
+	"statesim/invariant"
 	"statesim/prop"
-	"statesim/scenarios"
+	"statesim/report"
 	"statesim/sched"
 )
 
@@ -86,28 +87,20 @@ func explain(t testing.TB, r *prop.Runner, res prop.Result) string {
 // replay writes the shrunk counterexample to YAML + JSONL, loads it back
 // the way `statesim run` does and runs it: the result must violate the
 // same invariants as the in-memory run.
-func replay(t *testing.T, r *prop.Runner, res prop.Result) *statesim.Report {
+func replay(t *testing.T, r *prop.Runner, res prop.Result) *report.Report {
 	t.Helper()
 	w, err := prop.Write(r, res, t.TempDir(), "shrunk", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenarios.Load(w.YAML, nil)
-	if err != nil {
-		y, _ := os.ReadFile(w.YAML)
-		t.Fatalf("the written counterexample does not load: %v\n%s", err, y)
-	}
-	rep, err := statesim.Run(sc, statesim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runtest.Run(t, w.YAML, engine.Options{})
 	if got := violatedNames(rep); strings.Join(got, " ") != strings.Join(w.Expect, " ") {
 		t.Fatalf("replayed from YAML the counterexample violates %v, in memory %v", got, w.Expect)
 	}
 	return rep
 }
 
-func violatedNames(rep *statesim.Report) []string {
+func violatedNames(rep *report.Report) []string {
 	var out []string
 	for _, ic := range rep.Invariants {
 		if ic.Count > 0 {
@@ -277,7 +270,7 @@ func TestSearchFindsV014Residual(t *testing.T) {
 		t.Fatal(err)
 	}
 	residue := false
-	_, err = statesim.Run(sc, statesim.Options{Observe: func(rec *step.Record) {
+	_, err = engine.Run(sc, engine.Options{Observe: func(rec *step.Record) {
 		for _, row := range rec.Rows {
 			if row.NumComputed == 0 && row.Region == sched.RegionPrefill && row.Path == sched.PathDecode {
 				residue = true
@@ -370,7 +363,7 @@ func (d drifting) Schedule(st *sched.State, out *sched.Output) error {
 		st.Cfg.MaxNumBatchedTokens--
 		defer func() { st.Cfg.MaxNumBatchedTokens++ }()
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestDeterminismCatchesHiddenState: the determinism property must fail
@@ -399,9 +392,9 @@ func TestObserverAgreesOnDecodeBeforePrefill(t *testing.T) {
 			if o.Err != nil {
 				t.Fatal(o.Err)
 			}
-			sim := o.Report.Count(check.NoDecodeBeforePrefill) > 0
+			sim := o.Report.Count(invariant.NoDecodeBeforePrefill) > 0
 			if sim != (o.DecodeBeforePrefill != "") {
-				t.Fatalf("%s: simulator counts %d, observer says %q", p, o.Report.Count(check.NoDecodeBeforePrefill), o.DecodeBeforePrefill)
+				t.Fatalf("%s: simulator counts %d, observer says %q", p, o.Report.Count(invariant.NoDecodeBeforePrefill), o.DecodeBeforePrefill)
 			}
 			if sim {
 				seen++
@@ -424,7 +417,7 @@ func (overBudget) Schedule(st *sched.State, out *sched.Output) error {
 	st.Cfg.MaxNumBatchedTokens++
 	st.Cfg.MaxNumSeqs++
 	defer func() { st.Cfg.MaxNumBatchedTokens--; st.Cfg.MaxNumSeqs-- }()
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // leaky takes one block for nobody on the first step that schedules
@@ -436,7 +429,7 @@ type leaky struct{}
 func (leaky) Name() string { return "leaky" }
 func (leaky) Schedule(st *sched.State, out *sched.Output) error {
 	first := len(st.Running) == 0 && st.KV.Pool.NumHeld() == 0 // nothing held, nothing leaked yet
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if first && len(out.Rows) > 0 && st.KV.Pool.NumFree() > 0 {
@@ -454,7 +447,7 @@ func (neverAdmit) Schedule(st *sched.State, out *sched.Output) error {
 	w := st.Waiting
 	st.Waiting = nil
 	defer func() { st.Waiting = w }()
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestEveryPropertyCanFail: a property that cannot fail proves nothing
@@ -506,14 +499,14 @@ func TestEveryPropertyCanFail(t *testing.T) {
 // every simulator invariant but time-monotonic (an internal error, not a
 // scenario property) is judged by some property.
 func TestCheckedInvariantsMatchProperties(t *testing.T) {
-	judged := map[check.Invariant]bool{}
+	judged := map[invariant.Invariant]bool{}
 	for _, p := range prop.All() {
 		for _, inv := range p.Invariants {
 			judged[inv] = true
 		}
 	}
-	for _, inv := range check.All() {
-		if !judged[inv] && inv != check.TimeMonotonic {
+	for _, inv := range invariant.All() {
+		if !judged[inv] && inv != invariant.TimeMonotonic {
 			t.Errorf("invariant %s is not judged by any property", inv)
 		}
 	}

@@ -1,4 +1,4 @@
-package statesim_test
+package prop_test
 
 import (
 	"fmt"
@@ -7,18 +7,20 @@ import (
 	"sync"
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/prop"
 )
 
 // TestMain removes the shared searches' runner directories. It also
 // collects garbage at 4× the live heap, not 2× (unless $GOGC says
 // otherwise): the searches allocate fast over a live heap of a few tens
-// of MB, and at the default the collector took about a seventh of the
-// package's CPU; peak RSS goes from about 35 to 110 MB.
+// of MB, so the collector ran often for little; it trades memory for CPU
+// (docs/performance.md, "Design choices measured").
 func TestMain(m *testing.M) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	testtier.MemoryTempDir()
 	code := m.Run()
 	shared.mu.Lock()
 	for _, d := range shared.dirs {

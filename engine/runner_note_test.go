@@ -1,11 +1,11 @@
-package statesim_test
+package engine_test
 
 import (
 	"strings"
 	"testing"
 
-	"statesim"
-	"statesim/scenarios"
+	"statesim/engine"
+	"statesim/internal/runtest"
 )
 
 // The report records the runner and says when +53059 is inert: under
@@ -19,14 +19,7 @@ func TestReportNotesInertGuard(t *testing.T) {
 		{"cudagraph-stale-qwen3-next-53059-v2.yaml", "v2", true},
 		{"cudagraph-stale-qwen3-next-53059-v2-on-v1.yaml", "v1", false},
 	} {
-		sc, err := scenarios.Load(regressionsDir+"/"+c.file, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := statesim.Run(sc, statesim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := runtest.Run(t, "scenarios/regressions/"+c.file, engine.Options{}) // TestMain runs from the root
 		var text strings.Builder
 		if err := rep.WriteText(&text); err != nil {
 			t.Fatal(err)
