@@ -552,6 +552,9 @@ func (s *Scenario) validateSpeculative() error {
 		if sp.NumSpeculativeTokens != 0 {
 			return fe(f+"method", "num_speculative_tokens is %d but no method is set (mtp, eagle or ngram)", sp.NumSpeculativeTokens)
 		}
+		if sp.AcceptanceRate != 0 {
+			return fe(f+"acceptance_rate", "applies only with a speculative method (engine.speculative.method: mtp, eagle or ngram)")
+		}
 		return nil
 	}
 	if sp.NumSpeculativeTokens < 1 || sp.NumSpeculativeTokens > maxSpecTokens {

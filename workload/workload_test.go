@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"statesim/sim"
+	"statesim/trace"
 )
 
 func drain(t *testing.T, s *Spec) []Arrival {
@@ -77,8 +78,9 @@ func TestTraceJSONLFieldsAndLimit(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("limit 2 gave %d arrivals", len(got))
 	}
-	// 1.5 s at three times the rate is 0.5 s; zero output tokens become 1.
-	if got[1].At != 500*sim.Millisecond || got[1].PromptLen != 20 || got[1].OutputLen != 1 || got[1].Line != 2 {
+	// 1.5 s at three times the rate is 0.5 s; zero output tokens are a
+	// request vLLM refuses (max_tokens < 1), rejected alone.
+	if got[1].At != 500*sim.Millisecond || got[1].Reject != trace.RejectEmptyOutput || got[1].Line != 2 {
 		t.Errorf("second arrival %+v", got[1])
 	}
 }

@@ -196,6 +196,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			cfg.ModelRunners = rs
 		}
 	}
+	if given["spec-k"] && len(specs) == 0 && !*matrix {
+		return bad("--spec-k applies only with --spec METHOD (or --matrix): without it no draft tokens are drawn")
+	}
 	if len(specs) > 0 || *matrix && given["spec-k"] {
 		klo, khi, err := parseRange(*specK, 1, 16, "")
 		if err != nil {
@@ -216,6 +219,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 				m = ""
 			}
 			modes = append(modes, m)
+		}
+		if *hashBlock < 1 {
+			return bad("--hash-block: want at least 1 token per shared hash id, got %d", *hashBlock)
+		}
+		if *shared < 0 {
+			return bad("--shared: want 0 or more shared hash ids per prompt, got %d", *shared)
 		}
 		cfg = prop.Prefix(cfg, *hashBlock, *shared, modes...)
 		// Asked for by name, align keeps prefix caching under spec decode

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Flags that cannot apply, or would be taken as something else, are
+// refused: sweep --seeds 0 (a sweep file's seeds: 0 always was),
+// check --spec-k without --spec, --hash-block 0 (blamed on
+// --prefix-caching before).
+func TestFlagsThatCannotApply(t *testing.T) {
+	dir := t.TempDir()
+	sc := tinyScenario(t, dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", sc, "--vary", "engine.max_num_seqs=4,8", "--seeds", "0", "--out", filepath.Join(dir, "s0")}, "--seeds must be >= 1"},
+		{[]string{"sweep", sc, "--vary", "engine.max_num_seqs=4,8", "--seeds", "1000000000", "--out", filepath.Join(dir, "s1")}, "may hold"},
+		{[]string{"sweep", sc, "--vary", "engine.max_num_seqs=4,4.0", "--out", filepath.Join(dir, "s2")}, "same value"},
+		{[]string{"check", "--spec-k", "3", "--trials", "1"}, "--spec-k applies only with --spec"},
+		{[]string{"check", "--prefix-caching", "on", "--hash-block", "0", "--trials", "1"}, "--hash-block: want at least 1"},
+	} {
+		code, _, errs := runCLI(c.args...)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, %q", strings.Join(c.args, " "), code, errs)
+		}
+	}
+}
+
+// A sweep file with a key given twice (or an alias) is a sweep with an
+// error, not "a scenario, not a sweep".
+func TestSweepFileErrorsNamed(t *testing.T) {
+	dir := t.TempDir()
+	tinyScenario(t, dir)
+	p := filepath.Join(dir, "sw.yaml")
+	doc := "scenario: tiny.yaml\nvary:\n  - {key: engine.max_num_seqs, values: [4, 8]}\nvary:\n  - {key: engine.max_num_seqs, values: [2]}\n"
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI("sweep", p, "--out", filepath.Join(dir, "o"))
+	if code != exitBadInput || !strings.Contains(errs, "sw.yaml:4: field vary: duplicate key") {
+		t.Errorf("vary twice: exit %d, %q", code, errs)
+	}
+}
