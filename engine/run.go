@@ -279,6 +279,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	r.src = src
 	if opt.Trace != nil {
 		r.tw = newTraceWriter(opt.Trace)
+		r.tw.scenario, r.tw.seed = sc.Name, sc.Seed // named in the closing record
 	}
 	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
 	if w := asyncWarning(sc, mode); w != "" {

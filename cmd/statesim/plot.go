@@ -99,6 +99,9 @@ func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sc.Name != run.TraceScenario || sc.Seed != run.TraceSeed {
+			return nil, &scenarios.InputError{File: path, Msg: fmt.Sprintf("written by scenario %q seed %d, not %q seed %d: its budget and slot bounds would be drawn from another run", run.TraceScenario, run.TraceSeed, sc.Name, sc.Seed)}
+		}
 		run.MaxNumBatchedTokens = sc.Engine.MaxNumBatchedTokens
 		run.StateIndexBits = sc.Engine.StateIndexBits
 		sh := sc.Model.Shape
