@@ -100,6 +100,10 @@ func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err err
 	if data, err = infile.ReadFile(arg, "scenario file", maxScenarioBytes); err == nil {
 		return data, arg, filepath.Dir(arg), false, nil
 	}
+	var tl *infile.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, arg, "", false, err // names the file already
+	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, arg, "", false, fmt.Errorf("%s: %w", arg, err)
 	}

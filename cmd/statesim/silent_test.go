@@ -46,3 +46,24 @@ func TestSweepFileErrorsNamed(t *testing.T) {
 		t.Errorf("vary twice: exit %d, %q", code, errs)
 	}
 }
+
+// /dev/zero as a scenario, sweep or config is refused at its bound by
+// every command that reads one (they grew to 2 GB).
+func TestDevZeroInputs(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	for _, args := range [][]string{
+		{"run", "/dev/zero"},
+		{"explain", "/dev/zero", "--request", "0"},
+		{"model", "/dev/zero"},
+		{"sweep", "/dev/zero", "--vary", "engine.max_num_seqs=4,8"},
+		{"sweep", "/dev/zero"},
+		{"plot", "/dev/zero"},
+	} {
+		code, _, errs := runCLI(args...)
+		if code != exitBadInput || !strings.Contains(errs, "/dev/zero: larger than 1 MiB, the most a scenario file may hold") {
+			t.Errorf("%s: exit %d, %q", strings.Join(args, " "), code, errs)
+		}
+	}
+}
