@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
