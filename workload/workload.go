@@ -550,6 +550,10 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 	return &traceSource{spec: s, rng: rng, seed: seed, r: r, ids: ids, closer: c}, nil
 }
 
+// maxTraceRequests bounds a trace's records (MaxRequests; a variable for
+// tests).
+var maxTraceRequests = MaxRequests
+
 // syntheticSalt separates the synthetic trace's seed from the workload
 // stream's, so both can derive from the scenario seed.
 const syntheticSalt = 0x73796e7468
@@ -582,6 +586,12 @@ func (t *traceSource) Next() (Arrival, bool, error) {
 	if err == io.EOF {
 		t.finish()
 		return Arrival{}, false, nil
+	}
+	if err == nil && t.n >= maxTraceRequests {
+		// A trace file (or a pipe) that never ends is bounded as a
+		// count knob is: MaxRequests in one run.
+		t.finish()
+		return Arrival{}, false, &trace.ParseError{Name: t.spec.Path, Line: rec.Line, Err: fmt.Errorf("more than %d requests, the most a run replays (use workload.limit to replay a prefix)", maxTraceRequests)}
 	}
 	if err != nil {
 		if rej, ok := err.(*trace.RejectError); ok && !t.spec.Strict {
