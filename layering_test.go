@@ -29,6 +29,8 @@ var layer = map[string]int{
 	// what a step did, as values; the scenario language
 	"step": 3, "scenarios": 3,
 	"check": 4,
+	// vLLM's command line and the known-bug table, in the scenario language
+	"vllmargs": 4, "knownbugs": 4,
 	// backends: the interface and the symbolic one, then the others
 	"backend":      5,
 	"backend/mock": 6, "report": 6,
@@ -37,7 +39,7 @@ var layer = map[string]int{
 	// readers of step records and reports; GPU experiments
 	"explain": 8, "plot": 8, "timeline": 8, "prop": 8, "gpuconfirm": 8,
 	"sweep":            9,
-	"scenarios/sweeps": 10,
+	"scenarios/sweeps": 10, "schema": 10,
 	// the thin public entry point and the command
 	".":            11,
 	"cmd/statesim": 12,

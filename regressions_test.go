@@ -173,16 +173,33 @@ func mtpMinThreshold() prop.Config {
 	return c
 }
 
-// mtpUniformChunkV2 is the same search under Model Runner V2 (v0.31's
-// default) with #55898: V2 runs no threshold reorder, and #47381's sort
-// puts every row of 1 + K tokens first, so a prompt chunk of exactly
-// 1 + K tokens can lead a draft decode, and the Mamba split, stopping at
-// the prefilling chunk, sends the draft row to the prefill kernel.
+// mtpUniformChunkV2 is the same search under Model Runner V2 with
+// #55898, at v0.27 (the last release with #47381's sort and without
+// #47808's): V2 runs no threshold reorder, and #47381's sort puts every
+// row of 1 + K tokens first, so a prompt chunk of exactly 1 + K tokens
+// can lead a draft decode, and the Mamba split, stopping at the
+// prefilling chunk, sends the draft row to the prefill kernel. From v0.28
+// rows with drafts sort first (#47808) and the search is clean.
 func mtpUniformChunkV2() prop.Config {
-	c := prop.Spec(prop.GDN("v0.31", specModel), 1, 4, "mtp", "eagle", "ngram")
+	c := prop.Spec(prop.GDN("v0.27", specModel), 1, 4, "mtp", "eagle", "ngram")
 	c.Patches, c.ModelRunner = []string{"+55898"}, "v2"
 	return c
 }
+
+// mamba1SpecDraft searches the newest release with ngram on the Mamba1
+// preset: the runner hands the Mamba1 builder no num_accepted_tokens, so
+// a draft row splits at threshold 1 and takes the prefill kernel, which
+// stores the state after its drafts in column 0; a rejected draft leaves
+// that state past the accepted tokens (docs/bugs.md, issue 32). ngram
+// needs no draft model, so it is the method a Jamba deployment can use.
+func mamba1SpecDraft() prop.Config {
+	return prop.Spec(prop.GDN("v0.31", "tiny-hybrid"), 1, 4, "ngram")
+}
+
+// onMamba2 is the same requests with Mamba2 state layers, whose builder
+// gets num_accepted_tokens: the draft rows decode and each reads the
+// accepted column.
+func onMamba2(p *prop.Params) string { p.Preset = "tiny-hybrid-mamba2"; return "mamba2" }
 
 // onV2 is the same requests and patches on Model Runner V2.
 func onV2(p *prop.Params) string { p.ModelRunner = "v2"; return "v2" }
@@ -214,10 +231,10 @@ var regressions = []regression{
 		more: []func(p *prop.Params) string{also51865}},
 	{name: "mtp-short-prompt-nemotron", cfg: mtpShortPrompt, prop: "no-decode-before-prefill", seed: 1, control: underV019},
 	{name: "mtp-min-threshold-nemotron", cfg: mtpMinThreshold, prop: "stale-slot-read", seed: 1, control: with55898},
+	{name: "mamba1-spec-draft-prefill", cfg: mamba1SpecDraft, prop: "stale-slot-read", seed: 1, control: onMamba2},
 	{name: "mtp-uniform-chunk-nemotron-v2", cfg: mtpUniformChunkV2, prop: "stale-slot-read", seed: 1, control: onV1},
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
-	{name: "align-mtp-resumed-short-decode", cfg: resumedShortDecode, prop: "stale-slot-read", seed: 1, control: onV2},
 	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
 }
 
@@ -229,7 +246,7 @@ var regressions = []regression{
 // +48375 keep #55894 and #53912 from answering first; no preemption, so
 // that the resumed 2..1 + K-token row does not either.
 func alignAsyncFrees() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
 	c.SpecAlign = true
 	c.Async = []bool{true}
 	c.Patches = []string{"-33997", "-33352", "+55898", "+48375"}
@@ -261,7 +278,7 @@ func resumedShortDecode() prop.Config {
 // first, and the search runs without preemption so that the resumed
 // 2..1 + K-token row (docs/bugs.md) does not either.
 func eagleDrop() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "tiny-hybrid"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
 	c.SpecAlign = true
 	c.Patches = []string{"+55898"}
 	return c

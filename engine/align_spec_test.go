@@ -6,18 +6,25 @@ import (
 	"testing"
 
 	"statesim/check"
+	"statesim/model"
 	"statesim/scenarios"
 	"statesim/step"
 )
 
-// alignMTP is hybridRollouts in align mode under MTP K = 3 with outputs
+// alignMTP is hybridRollouts with tiny-hybrid's state layers run as Mamba2
+// (whose builder is handed num_accepted_tokens; the Mamba1 builder is
+// not, so there every rejected draft corrupts the state) in align mode
+// under MTP K = 3 with outputs
 // long enough to cross block boundaries while decoding (the drafts'
 // columns move with the running block), #55898 applied so #55894 stays
 // out of the way, and a pool that never preempts.
 func alignMTP(t *testing.T, seed int, sets ...string) *scenarios.Scenario {
-	return hybridRollouts(t, "align", 64, append([]string{fmt.Sprintf("seed=%d", seed),
+	sc := hybridRollouts(t, "align", 64, append([]string{fmt.Sprintf("seed=%d", seed),
 		"engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=3", "engine.speculative.acceptance_rate=0.6",
 		"workload.output_len.value=120", "engine.patches=[+55898]"}, sets...)...)
+	// tiny-hybrid's state layers as Mamba2 (the same state widths).
+	sc.Model.Shape.Mixer = model.Mixer{Kind: model.Mamba2, IntermediateSize: 64, StateSize: 8, ConvKernel: 4, NGroups: 1, NumHeads: 8, HeadDim: 8}
+	return sc
 }
 
 // Spec decode in align mode, sync and async, with either open fix for

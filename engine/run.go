@@ -111,6 +111,7 @@ type runner struct {
 	// engine then waits on the step's output).
 	next      *sched.Output
 	nextRec   step.Record
+	emptyRec  step.Record // a step that scheduled nothing, for --trace
 	nextEnd   sim.Time
 	nextToks  int64
 	outToks   int64
@@ -564,6 +565,13 @@ func (r *runner) startStep() error {
 		return err
 	}
 	r.rep.Preemptions += int64(len(out.Preempted))
+	if len(out.Rows) == 0 && r.tw != nil {
+		// vLLM still runs _update_states for a step that schedules
+		// nothing: its preemptions and the emptied batch get a --trace
+		// line (no rows), though no model runs and no check sees it.
+		r.record(&r.emptyRec, out, now)
+		r.tw.step(&r.emptyRec)
+	}
 	if len(out.Rows) == 0 {
 		// vLLM's engine calls schedule() again after a step with no rows
 		// (and runs no model). One that preempted changed the queues and

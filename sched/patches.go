@@ -43,27 +43,21 @@ var prs = []pr{
 	// Read in vLLM's V2 runner at 0036d38d; the number is the one a fork's
 	// image check gives it. No release is known to contain it.
 	{51865, numVersions, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)"},
+	// Merged 2026-03-16, the day before #37303: first in v0.19.0 with it
+	// (inferred, docs/model.md "Classification").
+	{34871, V019, nil, "GDN spec branch: rows without drafts beside spec decodes are prefills"},
+	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length"},
 }
 
 const (
-	baseBits   = 3 // releases V013..V0 fit in 3 bits
-	baseMask   = 1<<baseBits - 1
-	numPRs     = 13                       // len(prs), checked at init
-	numPatched = 1 << (baseBits + numPRs) // every release under every subset of prs
+	baseBits = 3 // releases V013..V0 fit in 3 bits
+	baseMask = 1<<baseBits - 1
+	numPRs   = 15 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
-	if len(prs) != numPRs || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes numPRs PRs and releases in 3 bits")
-	}
-	// The patched entries' names are made when asked for (Version.String):
-	// building 2^13 × 5 strings here cost every process start tens of ms.
-	for set := 1; set < 1<<len(prs); set++ {
-		for rel := Version(0); rel < numVersions; rel++ {
-			if rel != V0 {
-				behaviours[rel|Version(set)<<baseBits] = behaviourOf(prSet(rel) ^ set)
-			}
-		}
+	if len(prs) != numPRs || numVersions > 1<<baseBits || baseBits+numPRs > 32 {
+		panic("sched: Version holds a release in 3 bits and the PR set above them")
 	}
 }
 
@@ -116,6 +110,8 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.GraphGuardV2 = has(51865)
 	b.ThresholdMax = has(55898)
 	b.UniformFirst = has(47381)
+	b.DraftsFirst = has(47808)
+	b.SpecNonSpecPrefill = has(34871)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
 	switch {

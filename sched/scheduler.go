@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"statesim/model"
 	"statesim/sim"
@@ -73,6 +74,11 @@ type Row struct {
 	// decoding: scheduled_spec_decode_tokens); NumAccepted, set when the
 	// step's output is applied, how many of them the sampler accepted.
 	NumDrafts, NumAccepted int
+	// AcceptedHanded: the state layers' builder was handed
+	// num_accepted_tokens for this row (classify), so its decode kernel
+	// reads state column num_accepted_tokens - 1; otherwise every kernel
+	// reads column 0 (block_table[:, 0]).
+	AcceptedHanded bool
 }
 
 // Output is one step's scheduling result.
@@ -296,7 +302,15 @@ func prioLess(a, b *Request) bool {
 	if a.ArrivalTime != b.ArrivalTime {
 		return a.ArrivalTime < b.ArrivalTime
 	}
-	return a.ID < b.ID
+	return idLess(a.ID, b.ID)
+}
+
+// idLess orders request ids as vLLM's Request.__lt__ orders its string
+// request_id (vllm/v1/request.py @ 6adad0876): statesim's id written in
+// decimal, compared as text, so "10" comes before "9".
+func idLess(a, b RequestID) bool {
+	var x, y [20]byte
+	return string(strconv.AppendInt(x[:0], int64(a), 10)) < string(strconv.AppendInt(y[:0], int64(b), 10))
 }
 
 func (st *State) insertByPriority(r *Request) {
@@ -567,6 +581,17 @@ type Scheduler struct {
 	// runnerPending: the last scheduled step, whose accepted counts the
 	// runner has (it ran) but the requests do not yet (applyRunner).
 	runnerPending *Output
+	// beh is Version's row, built once (behOf says for which Version).
+	beh   *Behaviour
+	behOf Version
+}
+
+// behaviour is the row of s.Version, rebuilt only when Version changes.
+func (s *Scheduler) behaviour() *Behaviour {
+	if s.beh == nil || s.behOf != s.Version {
+		s.beh, s.behOf = s.Version.behaviour(), s.Version
+	}
+	return s.beh
 }
 
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
@@ -622,7 +647,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
 	// engineV1: a V1-engine release, not the V0 control (either runner).
-	engineV1 := behaviours[s.Version].Reorder != ReorderNone
+	engineV1 := s.behaviour().Reorder != ReorderNone
 	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	if persistent {
 		s.updateBatch(out, stamp)
@@ -631,13 +656,13 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if s.Spec.On() {
 		spec = &s.Spec
 	}
-	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
+	nd, moved := classify(s.behaviour(), BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
 	if engineV1 {
-		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
+		s.Graphs.Step(s.behaviour(), out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {
 		s.drawAccepted(out)

@@ -16,7 +16,15 @@ type rowJob struct {
 	slots   []int32   // state slot per Mamba group
 	// ssm is the prefill kernel's state-index arithmetic (possibly
 	// wrapping); decode kernels always index in 64 bits.
-	ssm     statecache.StateIndex
+	ssm statecache.StateIndex
+	// Speculative decoding: specK state columns past the first per Mamba
+	// group (BlockTable.Spec, K per group), and the column a decode reads
+	// (num_accepted_tokens − 1); kernel, a stale graph replay's slots
+	// (Row.KernelSlots), which a decode reads instead.
+	specK   int
+	spec    []int32
+	acc     int
+	kernel  []int32
 	decode  bool
 	hasInit bool
 	start   int
@@ -45,6 +53,8 @@ type net struct {
 	dt            []float32 // [d_inner]: the scan's Δt
 	arg, ex       []float32 // [d_inner][d_state]: the scan's exponent arguments and values
 	gate, sil     []float32 // [d_inner]: silu(z) and siluInto's scratch
+	st            stateScratch
+	chunked       bool // the state kinds' prefill runs the chunked form
 }
 
 func newNet(w *Weights, geo Geometry) *net {
@@ -97,13 +107,16 @@ func (m *net) forward(j *rowJob) error {
 		tensor := j.tensors[m.geo.LayerTensor[li]]
 		g := m.geo.LayerGroup[li]
 		var err error
-		if lw.Kind == model.Mamba {
-			err = m.mamba(lw.Mamba, tensor, j.slots[g], j, n)
-		} else {
+		switch {
+		case lw.State != nil:
+			err = m.stateLayer(lw.State, tensor, g, j, n)
+		case lw.Kind == model.Mamba:
+			err = m.mamba(lw.Mamba, tensor, g, j, n)
+		default:
 			err = m.attention(lw.Attn, tensor, j.attn[g], j, n)
 		}
 		if err != nil {
-			return fmt.Errorf("layer %d: %w", li, err)
+			return fmt.Errorf("layer %d: %w", lw.Layer, err)
 		}
 		for k := range m.hid {
 			m.hid[k] += m.mix[k]
@@ -121,33 +134,64 @@ func (m *net) forward(j *rowJob) error {
 // the conv window and SSM state from the slot (64-bit index) and writes
 // them back; the prefill kernel starts from zeros unless hasInit, and
 // addresses the SSM state through j.ssm (which may wrap), element by
-// element, so a wrapped write really lands in another page.
-func (m *net) mamba(w *MambaWeights, tensor []float32, slot int32, j *rowJob, n int) error {
+// element, so a wrapped write really lands in another page. Under
+// speculative decoding a decode reads the accepted column (or a stale
+// graph replay's slot) and writes the conv window and state after its
+// t-th token to column t; vLLM's Mamba1 conv state has no extra columns
+// (mamba1_state_shape takes no num_spec), so each column keeps its own.
+func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) error {
 	geo := &m.geo
-	convBase := int64(slot) * geo.PageElems
-	ssmBase := convBase + geo.StateOffset
+	slot := j.slots[g]
+	at := func(b int32) (conv, ssm []float32, err error) {
+		base := int64(b) * geo.PageElems
+		if b < statecache.NullBlock || b == statecache.NullBlock && (j.kernel == nil || b != j.readSlot(g)) || base+geo.PageElems > int64(len(tensor)) {
+			return nil, nil, fmt.Errorf("mock: state slot %d outside a %d-element cache tensor", b, len(tensor))
+		}
+		return tensor[base : base+geo.ConvElems], tensor[base+geo.StateOffset : base+geo.StateOffset+geo.StateElems], nil
+	}
+	conv, ssm, err := at(slot)
+	if err != nil {
+		return err
+	}
 	if !j.decode {
-		ssmBase = geo.StateOffset + int64(j.ssm.Base(slot))
+		ssmBase := geo.StateOffset + int64(j.ssm.Base(slot))
+		if ssmBase < 0 || ssmBase+geo.StateElems > int64(len(tensor)) {
+			return fmt.Errorf("mock: state slot %d (SSM at element %d) outside a %d-element cache tensor", slot, ssmBase, len(tensor))
+		}
+		ssm = tensor[ssmBase : ssmBase+geo.StateElems]
 	}
-	if slot <= statecache.NullBlock || convBase+geo.PageElems > int64(len(tensor)) ||
-		ssmBase < 0 || ssmBase+geo.StateElems > int64(len(tensor)) {
-		return fmt.Errorf("mock: state slot %d (SSM at element %d) outside a %d-element cache tensor", slot, ssmBase, len(tensor))
-	}
-	conv := tensor[convBase : convBase+geo.ConvElems]
-	ssm := tensor[ssmBase : ssmBase+geo.StateElems]
-	if j.decode || j.hasInit {
+	switch {
+	case j.decode:
+		rc, rs, err := at(j.readSlot(g))
+		if err != nil {
+			return err
+		}
+		copy(m.win, rc)
+		copy(m.h, rs)
+	case j.hasInit:
 		copy(m.win, conv)
 		copy(m.h, ssm)
-	} else {
+	default:
 		clear(m.win)
 		clear(m.h)
 	}
 	H := m.H
+	spec := j.decode && j.specK > 0
 	for i := 0; i < n; i++ {
 		m.mambaStep(w, m.nrm[i*H:(i+1)*H], m.mix[i*H:(i+1)*H])
+		if spec && i <= j.specK {
+			cc, cs, err := at(j.column(g, i))
+			if err != nil {
+				return err
+			}
+			copy(cc, m.win)
+			copy(cs, m.h)
+		}
 	}
-	copy(conv, m.win)
-	copy(ssm, m.h)
+	if !spec {
+		copy(conv, m.win)
+		copy(ssm, m.h)
+	}
 	return nil
 }
 

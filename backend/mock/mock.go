@@ -40,6 +40,13 @@ type Config struct {
 	Threshold float64
 	// TraceIDs are requests whose per-token comparison is kept for Trace.
 	TraceIDs []int64
+	// NumSpec is speculative decoding's num_speculative_tokens (0: off):
+	// the tiny stand-in's conv state holds K − 1 + NumSpec columns.
+	NumSpec int
+	// ChunkedPrefill runs the Mamba2, GDN, KDA and linear-attention
+	// prefill in chunks (SSD, the chunked delta rule) instead of token by
+	// token: equal to float32 rounding, not bit for bit (state.go).
+	ChunkedPrefill bool
 }
 
 // Stats and Divergence are the differential check's values; they live in
@@ -97,6 +104,7 @@ func (g *Generated) TokenAt(p, vocab int) int32 {
 type reqData struct {
 	req *sched.Request // valid only while in flight: engines recycle finished requests
 	Generated
+	pending *pendingSpec // a draft row awaiting the sampler's verdict
 }
 
 // Mock is the numeric backend.
@@ -129,7 +137,16 @@ var _ backend.Finisher = (*Mock)(nil)
 // numeric-only run; then cfg.NumBlocks is required). Caches are allocated
 // and zeroed here, once.
 func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
-	geo, err := NewGeometry(&cfg.Shape, &cfg.Layout)
+	var geo Geometry
+	var err error
+	if exact(&cfg.Shape) {
+		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
+	} else {
+		// A shape the mock cannot compute at full size: its tiny stand-in
+		// over the same block ids (docs/numeric-model.md §7).
+		cfg.Shape = TinyShape(&cfg.Shape)
+		geo, err = newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +184,10 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	index.Bits = cfg.IndexBits
 	// Without Mamba layers there is no state to address.
 	hasMamba := cfg.Shape.NumMambaLayers() > 0
-	if sym != nil && hasMamba && (sym.Index.Stride != index.Stride || sym.Index.Offset != index.Offset || sym.Index.Elems != index.Elems) {
+	if geo.Tiny && cfg.IndexBits != 64 {
+		return nil, fmt.Errorf("mock: %s with a %d-bit state index: the tiny stand-in's pages are not the model's bytes, so a wrapped write has nowhere faithful to land; use a float32 shape (tiny-hybrid) or state_index_bits 64", cfg.Shape.Name, cfg.IndexBits)
+	}
+	if sym != nil && hasMamba && !geo.Tiny && (sym.Index.Stride != index.Stride || sym.Index.Offset != index.Offset || sym.Index.Elems != index.Elems) {
 		return nil, fmt.Errorf("mock: state index (stride %d, offset %d, elems %d) differs from the symbolic backend's (%d, %d, %d)",
 			index.Stride, index.Offset, index.Elems, sym.Index.Stride, sym.Index.Offset, sym.Index.Elems)
 	}
@@ -179,14 +199,16 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	if err != nil {
 		return nil, err
 	}
+	nt := newNet(w, geo)
+	nt.chunked = cfg.ChunkedPrefill
 	m := &Mock{
-		cfg: cfg, sym: sym, w: w, geo: geo, net: newNet(w, geo), index: index,
+		cfg: cfg, sym: sym, w: w, geo: geo, net: nt, index: index,
 		reqs: map[statecache.RequestID]*reqData{}, keep: map[int64]bool{}, traces: map[int64]*Trace{},
 	}
 	m.stats.Threshold = cfg.Threshold
 	// Everything reference reads of the Mock: the shape, the layout (geo
 	// and the private caches derive from the two) and the weights.
-	m.refKey = fmt.Appendf(nil, "%+v|%+v|%d|", cfg.Shape, cfg.Layout, cfg.WeightSeed)
+	m.refKey = fmt.Appendf(nil, "%+v|%+v|%d|%t|", cfg.Shape, cfg.Layout, cfg.WeightSeed, cfg.ChunkedPrefill)
 	for _, id := range cfg.TraceIDs {
 		m.keep[id] = true
 	}
@@ -230,24 +252,56 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 		rd = &reqData{req: r, Generated: Generated{Seed: r.Seed, Prompt: r.NumPromptTokens}}
 		m.reqs[r.ID] = rd
 	}
+	m.settle(rd, r)
 	if len(rd.Tokens) != r.NumOutputTokens || rd.Prompt != r.NumPromptTokens {
 		return fmt.Errorf("engine holds %d+%d tokens, the mock %d+%d", r.NumPromptTokens, r.NumOutputTokens, rd.Prompt, len(rd.Tokens))
 	}
 	c, q := row.NumComputed, row.NumScheduled
-	if q <= 0 || c+q > r.NumTokens() {
-		return fmt.Errorf("scheduled positions [%d, %d) outside the %d known tokens", c, c+q, r.NumTokens())
+	known := r.NumTokens()
+	drafts := max(c+q-known, 0)
+	if q <= 0 || c < 0 || drafts > row.NumDrafts || drafts >= q {
+		return fmt.Errorf("scheduled positions [%d, %d) outside the %d known tokens and %d drafts", c, c+q, known, row.NumDrafts)
 	}
 	vocab := m.cfg.Shape.VocabSize
 	m.tok = m.tok[:0]
 	for p := c; p < c+q; p++ {
-		m.tok = append(m.tok, rd.TokenAt(p, vocab))
+		if p < known {
+			m.tok = append(m.tok, rd.TokenAt(p, vocab))
+		} else {
+			m.tok = append(m.tok, DraftToken(rd.Seed, p, vocab))
+		}
 	}
 	job := rowJob{
 		tensors: m.tensors, attn: r.Blocks.Attn, slots: r.Blocks.Mamba, ssm: m.index,
-		decode: row.Path == sched.PathDecode, hasInit: row.HasInitialState,
+		decode: row.Path == sched.PathDecode || row.Graph == sched.GraphFull, hasInit: row.HasInitialState,
 		start: c, tokens: m.tok, logitsFrom: q,
 	}
-	if r.Status == sched.Running && c+q >= r.NumTokens() {
+	if ng := len(r.Blocks.Mamba); ng > 0 && len(r.Blocks.Spec) > 0 {
+		job.specK, job.spec = len(r.Blocks.Spec)/ng, r.Blocks.Spec
+		job.acc = min(r.AcceptedColumn(), job.specK)
+	}
+	if job.decode {
+		job.kernel = row.KernelSlots
+	}
+	switch {
+	case drafts > 0:
+		// The sampler's verdict comes with Scheduler.Update: keep the
+		// candidates (each draft under the target's logits before it,
+		// and the target's own sample at every position) until settle.
+		job.logitsFrom = q - 1 - drafts
+		pd := &pendingSpec{step: step}
+		rd.pending = pd
+		job.onLogits = func(i int, logits []float32) {
+			p := c + i + 1 // the position the token takes
+			tok := Sample(logits, m.cfg.Temperature, rd.Seed, p)
+			pd.sample = append(pd.sample, tok)
+			pd.sampleLP = append(pd.sampleLP, LogProb(logits, tok))
+			if i+1 < q {
+				pd.draftLP = append(pd.draftLP, LogProb(logits, m.tok[i+1]))
+				pd.draft = append(pd.draft, m.tok[i+1])
+			}
+		}
+	case r.Status == sched.Running && c+q >= known:
 		job.logitsFrom = q - 1
 		job.onLogits = func(_ int, logits []float32) {
 			tok := Sample(logits, m.cfg.Temperature, rd.Seed, c+q)
@@ -261,6 +315,44 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 	return m.net.forward(&job)
 }
 
+// pendingSpec is a draft row's output before the sampler's verdict: for
+// each draft, its token and log-prob under the target's logits before it;
+// for each position, the target's own sample and its log-prob.
+type pendingSpec struct {
+	step              int64
+	draft, sample     []int32
+	draftLP, sampleLP []float64
+}
+
+// settle applies a draft row's verdict once Scheduler.Update has counted
+// the tokens: a accepted drafts, then the target's sample after them (the
+// bonus token), unless a stop came first. A finished request's
+// num_accepted_tokens says how many drafts the sampler accepted when the
+// stop cut the bonus.
+func (m *Mock) settle(rd *reqData, r *sched.Request) {
+	pd := rd.pending
+	if pd == nil {
+		return
+	}
+	rd.pending = nil
+	emitted := r.NumOutputTokens - len(rd.Tokens)
+	a := emitted - 1
+	if r.Status == sched.Finished && r.NumAccepted-1 > a {
+		a = r.NumAccepted - 1
+	}
+	a = min(a, len(pd.draft))
+	for i := 0; i < emitted && i <= len(pd.draft); i++ {
+		tok, lp := pd.sample[min(a, len(pd.sample)-1)], pd.sampleLP[min(a, len(pd.sample)-1)]
+		if i < a {
+			tok, lp = pd.draft[i], pd.draftLP[i]
+		}
+		rd.Tokens = append(rd.Tokens, tok)
+		rd.LogProbs = append(rd.LogProbs, lp)
+		rd.Steps = append(rd.Steps, pd.step)
+		m.stats.TokensSampled++
+	}
+}
+
 // Finish compares a finished (or abandoned) request with the reference
 // and frees its data.
 func (m *Mock) Finish(r *sched.Request) {
@@ -268,6 +360,7 @@ func (m *Mock) Finish(r *sched.Request) {
 	if rd == nil {
 		return
 	}
+	m.settle(rd, r)
 	delete(m.reqs, r.ID)
 	m.compare(int64(r.ID), r.CorruptStep, rd)
 }

@@ -24,10 +24,14 @@ func ConfigOf(env *backend.Env) Config {
 	if seed == 0 {
 		seed = sc.Seed
 	}
-	return Config{
+	cfg := Config{
 		Shape: *env.Shape, Layout: env.Layout, NumBlocks: env.NumBlocks,
 		WeightSeed: seed, Temperature: sc.Sampling.Temperature, Threshold: sc.Backend.DivergenceThreshold,
 	}
+	if sp := &sc.Engine.Speculative; sp.Method != "" {
+		cfg.NumSpec = sp.NumSpeculativeTokens
+	}
+	return cfg
 }
 
 // FromEnv is the registry's factory.

@@ -13,7 +13,17 @@ import (
 const (
 	promptSalt uint64 = 0x70726f6d7074 // "prompt"
 	sampleSalt uint64 = 0x73616d706c65 // "sample"
+	draftSalt  uint64 = 0x6472616674   // "draft"
 )
+
+// DraftToken is the drafter's proposal for position pos of a request:
+// Mix(seed ⊕ Mix(pos ⊕ "draft")) mod vocab. The mock's drafter guesses
+// blindly; the run's acceptance model (engine.speculative) decides which
+// drafts the sampler keeps, and an accepted draft is scored like any
+// other generated token.
+func DraftToken(seed uint64, pos int, vocab int) int32 {
+	return int32(sim.Mix(seed^sim.Mix(uint64(pos)^draftSalt)) % uint64(vocab))
+}
 
 // PromptToken is the id of a request's prompt token at position pos:
 // Mix(seed ⊕ Mix(pos ⊕ "prompt")) mod vocab, with Mix splitmix64's

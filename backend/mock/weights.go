@@ -58,7 +58,9 @@ type LayerWeights struct {
 	Kind  model.LayerKind
 	Norm  []float32 // RMSNorm gain [hidden] = 1
 	Mamba *MambaWeights
+	State *StateWeights // Mamba2, GDN, KDA, linear attention, ShortConv
 	Attn  *AttnWeights
+	Layer int // the decoder layer (cache entries of a parallel block share one)
 }
 
 // Weights are the whole model, exported so a device backend can upload the
@@ -118,9 +120,17 @@ func NewWeights(shape model.Shape, seed uint64) (*Weights, error) {
 	w := &Weights{Shape: shape, DTRank: DTRank(&shape)}
 	w.Embed = src.fill(V*H, float32(math.Sqrt(3)*EmbedGain))
 	di, n, k, r := shape.DInner(), shape.MambaDState, shape.MambaDConv, w.DTRank
-	for i := 0; i < shape.NumLayers; i++ {
-		lw := LayerWeights{Kind: shape.Kind(i), Norm: ones(H)}
-		if lw.Kind == model.Mamba {
+	// One mixer per cache entry, in registration order (for the presets,
+	// every layer in order).
+	for _, e := range shape.Entries() {
+		lw := LayerWeights{Kind: e.Kind, Norm: ones(H), Layer: e.Layer}
+		if lw.Kind == model.Mamba && shape.StateKind() != model.Mamba1 {
+			sw, err := newStateWeights(src, &shape)
+			if err != nil {
+				return nil, err
+			}
+			lw.State = sw
+		} else if lw.Kind == model.Mamba {
 			m := &MambaWeights{}
 			m.InProj = src.linear(2*di, H, 1)
 			m.ConvW = src.fill(di*k, float32(1/math.Sqrt(float64(k))))

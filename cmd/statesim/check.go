@@ -74,9 +74,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&props, "property", "property to check (repeatable or comma-separated; default all)")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a field of every generated scenario, e.g. engine.max_num_seqs=4 (repeatable)")
+	shardArg := fs.String("shard", "", "shard `i/n` of a campaign of n seeds: this process searches seed --seed + i and writes to --out/seed-S; without it, JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if err := shardSeed(shardArg, seed, outDir, stderr); err != nil {
+		return exitBadInput
 	}
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "statesim check: "+format+"\n", a...)

@@ -87,6 +87,11 @@ func command1(args []string, stdout, stderr io.Writer) int {
 		return c.run(args[1:], stdout, stderr)
 	}
 	switch args[0] {
+	case completeCmd: // the shell completion scripts' helper (completion.go)
+		for _, c := range complete(args[1:]) {
+			fmt.Fprintln(stdout, c)
+		}
+		return exitClean
 	case "scenarios":
 		for _, n := range scenarios.Builtins() {
 			sc, err := scenarios.Load(n, nil)

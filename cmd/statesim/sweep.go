@@ -70,7 +70,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 0, "run `N` seeds per grid point: the scenario's seed and the next N-1 (default 1, or the built-in sweep's)")
 	workers := fs.Int("workers", runtime.NumCPU(), "cells run in parallel")
 	out := fs.String("out", "", "output `DIR` (default out/sweep-NAME); finished cells there are skipped")
-	shardArg := fs.String("shard", "", "run shard `i/n` of the cells (0 <= i < n), e.g. from a Kubernetes Indexed Job")
+	shardArg := fs.String("shard", "", "run shard `i/n` of the cells (0 <= i < n); without it, JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
 	metric := fs.String("metric", "", "incidence to chart: corrupted, imposters, stale-reads, misrouted, divergent or first-wrap (default corrupted)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	pos, err := parseInterleaved(fs, args)
@@ -127,12 +127,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim sweep: --workers must be >= 1, got %d\n", *workers)
 		return exitBadInput
 	}
-	var shard sweep.Shard
-	if *shardArg != "" {
-		if shard, err = sweep.ParseShard(*shardArg); err != nil {
-			fmt.Fprintf(stderr, "statesim sweep: %v\n", err)
-			return exitBadInput
-		}
+	shard, err := shardOf(*shardArg, "sweep", stderr)
+	if err != nil {
+		return exitBadInput
 	}
 	if *out == "" {
 		*out = filepath.Join("out", "sweep-"+spec.Name)
