@@ -24,6 +24,14 @@ func TestTraceValidated(t *testing.T) {
 	l := func(step, start, end int, slot string) string {
 		return fmt.Sprintf(`{"v":2,"step":%d,"start_ns":%d,"end_ns":%d,"preempted":[],"rows":[{"request_id":0,"scheduled":3,"computed":0,"prompt":3,"path":"prefill","slots":[%s]}]}`+"\n", step, start, end, slot)
 	}
+	empty := func(step, at int) string {
+		return fmt.Sprintf(`{"v":2,"step":%d,"start_ns":%d,"end_ns":%d,"preempted":[],"rows":[]}`+"\n", step, at, at)
+	}
+	// Under async scheduling a step that schedules nothing is written when
+	// it is scheduled, ahead of the step in flight.
+	if _, err := ReadTrace(strings.NewReader(withEnd(l(1, 0, 5, "1")+empty(3, 5)+l(2, 5, 9, "1")+l(4, 9, 12, "1"))), "async"); err != nil {
+		t.Errorf("an empty step ahead of the one in flight: %v", err)
+	}
 	good := l(1, 0, 5, "1") + l(2, 5, 9, "4294967297")
 	run, err := ReadTrace(strings.NewReader(withEnd(good)), "good")
 	if err != nil {
@@ -46,6 +54,10 @@ func TestTraceValidated(t *testing.T) {
 		{"end before start", withEnd(l(1, 9, 5, "1")), "times must be >= 0"},
 		{"time backwards", withEnd(l(1, 5, 9, "1") + l(2, 0, 9, "1")), "before the previous step"},
 		{"negative slot", withEnd(l(1, 0, 5, "-7")), "slot -7"},
+		{"negative step", withEnd(l(-1, 0, 5, "1")), "negative step"},
+		{"an empty step's number ran again", withEnd(l(1, 0, 5, "1") + empty(3, 5) + l(2, 5, 9, "1") + l(3, 9, 12, "1")), "step 3 twice"},
+		{"an empty step behind a ran one", withEnd(l(2, 0, 5, "1") + empty(1, 5)), "steps must increase"},
+		{"empty steps reversed", withEnd(empty(3, 5) + empty(2, 5)), "steps must increase"},
 	} {
 		if _, err := ReadTrace(strings.NewReader(c.in), c.name); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)

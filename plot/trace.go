@@ -77,7 +77,8 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 	// +1: the newline is buffered with its line.
 	sc.Buffer(make([]byte, 0, min(64<<10, MaxTraceLine+1)), MaxTraceLine+1)
 	line := 0
-	var highest, rows, prevStep, prevStart int64
+	var highest, rows, prevStart int64
+	order := stepOrder{lastRun: -1, lastEmpty: -1}
 	var crc uint32
 	var end *traceEnd
 	for sc.Scan() {
@@ -107,11 +108,11 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 		if ts.Step == nil {
 			return nil, fmt.Errorf("line %d: not a statesim trace step: no \"step\" field", line)
 		}
-		if err := checkStep(&ts, run.NumSteps > 0, prevStep, prevStart); err != nil {
+		if err := checkStep(&ts, &order, run.NumSteps > 0, prevStart); err != nil {
 			return nil, fmt.Errorf("line %d: step %d: %v", line, *ts.Step, err)
 		}
 		crc = crc32.Update(crc32.Update(crc, castagnoli, b), castagnoli, newline)
-		prevStep, prevStart = *ts.Step, ts.StartNS
+		prevStart = ts.StartNS
 		rows += int64(len(ts.Rows))
 		st := Step{Step: *ts.Step, StartNS: ts.StartNS, EndNS: ts.EndNS, Rows: int32(len(ts.Rows)), Preempted: int32(len(ts.Preempted)),
 			Waiting: -1, Running: -1, BlocksHeld: -1, FreeQueue: -1}
@@ -148,14 +149,49 @@ func ReadTrace(rd io.Reader, name string) (*Run, error) {
 
 var newline = []byte{'\n'}
 
+// stepOrder is the order run --trace writes steps in: a step that ran
+// rows is written when it ends, in increasing step order; a step that
+// scheduled nothing is written when it is scheduled, which under async
+// scheduling is before the step in flight ends. So the two kinds each
+// increase, an empty step comes after every ran step before it, and no
+// number comes twice (pending: empty steps ahead of the last ran one).
+type stepOrder struct {
+	lastRun, lastEmpty int64
+	pending            []int64
+}
+
+func (o *stepOrder) next(step int64, empty bool) error {
+	if step <= o.lastRun || empty && step <= o.lastEmpty {
+		return fmt.Errorf("after step %d: steps must increase", max(o.lastRun, o.lastEmpty))
+	}
+	if empty {
+		o.lastEmpty = step
+		o.pending = append(o.pending, step)
+		return nil
+	}
+	keep := o.pending[:0]
+	for _, p := range o.pending {
+		if p == step {
+			return fmt.Errorf("step %d twice", step)
+		}
+		if p > step {
+			keep = append(keep, p)
+		}
+	}
+	o.pending, o.lastRun = keep, step
+	return nil
+}
+
 // checkStep refuses a step line no run writes: steps out of order or
 // repeated, time running backwards, negative counts or slots.
-func checkStep(ts *traceStep, hasPrev bool, prevStep, prevStart int64) error {
-	switch {
-	case *ts.Step < 0:
+func checkStep(ts *traceStep, order *stepOrder, hasPrev bool, prevStart int64) error {
+	if *ts.Step < 0 {
 		return errors.New("a negative step number")
-	case hasPrev && *ts.Step <= prevStep:
-		return fmt.Errorf("after step %d: steps must increase", prevStep)
+	}
+	if err := order.next(*ts.Step, len(ts.Rows) == 0); err != nil {
+		return err
+	}
+	switch {
 	case ts.StartNS < 0 || ts.EndNS < ts.StartNS:
 		return fmt.Errorf("start_ns %d, end_ns %d: times must be >= 0 and a step end after it starts", ts.StartNS, ts.EndNS)
 	case hasPrev && ts.StartNS < prevStart:

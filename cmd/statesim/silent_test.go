@@ -67,3 +67,23 @@ func TestDevZeroInputs(t *testing.T) {
 		}
 	}
 }
+
+// Every regression's --trace reads back whole: the closing record, and the
+// order a run writes steps in (under async scheduling a step that
+// schedules nothing is written ahead of the step in flight).
+func TestRegressionTracesPlot(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "regressions", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no regressions: %v", err)
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		tr := filepath.Join(dir, "t.jsonl")
+		if code, _, errs := runCLI("run", f, "--trace", tr); code != exitClean && code != exitViolations {
+			t.Fatalf("run %s: exit %d, %s", f, code, errs)
+		}
+		if _, err := plotTrace(tr, []string{f}, nil); err != nil { // plot --trace's reading, not its drawing
+			t.Errorf("plot --trace of %s: %v", filepath.Base(f), err)
+		}
+	}
+}
