@@ -31,8 +31,9 @@ const TraceVersion = 2
 // "graph" (piecewise or full; left out when eager), and one whose replayed
 // kernel addresses other slots than its own adds "kernel_slots" (the same
 // length as "slots"): both are additions, so TraceVersion stays. A step
-// that scheduled nothing runs no model and writes no line; its step
-// number is skipped.
+// that scheduled nothing runs no model but gets a line with no rows,
+// written when it is scheduled: under async scheduling, ahead of the
+// step in flight (plot.ReadTrace accepts that order and no other).
 //
 // The last line is the closing record, written when the run ends:
 //
