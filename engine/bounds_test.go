@@ -125,3 +125,31 @@ func TestModeWithoutPrefixCachingWarns(t *testing.T) {
 		t.Error("warning where the mode applies")
 	}
 }
+
+// acceptance_rate beside a fixed accepted count is not used, and the
+// report says so.
+func TestAcceptanceRateBesideAcceptedWarns(t *testing.T) {
+	doc := "name: a\nmodel: {preset: tiny-hybrid}\nengine: {num_gpu_blocks_override: 512, vllm_version: v0.31, speculative: {method: ngram, num_speculative_tokens: 2, SPEC}}\nworkload: {kind: poisson, rate: 10, count: 2}\n"
+	warned := func(spec string) bool {
+		sc, err := scenarios.Parse([]byte(strings.Replace(doc, "SPEC", spec, 1)), "a.yaml", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range rep.Warnings {
+			if strings.Contains(w, "acceptance_rate 0.5 is not used") {
+				return true
+			}
+		}
+		return false
+	}
+	if !warned("accepted: 1, acceptance_rate: 0.5") {
+		t.Error("accepted 1 beside acceptance_rate 0.5: no warning")
+	}
+	if warned("acceptance_rate: 0.5") || warned("accepted: 1") {
+		t.Error("a warning where one of them applies alone")
+	}
+}

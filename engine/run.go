@@ -286,8 +286,10 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	if w := asyncWarning(sc, mode); w != "" {
 		r.rep.Warnings = append(r.rep.Warnings, w)
 	}
-	if w := modeWarning(sc, mode); w != "" {
-		r.rep.Warnings = append(r.rep.Warnings, w)
+	for _, w := range []string{modeWarning(sc, mode), acceptWarning(sc)} {
+		if w != "" {
+			r.rep.Warnings = append(r.rep.Warnings, w)
+		}
 	}
 	r.bulk = !opt.stepByStep && !r.s.Cfg.AsyncScheduling && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {

@@ -253,9 +253,6 @@ func Parse(data []byte, name string, sets []string) (*Scenario, error) {
 		}
 		return nil, &InputError{File: name, Msg: err.Error()}
 	}
-	if err := d.inapplicable(&sc); err != nil {
-		return nil, err
-	}
 	sc.File = name
 	return &sc, nil
 }
@@ -604,20 +601,6 @@ func (d *decoder) defaultsFromNames(sc *Scenario) error {
 	}
 	if n, ok := d.lines["workload.rate_scale"]; ok && sc.Workload.RateScale == 0 {
 		return locate(d.file, n, "workload.rate_scale", "must be a finite number > 0, got 0 (leave it out to replay at recorded speed)", d.sets)
-	}
-	return nil
-}
-
-// inapplicable refuses a setting the scenario gives that cannot apply
-// (workload.Spec.Validate refuses another kind's workload keys).
-func (d *decoder) inapplicable(sc *Scenario) error {
-	sp := &sc.Engine.Speculative
-	if n, ok := d.lines["engine.speculative.acceptance_rate"]; ok {
-		// Both in the file, or both by --set: one is ignored. A --set of
-		// one over the file's other is the user's choice of the two.
-		if a, ok := d.lines["engine.speculative.accepted"]; ok && sp.Accepted >= 0 && (a.Line > 0) == (n.Line > 0) {
-			return locate(d.file, n, "engine.speculative.acceptance_rate", fmt.Sprintf("cannot apply beside engine.speculative.accepted %d, which fixes the accepted drafts: give one of them", sp.Accepted), d.sets)
-		}
 	}
 	return nil
 }
