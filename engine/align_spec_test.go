@@ -19,7 +19,7 @@ import (
 // columns move with the running block), #55898 applied so #55894 stays
 // out of the way, and a pool that never preempts.
 func alignMTP(t *testing.T, seed int, sets ...string) *scenarios.Scenario {
-	return hybridRollouts(t, "align", 64, append([]string{"model={preset: tiny-hybrid-mamba2}", fmt.Sprintf("seed=%d", seed),
+	return hybridRollouts(t, "align", 64, append([]string{"model.preset=tiny-hybrid-mamba2", fmt.Sprintf("seed=%d", seed),
 		"engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=3", "engine.speculative.acceptance_rate=0.6",
 		"workload.output_len.value=120", "engine.patches=[+55898]"}, sets...)...)
 }

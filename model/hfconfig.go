@@ -97,6 +97,12 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 	if top == nil {
 		return Shape{}, &ConfigError{File: file, Line: 1, Msg: "not a JSON object"}
 	}
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+		// json.Decoder stops after one value: anything after it (a second
+		// object, a pasted fragment) would otherwise be ignored.
+		off := len(data) - len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"))
+		return Shape{}, &ConfigError{File: file, Line: 1 + bytes.Count(data[:off], []byte("\n")), Msg: "text after the JSON object: a config.json is one object"}
+	}
 	h.m = top
 	if tc, ok := top["text_config"].(map[string]any); ok {
 		merged := map[string]any{}
@@ -396,6 +402,15 @@ func (h *hf) indexSet(key string, idx []int, layers, base int) map[int]bool {
 func jamba(h *hf, s *Shape) {
 	s.AttnLayerPeriod = h.int("attn_layer_period")
 	s.AttnLayerOffset = h.int("attn_layer_offset")
+	// transformers' JambaConfig takes layer i as attention when
+	// i % attn_layer_period == attn_layer_offset (and MoE likewise): a
+	// period of 0 is a division by zero there, not an all-Mamba model.
+	if h.err == nil && s.AttnLayerPeriod < 1 {
+		h.fail("attn_layer_period", "must be >= 1 (layer i is attention when i %% attn_layer_period == attn_layer_offset), got %d", s.AttnLayerPeriod)
+	}
+	if h.err == nil && h.intOr(1, "expert_layer_period") < 1 {
+		h.fail("expert_layer_period", "must be >= 1 (layer i is MoE when i %% expert_layer_period == expert_layer_offset), got %d", h.intOr(1, "expert_layer_period"))
+	}
 	s.MambaExpand = h.int("mamba_expand")
 	s.MambaDState = h.int("mamba_d_state")
 	s.MambaDConv = h.int("mamba_d_conv")
@@ -467,7 +482,7 @@ func mamba2Only(h *hf, s *Shape) {
 }
 
 func nemotronH(h *hf, s *Shape) {
-	pat := h.str("hybrid_override_pattern")
+	pat := []rune(h.str("hybrid_override_pattern")) // one character a layer, not one byte
 	if !h.layerList("hybrid_override_pattern", len(pat), s.NumLayers) {
 		return
 	}

@@ -237,12 +237,12 @@ func cacheChart(run *Run, dc draw.Canvas) {
 	series := []struct {
 		name string
 		c    color.Color
-		v    func(*Bin) int32
+		v    func(*Bin) int64
 	}{
-		{"blocks in use (max in bin)", blue, func(b *Bin) int32 { return b.MaxBlocksHeld }},
-		{"state slots in use (max in bin)", green, func(b *Bin) int32 { return b.MaxSlotsHeld }},
-		{"free queue length (min in bin)", orange, func(b *Bin) int32 { return b.MinFreeQueue }},
-		{"highest slot index touched", purple, func(b *Bin) int32 { return b.HighestSlot }},
+		{"blocks in use (max in bin)", blue, func(b *Bin) int64 { return int64(b.MaxBlocksHeld) }},
+		{"state slots in use (max in bin)", green, func(b *Bin) int64 { return int64(b.MaxSlotsHeld) }},
+		{"free queue length (min in bin)", orange, func(b *Bin) int64 { return int64(b.MinFreeQueue) }},
+		{"highest slot index touched", purple, func(b *Bin) int64 { return b.HighestSlot }},
 	}
 	if run.FromTrace {
 		series[1].name = "slots of scheduled rows (max in bin)"

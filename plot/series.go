@@ -20,7 +20,7 @@ type Bin struct {
 	Busiest                         Step
 	MaxBlocksHeld, MaxSlotsHeld     int32
 	MinFreeQueue                    int32
-	HighestSlot                     int32
+	HighestSlot                     int64 // a trace's slots are 64-bit
 	MaxWaiting, MaxRunning, MaxRows int32
 	Preempted                       int64
 	Steps                           int64

@@ -11,7 +11,7 @@ import (
 func synthetic(i int64) Step {
 	st := Step{Step: i, StartNS: i * 10, EndNS: i*10 + 9, Decode: int32(i % 7), Rows: int32(i % 7),
 		Waiting: int32(i % 50), Running: int32(i % 31), BlocksHeld: int32(i % 100), SlotsHeld: int32(i % 13),
-		FreeQueue: int32(1000 - i%100), HighestSlot: int32(i / 10), Preempted: int32(i % 3)}
+		FreeQueue: int32(1000 - i%100), HighestSlot: int64(i / 10), Preempted: int32(i % 3)}
 	if i%1000 == 0 {
 		st.Prefill = 16000
 	}
@@ -49,7 +49,7 @@ func TestSeriesKeepsBoundedBinsAndExactMarkers(t *testing.T) {
 		if burst := (b.LastStep/1000)*1000 >= b.FirstStep; burst && b.Busiest.Prefill != 16000 {
 			t.Fatalf("bin %d..%d hides its burst: %+v", b.FirstStep, b.LastStep, b.Busiest)
 		}
-		if b.HighestSlot != int32(b.LastStep/10) || b.MaxWaiting < int32(min(49, b.Steps-1)) {
+		if b.HighestSlot != b.LastStep/10 || b.MaxWaiting < int32(min(49, b.Steps-1)) {
 			t.Fatalf("bin %d..%d: highest %d, max waiting %d", b.FirstStep, b.LastStep, b.HighestSlot, b.MaxWaiting)
 		}
 	}

@@ -216,6 +216,9 @@ func (p *Plan) runners(cfg *Config) error {
 }
 
 func (p *Plan) spec(cfg *Config) error {
+	if p.Given["spec-k"] && len(p.Specs) == 0 && !p.Matrix {
+		return fmt.Errorf("--spec-k applies only with --spec METHOD (or --matrix): without it no draft tokens are drawn")
+	}
 	if len(p.Specs) == 0 && !(p.Matrix && p.Given["spec-k"]) {
 		return nil
 	}
@@ -244,6 +247,12 @@ func (p *Plan) prefix(cfg *Config) error {
 			m = ""
 		}
 		modes = append(modes, m)
+	}
+	if p.HashBlock < 1 {
+		return fmt.Errorf("--hash-block: want at least 1 token per shared hash id, got %d", p.HashBlock)
+	}
+	if p.Shared < 0 {
+		return fmt.Errorf("--shared: want 0 or more shared hash ids per prompt, got %d", p.Shared)
 	}
 	*cfg = Prefix(*cfg, p.HashBlock, p.Shared, modes...)
 	// Asked for by name, align keeps prefix caching under spec decode on

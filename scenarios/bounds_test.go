@@ -63,3 +63,18 @@ func TestConfigFileBound(t *testing.T) {
 		t.Fatalf("one past the bound: %v; want the config file named, not the scenario's field", err)
 	}
 }
+
+// max_model_len's lower bound: 2 (a 1-token prompt and one output token)
+// is the smallest that serves a request; 1 leaves no room to generate and
+// is refused. Off by one either way, this fails.
+func TestMaxModelLenLowerBound(t *testing.T) {
+	doc := "name: m\nmodel: {preset: tiny-hybrid}\nengine: {num_gpu_blocks_override: 64, max_model_len: LEN}\n" +
+		"workload: {kind: poisson, rate: 1, count: 1, prompt_len: {dist: constant, value: 1}, output_len: {dist: constant, value: 1}}\n"
+	if _, err := Parse([]byte(strings.Replace(doc, "LEN", "2", 1)), "m.yaml", nil); err != nil {
+		t.Fatalf("max_model_len 2: %v", err)
+	}
+	_, err := Parse([]byte(strings.Replace(doc, "LEN", "1", 1)), "m.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "m.yaml:3: field engine.max_model_len: must be in [2,") {
+		t.Fatalf("max_model_len 1: %v", err)
+	}
+}

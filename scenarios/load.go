@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -98,6 +99,10 @@ func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err err
 	}
 	if data, err = infile.ReadFile(arg, "scenario file", maxScenarioBytes); err == nil {
 		return data, arg, filepath.Dir(arg), false, nil
+	}
+	var tl *infile.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, arg, "", false, err // names the file already
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, arg, "", false, fmt.Errorf("%s: %w", arg, err)
@@ -245,6 +250,9 @@ func decode(data []byte, name string, sets []string) (*Scenario, *decoder, error
 		if !ok || k == "" {
 			return nil, nil, &InputError{File: name, Set: s, Msg: "want KEY.PATH=VALUE"}
 		}
+		if err := checkSet(k, v); err != nil {
+			return nil, nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
+		}
 		if err := setNode(doc, strings.Split(k, "."), v); err != nil {
 			return nil, nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
 		}
@@ -303,6 +311,25 @@ func lookup(n *yaml.Node, path ...string) *yaml.Node {
 		n = next
 	}
 	return n
+}
+
+// checkSet refuses a --set that would silently replace more than the
+// user wrote: a whole top-level section given as a mapping (engine={...}
+// would drop vllm_version and every other engine key back to the
+// defaults), and an index into a list (engine.patches.0), which --set
+// cannot address.
+func checkSet(key, v string) error {
+	path := strings.Split(key, ".")
+	var val yaml.Node
+	if len(path) == 1 && yaml.Unmarshal([]byte(v), &val) == nil && len(val.Content) > 0 && val.Content[0].Kind == yaml.MappingNode {
+		return fmt.Errorf("--set of a whole section would replace every key of %s, resetting the ones not given to their defaults: set each field, e.g. --set %s.KEY=VALUE", key, key)
+	}
+	for i, p := range path {
+		if _, err := strconv.Atoi(p); err == nil && i > 0 {
+			return fmt.Errorf("%s is a list: --set cannot change one item; give the whole list, e.g. --set '%s=[...]'", strings.Join(path[:i], "."), strings.Join(path[:i], "."))
+		}
+	}
+	return nil
 }
 
 // setNode replaces (or adds) the value at path with the YAML scalar v.
@@ -461,6 +488,27 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(tmp.Elem())
 		return nil
 	}
+	if k := v.Kind(); (k == reflect.Int || k == reflect.Int64 || k == reflect.Uint64) && n.ShortTag() == "!!int" {
+		// yaml.v3 reads 010 as octal 8 and takes 0x10 and 0o10; vLLM's
+		// --max-num-seqs 010 is 10. Integers are decimal here too.
+		bad := locate(d.file, n, path, fmt.Sprintf("want %s written in decimal, got %q", typeName(v), n.Value), d.sets)
+		if k == reflect.Uint64 {
+			digits, ok := decimalDigits(n.Value)
+			u, err := strconv.ParseUint(digits, 10, 64)
+			if !ok || err != nil {
+				return bad
+			}
+			tmp.Elem().SetUint(u)
+		} else {
+			i, ok := DecimalInt(n.Value)
+			if !ok {
+				return bad
+			}
+			tmp.Elem().SetInt(i)
+		}
+		v.Set(tmp.Elem())
+		return nil
+	}
 	if err := n.Decode(tmp.Interface()); err != nil {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %q", typeName(v), n.Value), d.sets)
 	}
@@ -469,6 +517,37 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	}
 	v.Set(tmp.Elem())
 	return nil
+}
+
+// DecimalInt reads an integer as Python's int() does: decimal digits, an
+// optional sign, underscores between digits; a leading zero is not octal
+// ("010" is 10) and 0x / 0o prefixes are not integers.
+func DecimalInt(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	digits, ok := decimalDigits(strings.TrimPrefix(s, "-"))
+	if !ok || neg && strings.HasPrefix(s, "-+") {
+		return 0, false
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	i, err := strconv.ParseInt(digits, 10, 64)
+	return i, err == nil
+}
+
+// decimalDigits is s's digits without a leading "+" and underscores; ok is
+// false unless s is decimal digits with underscores between them.
+func decimalDigits(s string) (string, bool) {
+	t := strings.TrimPrefix(s, "+")
+	if t == "" || t[0] == '_' || t[len(t)-1] == '_' || strings.Contains(t, "__") {
+		return "", false
+	}
+	for _, c := range t {
+		if (c < '0' || c > '9') && c != '_' {
+			return "", false
+		}
+	}
+	return strings.ReplaceAll(t, "_", ""), true
 }
 
 // NodeKind says what a YAML value is, for an error about it: "a mapping",

@@ -30,7 +30,7 @@ func TestOneRunParsesOnce(t *testing.T) {
 		{"imposter", nil, 1},
 		{"imposter-mock", nil, 1},
 		{"nemotron-h-imposter", nil, 1},
-		{"mooncake-hybrid", []string{"engine.enable_prefix_caching=true", "workload.count=20"}, 2},
+		{"mooncake-hybrid", []string{"engine.enable_prefix_caching=true", "workload.limit=20"}, 2},
 	} {
 		counts := map[string]int{}
 		stop := setup.CountParses(func(what string) { counts[what]++ })
@@ -60,7 +60,7 @@ func TestReportPrintsTheWidthInEffect(t *testing.T) {
 		bits int
 		wrap bool
 	}{{"nemotron-h-imposter", 64, false}, {"imposter", 32, true}} {
-		st, err := setup.Load(c.name, []string{"engine.state_index_bits=32", "workload.count=8"})
+		st, err := setup.Load(c.name, []string{"engine.state_index_bits=32", "workload.num_prompts=128"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,3 +96,13 @@ func TestPoolBoundCountsPrefixCache(t *testing.T) {
 		t.Fatalf("past the bound: %v", err)
 	}
 }
+
+// acceptance_rate without a speculative method cannot apply: refused at
+// its line, naming the field.
+func TestAcceptanceRateNeedsAMethod(t *testing.T) {
+	doc := "name: s\nmodel: {preset: tiny-hybrid}\nengine:\n  num_gpu_blocks_override: 256\n  speculative: {acceptance_rate: 0.5}\nworkload: {kind: poisson, rate: 1, count: 1}\n"
+	_, err := setup.Parse([]byte(doc), "s.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "field engine.speculative.acceptance_rate: applies only with a speculative method") {
+		t.Errorf("acceptance_rate without a method: %v", err)
+	}
+}

@@ -146,6 +146,9 @@ func (r *resolver) spec() error {
 		if sp.NumSpeculativeTokens != 0 {
 			return r.fail(f+"method", "num_speculative_tokens is %d but no method is set (mtp, eagle or ngram)", sp.NumSpeculativeTokens)
 		}
+		if sp.AcceptanceRate != 0 {
+			return r.fail(f+"acceptance_rate", "applies only with a speculative method (engine.speculative.method: mtp, eagle or ngram)")
+		}
 		return nil
 	}
 	if sp.NumSpeculativeTokens < 1 || sp.NumSpeculativeTokens > maxSpecTokens {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -138,5 +139,30 @@ func TestCellFileBound(t *testing.T) {
 	maxCellBytes--
 	if _, err := s.readCell(dir, first[0].Cell); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("one past the bound: %v", err)
+	}
+}
+
+// sweep.json past its bound is refused unread, at resume and at merge.
+func TestManifestBound(t *testing.T) {
+	s := small()
+	s.Axes = s.Axes[:1]
+	s.Seeds = 1
+	dir := t.TempDir()
+	run(t, s, Options{Dir: dir})
+	st, err := os.Stat(filepath.Join(dir, manifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int64) { maxManifestBytes = n }(maxManifestBytes)
+	maxManifestBytes = st.Size()
+	if _, _, _, err := Merge([]string{dir}); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	maxManifestBytes--
+	if _, _, _, err := Merge([]string{dir}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("one past the bound, merge: %v", err)
+	}
+	if _, err := s.Run(context.Background(), Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("one past the bound, resume: %v", err)
 	}
 }

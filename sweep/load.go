@@ -116,9 +116,11 @@ func parse(b []byte, file string) (*Spec, error) {
 			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
 				return nil, bad(v, "seeds", "want an integer, got %s", scenarios.NodeKind(v))
 			}
-			if err := v.Decode(&spec.Seeds); err != nil {
-				return nil, bad(v, "seeds", "want an integer, got %s", scenarios.NodeKind(v))
+			n, ok := scenarios.DecimalInt(v.Value) // 010 is 10, as in a scenario
+			if !ok || n > MaxCells {
+				return nil, bad(v, "seeds", "want a decimal integer up to %d, got %s", MaxCells, scenarios.NodeKind(v))
 			}
+			spec.Seeds = int(n)
 			if spec.Seeds < 1 {
 				return nil, bad(v, "seeds", "must be >= 1, got %d", spec.Seeds)
 			}

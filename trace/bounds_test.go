@@ -69,3 +69,24 @@ func TestLineBound(t *testing.T) {
 		t.Fatalf("one past the bound: %v", err)
 	}
 }
+
+// A hash_field the first record does not have is a misspelt key: refused
+// with the record's keys, instead of a trace that shares no prefix.
+func TestMisspeltHashField(t *testing.T) {
+	data := `{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [1, 2]}` + "\n"
+	read := func(field string) error {
+		r, err := NewJSONL(strings.NewReader(data), "m.jsonl", Options{Format: "mooncake", HashField: field})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = readAll(r)
+		return err
+	}
+	if err := read("hash_ids"); err != nil {
+		t.Fatalf("hash_ids: %v", err)
+	}
+	err := read("hash_id")
+	if err == nil || !strings.Contains(err.Error(), "m.jsonl:1: field hash_id: not in the first record (its keys: hash_ids, input_length, output_length, timestamp)") {
+		t.Fatalf("misspelt: %v", err)
+	}
+}

@@ -113,6 +113,12 @@ func FormatNames() []string {
 const (
 	RejectEmptyPrompt = "empty_prompt" // 0 prompt tokens
 	RejectOutOfOrder  = "out_of_order" // timestamp earlier than the previous record's
+	// RejectEmptyOutput is a record asking for 0 output tokens, where the
+	// workload reads output lengths from the trace: vLLM refuses
+	// max_tokens < 1 (SamplingParams._verify_args,
+	// vllm/sampling_params.py@00388f65). Rejected by the workload, which
+	// knows whether the output column is used.
+	RejectEmptyOutput = "empty_output"
 )
 
 // RejectError is a record that is well formed but cannot be served. The

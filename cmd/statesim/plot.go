@@ -10,6 +10,7 @@ import (
 	"statesim/engine"
 	"statesim/internal/infile"
 	"statesim/plot"
+	"statesim/scenarios"
 	"statesim/setup"
 	"statesim/statecache"
 	"statesim/step"
@@ -98,6 +99,9 @@ func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
 		st, err := setup.Load(pos[0], sets)
 		if err != nil {
 			return nil, err
+		}
+		if sc := st.Scenario; sc.Name != run.TraceScenario || sc.Seed != run.TraceSeed {
+			return nil, &scenarios.InputError{File: path, Msg: fmt.Sprintf("written by scenario %q seed %d, not %q seed %d: its budget and slot bounds would be drawn from another run", run.TraceScenario, run.TraceSeed, sc.Name, sc.Seed)}
 		}
 		run.MaxNumBatchedTokens = st.Sched.Config.MaxNumBatchedTokens
 		run.StateIndexBits = int(st.IndexBits)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"statesim/internal/infile"
 	"statesim/scenarios"
 	"statesim/sweep"
 )
@@ -91,7 +92,11 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		}
 		spec.Sets = append(spec.Sets, sets...)
 	} else {
-		if _, _, _, _, rerr := scenarios.Resolve(pos[0]); rerr != nil {
+		var tl *infile.TooLargeError
+		if _, _, _, _, rerr := scenarios.Resolve(pos[0]); errors.As(rerr, &tl) {
+			fmt.Fprintf(stderr, "statesim: %v\n", rerr) // a file past its bound: say so
+			return exitBadInput
+		} else if rerr != nil {
 			// Neither a sweep nor a scenario: most likely a typo of one.
 			known := append(sweep.Names(), scenarios.Builtins()...)
 			fmt.Fprintf(stderr, "statesim sweep: unknown sweep %q: not a built-in sweep (%s), a sweep .yaml file or a scenario%s\n",

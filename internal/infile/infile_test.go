@@ -82,3 +82,19 @@ func TestExpansionBound(t *testing.T) {
 		t.Fatalf("ratio %d (the stream's is %d): %v, want ErrExpansion", ratio/2, ratio, err)
 	}
 }
+
+// The expansion bound exactly: Ratio times the compressed bytes plus
+// Slack is allowed, one byte more is not.
+func TestExpansionBoundExact(t *testing.T) {
+	read := func(n int) error {
+		e := &ExpansionReader{R: strings.NewReader(strings.Repeat("a", n)), In: &Counter{N: 10}, Ratio: 64, Slack: 100}
+		_, err := io.ReadAll(e)
+		return err
+	}
+	if err := read(64*10 + 100); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	if err := read(64*10 + 101); !errors.Is(err, ErrExpansion) {
+		t.Fatalf("one past the bound: %v", err)
+	}
+}
