@@ -76,7 +76,7 @@ var prs = []pr{
 	// row still has it in no release, a disagreement docs/bugs.md records.
 	{51865, numVersions, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)",
 		status{merged: "2026-08-11", commit: "0a94d85a6", release: "v0.28.0", how: "inferred, as #47808: merged the day after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks",
-			note: "in disagrees: no modelled release has it here, yet v0.28.0 and later do (inferred); behaviour left for the lead"}},
+			note: "the release rows disagree: none has it here, yet v0.28.0 and later do (inferred); changing the rows is left to the lead"}},
 	{34871, V019, nil, "GDN spec branch: rows without drafts beside spec decodes are prefills",
 		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",

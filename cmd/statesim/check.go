@@ -63,7 +63,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	var specs, patches stringList
 	fs.Var(&specs, "spec", "speculative decoding methods to draw (off, mtp, eagle, ngram; comma-separated); default off")
 	specK := fs.String("spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
-	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059")
+	fs.Var(&patches, "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059; 'statesim patches' lists each PR and its state upstream: merged (first release) or open (as of a date)")
 	var runners stringList
 	fs.Var(&runners, "model-runner", "engine.model_runner values to draw (comma-separated): v1, v2, default (the release's: v2 from v0.29); the v0 control has none")
 	var cacheModes stringList
