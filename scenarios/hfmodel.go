@@ -121,6 +121,14 @@ func (s *Scenario) validateModelSource() error {
 		MambaSSMCacheDType: e.MambaSSMCacheDType, KVCacheDType: e.KVCacheDType,
 		KernelBlockAlignment: e.KernelBlockAlignmentSize,
 	}
+	if sp := s.Spec(); sp.On() {
+		s.Model.Shape.Cache.NumSpeculativeTokens = sp.K
+	}
+	minor := 0 // the v0 control: the flags as given
+	if r, ok := s.Release(); ok {
+		minor = r.Minor
+	}
+	s.Model.Shape.ApplyRelease(minor)
 	if s.Model.HFConfig != "" && s.Model.Shape.ModelType == "" {
 		return fe("model.hf_config", "%q was not read into the shape (set it in the scenario file or with --set)", s.Model.HFConfig)
 	}
