@@ -121,18 +121,26 @@ func (s *Scenario) validateModelSource() error {
 		MambaSSMCacheDType: e.MambaSSMCacheDType, KVCacheDType: e.KVCacheDType,
 		KernelBlockAlignment: e.KernelBlockAlignmentSize,
 	}
-	if sp := s.Spec(); sp.On() {
-		s.Model.Shape.Cache.NumSpeculativeTokens = sp.K
-	}
-	minor := 0 // the v0 control: the flags as given
-	if r, ok := s.Release(); ok {
-		minor = r.Minor
-	}
-	s.Model.Shape.ApplyRelease(minor)
+	ApplyRelease(&s.Model.Shape, e.VLLMVersion, s.Spec().K)
 	if s.Model.HFConfig != "" && s.Model.Shape.ModelType == "" {
 		return fe("model.hf_config", "%q was not read into the shape (set it in the scenario file or with --set)", s.Model.HFConfig)
 	}
 	return nil
+}
+
+// ApplyRelease sets what vllm_version and K speculative tokens decide in
+// sh's cache arguments (model.Shape.ApplyRelease: the config hooks, the
+// dtype and conv-width rules), as Validate does from the engine section;
+// the v0 control keeps the flags as given. Code that lays out a shape
+// outside a scenario calls it to get the scenario's layout.
+func ApplyRelease(sh *model.Shape, version string, k int) {
+	sh.Cache.NumSpeculativeTokens = k
+	minor := 0
+	sc := Scenario{Engine: Engine{VLLMVersion: version}}
+	if r, ok := sc.Release(); ok {
+		minor = r.Minor
+	}
+	sh.ApplyRelease(minor)
 }
 
 func oneOf(v string, allowed ...string) bool {

@@ -109,6 +109,14 @@ func TestBuiltinModelConfigs(t *testing.T) {
 			}
 			sets = append(sets, "engine.vllm_version=v0.27")
 		}
+		if name == "qwen3.5-4b" {
+			// Qwen3.5 came with #34110 (2026-02-09), after v0.14.
+			_, err := Load("nemotron-h-imposter", sets)
+			if err == nil || !strings.Contains(err.Error(), "field engine.vllm_version: vLLM v0.13 does not serve Qwen3.5") || !strings.Contains(err.Error(), "#34110") {
+				t.Errorf("qwen3.5-4b at v0.13: %v", err)
+			}
+			sets = append(sets, "engine.vllm_version=v0.19")
+		}
 		if _, err := Load("nemotron-h-imposter", sets); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

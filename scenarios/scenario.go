@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 
 	"statesim/model"
 	"statesim/sched"
@@ -517,17 +518,24 @@ func (s *Scenario) validateServed() error {
 	return nil
 }
 
+// qwen35Release is the first release statesim models that serves
+// Qwen3.5: its model file came with #34110 (9562912ce, merged
+// 2026-02-09, after v0.14).
+var qwen35Release = statecache.Release{Major: 0, Minor: 19}
+
 // Serves reports whether vLLM release version (a vllm_version value)
 // serves the model: Kimi-K3 (KDA layers with a full-rank gate,
-// vllm/models/kimi_k3) only from v0.27; every other model statesim
-// derives in every release it models.
+// vllm/models/kimi_k3) only from v0.27, Qwen3.5 (model_type qwen3_5*)
+// from v0.19; every other model statesim derives in every release it
+// models.
 func Serves(sh *model.Shape, version string) error {
-	if !sh.Mixer.FullRankGate {
-		return nil
-	}
 	sc := Scenario{Engine: Engine{VLLMVersion: version}}
-	if r, ok := sc.Release(); !ok || !r.AtLeast(kimiK3Release) {
+	r, ok := sc.Release()
+	switch {
+	case sh.Mixer.FullRankGate && (!ok || !r.AtLeast(kimiK3Release)):
 		return fmt.Errorf("vLLM %s does not serve Kimi-K3 (%s): its model files came with #50089, first in %s.0", version, sh.Name, kimiK3Release)
+	case strings.HasPrefix(sh.ModelType, "qwen3_5") && (!ok || !r.AtLeast(qwen35Release)):
+		return fmt.Errorf("vLLM %s does not serve Qwen3.5 (%s): its model file came with #34110 (merged 2026-02-09), first in %s here", version, sh.Name, qwen35Release)
 	}
 	return nil
 }

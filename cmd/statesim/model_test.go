@@ -116,8 +116,11 @@ func TestRunEveryConfig(t *testing.T) {
 	for _, f := range files {
 		abs, _ := filepath.Abs(f)
 		version := "v0.13"
-		if filepath.Base(f) == "kimi-k3.json" {
+		switch filepath.Base(f) {
+		case "kimi-k3.json":
 			version = "v0.31" // vLLM serves Kimi-K3 from v0.27 (#50089)
+		case "qwen3.5-4b.json":
+			version = "v0.19" // and Qwen3.5 from v0.19 here (#34110)
 		}
 		doc := "name: e2e\nmodel:\n  hf_config: " + abs + "\nengine:\n  vllm_version: " + version + "\n  num_gpu_blocks_override: 4096\n  max_num_batched_tokens: 2048\n  state_index_bits: 32\n" +
 			"workload:\n  kind: poisson\n  rate: 50\n  count: 60\n  prompt_len: {dist: uniform, min: 1, max: 600}\n  output_len: {dist: constant, value: 8}\n"
