@@ -3,8 +3,9 @@ package model
 import "fmt"
 
 // ReleaseRules are the vLLM changes that move a state's dtype or width,
-// as the release a scenario runs has them (ApplyRelease sets them; the
-// zero value is current main's calculators).
+// the block size or the groups, as the release a scenario runs has them
+// (ApplyRelease sets them; the zero value is current main's rules, @
+// 6adad0876).
 type ReleaseRules struct {
 	// GDNSSMFromConv: the Gated DeltaNet layers' temporal state takes the
 	// conv state's dtype, whatever mamba_ssm_cache_dtype says (vLLM before
@@ -13,6 +14,12 @@ type ReleaseRules struct {
 	// Mamba2NoSpec: Mamba2's conv state does not widen under speculative
 	// decoding (before #33726 passed num_spec to mamba2_state_shape).
 	Mamba2NoSpec bool
+	// GroupSlack125: the group size is the largest bucket only within
+	// 1.25× of the smallest (before #36684's 1.5×; groupSizeSlack).
+	GroupSlack125 bool
+	// MLANoAlign128: a hybrid MLA model's block is aligned to the
+	// backend's kernel block alone (before #50000 raised it to 128; Unify).
+	MLANoAlign128 bool
 	// Log is what vLLM logs while resolving the cache arguments, at INFO
 	// unless the line starts with "WARNING ".
 	Log []string
@@ -40,6 +47,12 @@ const (
 	// 2026-04-03: first in v0.20.0, so v0.22 here): Nemotron-H's default
 	// becomes float32.
 	relNemotronHSSMFloat32 = 22
+	// #36684 (891c60dcd, merged 2026-03-12, v0.18 or v0.19): the group
+	// size takes the largest bucket within 1.5× of the smallest (was 1.25×).
+	relGroupSlack15 = 19
+	// #50000 (aeeb36b1f, merged 2026-07-30, in v0.27.0 of 2026-08-10): a
+	// hybrid MLA model's block alignment is at least 128 tokens.
+	relMLAAlign128 = 27
 	// #50210 (ad5d29db7, merged 2026-07-29, before v0.27.0 of 2026-08-10,
 	// inferred): the text-only Qwen3_5ForCausalLM and
 	// Qwen3_5MoeForCausalLM get the Qwen3.5 hook.
@@ -62,6 +75,8 @@ func (s *Shape) ApplyRelease(minor int) {
 	}
 	c.Rules.GDNSSMFromConv = minor < relGDNSSMCacheDType
 	c.Rules.Mamba2NoSpec = minor < relMamba2NumSpec
+	c.Rules.GroupSlack125 = minor < relGroupSlack15
+	c.Rules.MLANoAlign128 = minor < relMLAAlign128
 	auto := c.MambaSSMCacheDType == "" || c.MambaSSMCacheDType == "auto"
 	c.Rules.Log = s.hook(minor, auto)
 }

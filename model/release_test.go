@@ -101,8 +101,11 @@ func TestConvWidensUnderSpec(t *testing.T) {
 		// Bamba's model class passes no num_spec.
 		{"bamba-9b.json", 31, 1, 3, 528},
 		// KDA (Kimi Linear): conv 6·(3·32·128)·2 = 147,456 + fp32 recurrent
-		// 2,097,152; MLA 1152 B/token aligned to 64: 64·cdiv(2244608, 73728) = 64·31 = 1984.
-		{"kimi-linear-48b-a3b.json", 31, 1, 6, 1984},
+		// 2,097,152; MLA 1152 B/token aligned to 128 (#50000):
+		// 128·cdiv(2244608, 147456) = 128·16 = 2048; to 64 before it,
+		// 64·cdiv(2244608, 73728) = 64·31 = 1984.
+		{"kimi-linear-48b-a3b.json", 31, 1, 6, 2048},
+		{"kimi-linear-48b-a3b.json", 26, 1, 6, 1984},
 		// ShortConv's calculator takes no num_spec.
 		{"lfm2-1.2b.json", 31, 1, 2, 16},
 	}
@@ -138,5 +141,38 @@ func TestGroupSpecs(t *testing.T) {
 	}
 	if a := gs[3]; a.Kind != Attention || a.BlockSize != 528 || a.Spec != "FullAttentionSpec(block_size=528, num_kv_heads=4, head_size=256, dtype=bfloat16)" {
 		t.Errorf("attention group %+v", a)
+	}
+}
+
+// The unification rules per release: the MLA alignment of 128 tokens
+// (#50000, v0.27) and the group-size slack (1.25 before #36684, 1.5 from
+// v0.19).
+func TestUnifyRulesPerRelease(t *testing.T) {
+	// Kimi-K3 at TP 8 with an fp8 KV cache and FlashInfer MLA's 32-token
+	// kernel blocks (vllm-project/vllm#50235's log: 1536 tokens): conv
+	// 3·(3·96·128/8)·2 = 27,648; recurrent fp32 12·128·128·4 = 786,432;
+	// MLA (512 + 64)·1 = 576 B/token. v0.27: 128·cdiv(814080, 73728) =
+	// 128·12 = 1536; v0.26 (no such release serves it; the arithmetic
+	// alone): 32·cdiv(814080, 18432) = 32·45 = 1440.
+	for _, c := range []struct{ minor, want int }{{27, 1536}, {26, 1440}} {
+		s := loadConfig(t, "kimi-k3.json")
+		s.Cache = CacheConfig{TensorParallelSize: 8, KVCacheDType: "fp8", KernelBlockAlignment: 32}
+		s.ApplyRelease(c.minor)
+		if got := s.Layout(16).BlockSize; got != c.want {
+			t.Errorf("kimi-k3 TP 8 fp8, v0.%d: block size %d, want %d", c.minor, got, c.want)
+		}
+	}
+	// 9 Jamba layers, attention every other from layer 1: 4 attention, 5
+	// Mamba, a ratio of exactly 1.25. Below 1.25× only: the group size is
+	// the smallest bucket, 4, making 2 Mamba groups and 1 attention group;
+	// below 1.5×: 5, one group of each kind.
+	for _, c := range []struct{ minor, groups, size int }{{14, 3, 4}, {19, 2, 5}} {
+		s := loadConfig(t, "jamba-v0.1.json")
+		s.NumLayers, s.AttnLayerPeriod, s.AttnLayerOffset = 9, 2, 1
+		s.ApplyRelease(c.minor)
+		l := s.Layout(16)
+		if len(l.Groups) != c.groups || l.GroupSize != c.size {
+			t.Errorf("v0.%d: %d groups of %d, want %d of %d", c.minor, len(l.Groups), l.GroupSize, c.groups, c.size)
+		}
 	}
 }
