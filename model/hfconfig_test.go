@@ -260,6 +260,9 @@ func TestConfigErrors(t *testing.T) {
 		{`{"model_type": "jamba", "num_hidden_layers": 2, "hidden_size": 8, "vocab_size": 8, "attn_layer_period": 2, "attn_layer_offset": 1, "mamba_expand": 2, "mamba_d_state": 4, "mamba_d_conv": 4, "mamba_dt_rank": "wide"}`, `field mamba_dt_rank: want a non-negative integer below 2^24, got "wide"`},
 		{`{"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 8, "vocab_size": 8, "num_attention_heads": 2, "linear_num_key_heads": 1, "linear_key_head_dim": 1, "linear_num_value_heads": 1, "linear_value_head_dim": 1, "linear_conv_kernel_dim": 4, "layer_types": ["linear_attention", "mlp", "linear_attention", "full_attention"]}`,
 			`field layer_types: layer 1 is "mlp"`},
+		// Qwen3.5's own SSM dtype must be one of vLLM's MambaDType values.
+		{"{\"model_type\": \"qwen3_5\", \"text_config\": {\"model_type\": \"qwen3_5_text\", \"num_hidden_layers\": 4, \"hidden_size\": 8, \"vocab_size\": 8,\n\"mamba_ssm_dtype\": \"int8\", \"num_attention_heads\": 2, \"linear_num_key_heads\": 1, \"linear_key_head_dim\": 1, \"linear_num_value_heads\": 1, \"linear_value_head_dim\": 1, \"linear_conv_kernel_dim\": 4, \"full_attention_interval\": 4}}",
+			`x.json:2: field mamba_ssm_dtype: unknown dtype "int8" (want float32, float16 or bfloat16)`},
 	}
 	for _, c := range cases {
 		_, err := FromHFConfig([]byte(c.json), "x.json")
