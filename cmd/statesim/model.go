@@ -253,7 +253,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 	p("block size %d tokens (requested %d), page %s B", v.Unify.BlockSize, v.Unify.Requested, thousands(v.Unify.PageBytes))
 	p("KV cache groups, in vLLM's order (group size %d: a block id spans %d tensors, %s B):", v.GroupSize, v.GroupSize, thousands(v.BlockBytes))
 	for i, g := range v.Groups {
-		p("  group %-2d %-9s block size %-6d layers %s", i, g.Kind, g.BlockSize, joinInts(g.Layers))
+		p("  group %-2d %-9s block size %-6d layers %s", i, g.Kind, g.BlockSize, joinLayers(g.Layers, v.Layers))
 		p("           %s", g.Spec)
 	}
 	switch {
@@ -304,10 +304,15 @@ func logLine(ln string) string {
 	return "INFO " + ln
 }
 
-func joinInts(xs []int) string {
+// joinLayers lists a group's layers, marking the drafter's (EAGLE/MTP
+// layers registered after the target's num_layers).
+func joinLayers(xs []int, numLayers int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
+		if x >= numLayers {
+			s[i] += " (draft)"
+		}
 	}
 	return strings.Join(s, ", ")
 }

@@ -187,3 +187,15 @@ func TestModelCommandLoggedBlockSizes(t *testing.T) {
 		}
 	}
 }
+
+// GDN + MTP: the conv state holds 3 + K columns and the drafter's layer
+// joins the attention group. Qwen3-Next at TP 4, K = 3: conv 6·2048·2 =
+// 24,576 + recurrent 8·128·128·2 = 262,144 B against 1024 B/token:
+// 16·cdiv(286720, 16384) = 288 tokens (272 with vLLM's 3 columns alone).
+func TestModelCommandSpecWidensConv(t *testing.T) {
+	code, out, errs := runCLI("model", "azure-conv-qwen3-next-mtp")
+	if code != exitClean || !strings.Contains(out, "conv [6 2048] bfloat16 24,576 B") || !strings.Contains(out, "Setting attention block size to 288 tokens") ||
+		!strings.Contains(out, "47, 48 (draft)") || !strings.Contains(out, "num_speculative_blocks=3") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+}
