@@ -126,7 +126,7 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 		}
 		return Shape{}, h.fail("model_type", "%s", msg)
 	}
-	s := Shape{ModelType: mt, Name: h.name()}
+	s := Shape{ModelType: mt, Name: h.name(), Architecture: h.architecture()}
 	s.NumLayers = h.int("num_hidden_layers")
 	if s.NumLayers > maxLayers {
 		h.fail("num_hidden_layers", "%d layers: more than the %d statesim accepts", s.NumLayers, maxLayers)
@@ -199,6 +199,34 @@ func (h *hf) fail(key, format string, a ...any) error {
 func (h *hf) has(key string) bool {
 	v, ok := h.m[key]
 	return ok && v != nil
+}
+
+// architecture is the first architectures entry, "" when there is none
+// (vLLM requires one; statesim reads it only for the config hooks).
+func (h *hf) architecture() string {
+	if l, ok := h.m["architectures"].([]any); ok && len(l) > 0 {
+		if a, ok := l[0].(string); ok {
+			return a
+		}
+	}
+	return ""
+}
+
+// ssmDType reads the config's own SSM state dtype under key, when present:
+// one of vLLM's MambaDType values (vllm/config/cache.py @ 6adad0876).
+func (h *hf) ssmDType(s *Shape, key string) {
+	if !h.has(key) {
+		return
+	}
+	d := h.str(key)
+	switch d {
+	case "float32", "float16", "bfloat16":
+		s.ConfigSSMDType, s.ConfigSSMDTypeKey = d, key
+	default:
+		if h.err == nil {
+			h.fail(key, "unknown dtype %q (want float32, float16 or bfloat16)", d)
+		}
+	}
 }
 
 func (h *hf) name() string {
@@ -488,6 +516,7 @@ func nemotronH(h *hf, s *Shape) {
 	}
 	s.Mixer = mamba2Mixer(h, 0, "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel")
 	s.Mixer.IntermediateSize = s.Mixer.NumHeads * s.Mixer.HeadDim
+	h.ssmDType(s, "mamba_ssm_cache_dtype") // NemotronHForCausalLMConfig reads it
 	s.MambaDState = s.Mixer.StateSize
 	s.HeadDim = h.intOr(s.HeadDim, "head_dim", "attention_head_dim")
 	per := make([]LayerKind, len(pat))
@@ -571,6 +600,7 @@ func falconH1(h *hf, s *Shape) {
 func qwen3Next(h *hf, s *Shape) {
 	s.Mixer = Mixer{Kind: GatedDeltaNet, NumKHeads: h.int("linear_num_key_heads"), HeadKDim: h.int("linear_key_head_dim"),
 		NumVHeads: h.int("linear_num_value_heads"), HeadVDim: h.int("linear_value_head_dim"), ConvKernel: h.int("linear_conv_kernel_dim")}
+	h.ssmDType(s, "mamba_ssm_dtype") // Qwen3.5's; Qwen3_5ForConditionalGenerationConfig reads it
 	per := make([]LayerKind, s.NumLayers)
 	if !h.layerTypes(per, "linear_attention", "full_attention") {
 		iv := h.int("full_attention_interval")

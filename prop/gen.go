@@ -11,6 +11,7 @@ import (
 
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 )
 
 // Config bounds the generated scenarios. Ranges are inclusive; every
@@ -108,13 +109,14 @@ func Releases() []string {
 }
 
 // MatrixModels lists the hybrid presets, then every built-in model
-// config with state layers but Kimi-K3 (KDA with a full-rank gate): the
-// matrix draws every release from v0.13, and vLLM serves Kimi-K3 from
-// v0.27 only, so it is searched by name (--model kimi-k3).
+// config with state layers that v0.13 serves: the matrix draws every
+// release from v0.13, and vLLM serves Kimi-K3 from v0.27 and Qwen3.5
+// from v0.19 only (scenarios.Serves), so they are searched by name
+// (--model kimi-k3).
 func MatrixModels() []string {
 	out := slices.Clone(HybridPresets)
 	for _, m := range scenarios.BuiltinModels() {
-		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 && !s.Mixer.FullRankGate {
+		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 && setup.ServedBy(&s, "v0.13") == nil {
 			out = append(out, m)
 		}
 	}

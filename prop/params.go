@@ -131,6 +131,9 @@ func (p *Params) Shape() model.Shape {
 	if err != nil {
 		panic(err) // models come from Config, which Validate checked
 	}
+	// The release's dtype and conv-width rules, as the scenario applies
+	// them, so the blocks sized here are the ones it runs with.
+	setup.ApplyRelease(&s, p.Version, p.specK())
 	return s
 }
 

@@ -45,8 +45,8 @@ func TestRulesNameFileLineAndField(t *testing.T) {
 	}
 }
 
-// Kimi-K3 is served from v0.27 (#50089): a scenario at an earlier
-// release is refused, naming vllm_version.
+// Kimi-K3 is served from v0.27 (#50089), Qwen3.5 from v0.19 (#34110): a
+// scenario at an earlier release is refused, naming vllm_version.
 func TestServes(t *testing.T) {
 	t.Chdir(t.TempDir())
 	sets := []string{"model.hf_config=kimi-k3"}
@@ -56,6 +56,15 @@ func TestServes(t *testing.T) {
 	}
 	if _, err := setup.Load("nemotron-h-imposter", append(sets, "engine.vllm_version=v0.27")); err != nil {
 		t.Errorf("kimi-k3 at v0.27: %v", err)
+	}
+	// Qwen3.5 came with #34110 (2026-02-09), after v0.14.
+	q := []string{"model.hf_config=qwen3.5-4b"}
+	_, err = setup.Load("nemotron-h-imposter", q)
+	if err == nil || !strings.Contains(err.Error(), "field engine.vllm_version: vLLM v0.13 does not serve Qwen3.5") || !strings.Contains(err.Error(), "#34110") {
+		t.Errorf("qwen3.5-4b at v0.13: %v", err)
+	}
+	if _, err := setup.Load("nemotron-h-imposter", append(q, "engine.vllm_version=v0.19")); err != nil {
+		t.Errorf("qwen3.5-4b at v0.19: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package setup
 
 import (
 	"fmt"
+	"strings"
 
 	"statesim/model"
 	"statesim/scenarios"
@@ -51,7 +52,7 @@ func (r *resolver) fail(path, format string, a ...any) error {
 
 func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 	r := &resolver{sc: sc, src: src, st: &Setup{Scenario: sc, Shape: sc.Model.Shape}}
-	for _, step := range []func() error{r.version, r.served, r.graphs, r.runner, r.spec, r.async, r.mamba} {
+	for _, step := range []func() error{r.version, r.served, r.graphs, r.runner, r.spec, r.release, r.async, r.mamba} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -96,10 +97,48 @@ func (r *resolver) served() error {
 // full-rank gate, vllm/models/kimi_k3) only from v0.27; every other model
 // statesim derives in every release it models.
 func Serves(sh *model.Shape, version string, rel statecache.Release, v1 bool) error {
-	if !sh.Mixer.FullRankGate || v1 && rel.AtLeast(kimiK3Release) {
-		return nil
+	switch {
+	case sh.Mixer.FullRankGate && !(v1 && rel.AtLeast(kimiK3Release)):
+		return fmt.Errorf("vLLM %s does not serve Kimi-K3 (%s): its model files came with #50089, first in %s.0", version, sh.Name, kimiK3Release)
+	case strings.HasPrefix(sh.ModelType, "qwen3_5") && !(v1 && rel.AtLeast(qwen35Release)):
+		return fmt.Errorf("vLLM %s does not serve Qwen3.5 (%s): its model file came with #34110 (merged 2026-02-09), first in %s here", version, sh.Name, qwen35Release)
 	}
-	return fmt.Errorf("vLLM %s does not serve Kimi-K3 (%s): its model files came with #50089, first in %s.0", version, sh.Name, kimiK3Release)
+	return nil
+}
+
+// qwen35Release is the first release statesim models that serves
+// Qwen3.5: its model file came with #34110 (9562912ce, merged
+// 2026-02-09, after v0.14).
+var qwen35Release = statecache.Release{Major: 0, Minor: 19}
+
+// release applies what the release and K decide in the shape's cache
+// arguments (model.Shape.ApplyRelease: the config hooks, the dtype and
+// conv-width rules), before any layout is built; the v0 control keeps the
+// flags as given.
+func (r *resolver) release() error {
+	minor := 0
+	if r.st.V1 {
+		minor = r.st.Release.Minor
+	}
+	applyRelease(&r.sc.Model.Shape, minor, r.st.Spec.K)
+	r.st.Shape = r.sc.Model.Shape
+	return nil
+}
+
+func applyRelease(sh *model.Shape, minor, k int) {
+	sh.Cache.NumSpeculativeTokens = k
+	sh.ApplyRelease(minor)
+}
+
+// ApplyRelease is the release step for a shape laid out outside a
+// scenario (prop's pool sizing): vllm_version and K as given alone.
+func ApplyRelease(sh *model.Shape, version string, k int) {
+	r := &resolver{sc: &scenarios.Scenario{Engine: scenarios.Engine{VLLMVersion: version}}, st: &Setup{}}
+	minor := 0
+	if r.version() == nil && r.st.V1 {
+		minor = r.st.Release.Minor
+	}
+	applyRelease(sh, minor, k)
 }
 
 func (r *resolver) graphs() error {

@@ -53,11 +53,17 @@ type modelView struct {
 	Bits          int                 `json:"state_index_bits"`
 	FirstWrap     int64               `json:"first_wrapping_slot_32bit"`
 	WrapReachable bool                `json:"first_wrap_within_pool"`
+	hookLines     int                 // leading Log lines from the config hooks
 }
 
+// groupView is one KV cache group: its kind, layers, the block size its
+// spec carries and the spec (model.GroupSpec).
 type groupView struct {
-	Kind   string `json:"kind"`
-	Layers []int  `json:"layers"`
+	Kind      string `json:"kind"`
+	Layers    []int  `json:"layers"`
+	BlockSize int    `json:"block_size"`
+	PageBytes int64  `json:"page_bytes"`
+	Spec      string `json:"spec"`
 }
 
 func cmdModel(args []string, stdout, stderr io.Writer) int {
@@ -136,9 +142,11 @@ func describeModel(st *setup.Setup) modelView {
 		v.StateKind = sh.StateKind()
 		v.Index = sh.IndexModel()
 	}
-	for _, g := range l.Groups {
-		v.Groups = append(v.Groups, groupView{g.Kind.String(), g.Layers})
+	for _, g := range sh.GroupSpecs(l, mambaBlockSize(st, l)) {
+		v.Groups = append(v.Groups, groupView{g.Kind.String(), g.Layers, g.BlockSize, g.PageBytes, g.Spec})
 	}
+	v.Log = append(v.Log, sh.Cache.Rules.Log...) // the config hooks run before the block size is set
+	v.hookLines = len(v.Log)
 	u := &l.Unify
 	if u.Raised {
 		v.Log = append(v.Log, fmt.Sprintf("Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", u.BlockSize))
@@ -176,6 +184,23 @@ func describeModel(st *setup.Setup) modelView {
 		v.WrapReachable = v.FirstWrap >= 0 && v.FirstWrap < int64(v.NumGPUBlocks)
 	}
 	return v
+}
+
+// mambaBlockSize is cache_config.mamba_block_size as vLLM resolves it:
+// without prefix caching the mamba_block_size given, else max_model_len
+// (MambaModelConfig.verify_and_update_config); in align mode the block
+// size, in all mode the chunk-rounded attention block, which Layout
+// already made the block size (Platform._align_hybrid_block_size,
+// vllm/platforms/interface.py @ 6adad0876).
+func mambaBlockSize(st *setup.Setup, l *model.Layout) int {
+	sc := st.Scenario
+	if st.Mamba.PrefixCaching {
+		return l.BlockSize
+	}
+	if sc.Engine.MambaBlockSize > 0 {
+		return sc.Engine.MambaBlockSize
+	}
+	return sc.Engine.MaxModelLen
 }
 
 func thousands(n int64) string {
@@ -220,12 +245,13 @@ func writeModelText(w io.Writer, v *modelView) error {
 		p("mamba_cache_mode all: the block is a multiple of %d tokens, lcm(the Mamba chunk, the alignment)", v.Unify.Chunk)
 	}
 	for _, ln := range v.Log[:min(len(v.Log), logHead(v))] {
-		p("INFO %s", ln)
+		p("%s", logLine(ln))
 	}
 	p("block size %d tokens (requested %d), page %s B", v.Unify.BlockSize, v.Unify.Requested, thousands(v.Unify.PageBytes))
 	p("KV cache groups, in vLLM's order (group size %d: a block id spans %d tensors, %s B):", v.GroupSize, v.GroupSize, thousands(v.BlockBytes))
 	for i, g := range v.Groups {
-		p("  group %-2d %-9s layers %s", i, g.Kind, joinInts(g.Layers))
+		p("  group %-2d %-9s block size %-6d layers %s", i, g.Kind, g.BlockSize, joinLayers(g.Layers, v.Layers))
+		p("           %s", g.Spec)
 	}
 	switch {
 	case v.FromOverride:
@@ -236,7 +262,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 		p("num_gpu_blocks %s (memory model)", thousands(int64(v.NumGPUBlocks)))
 	}
 	for _, ln := range v.Log[logHead(v):] {
-		p("INFO %s", ln)
+		p("%s", logLine(ln))
 	}
 	if v.State > 0 {
 		if v.Index.Prefill32 {
@@ -257,7 +283,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 // logHead is how many log lines come before the pool size (the block size
 // decisions); the rest report the pool.
 func logHead(v *modelView) int {
-	n := 0
+	n := v.hookLines
 	if v.Unify.Raised {
 		n++
 	}
@@ -267,10 +293,23 @@ func logHead(v *modelView) int {
 	return min(n, len(v.Log))
 }
 
-func joinInts(xs []int) string {
+// logLine is a vLLM log line with its level: INFO unless it says WARNING.
+func logLine(ln string) string {
+	if strings.HasPrefix(ln, "WARNING ") {
+		return ln
+	}
+	return "INFO " + ln
+}
+
+// joinLayers lists a group's layers, marking the drafter's (EAGLE/MTP
+// layers registered after the target's num_layers).
+func joinLayers(xs []int, numLayers int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
+		if x >= numLayers {
+			s[i] += " (draft)"
+		}
 	}
 	return strings.Join(s, ", ")
 }
