@@ -53,13 +53,16 @@ func TestWhichApply(t *testing.T) {
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.22\n", []string{"gdn-stateless-first-chunk"}},
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n", nil},
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  patches: [-51565]\n", []string{"gdn-stateless-first-chunk"}},
-		// vLLM's default CUDA graphs at v0.31: the shape-only dispatch;
-		// with MTP its (1 + K) form instead.
-		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n", []string{"cudagraph-stale-gdn"}},
-		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n  speculative: {method: mtp, num_speculative_tokens: 3}\n", []string{"cudagraph-stale-spec-chunk"}},
-		// +53059 closes it on the V1 runner only.
+		// vLLM's default CUDA graphs at v0.31 on the V1 runner: the
+		// shape-only dispatch; with MTP its (1 + K) form instead. Model
+		// Runner V2 (v0.31's default) has #51865's gate from v0.28.
+		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  model_runner: v1\n  cudagraph_mode: full_and_piecewise\n", []string{"cudagraph-stale-gdn"}},
+		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  model_runner: v1\n  cudagraph_mode: full_and_piecewise\n  speculative: {method: mtp, num_speculative_tokens: 3}\n", []string{"cudagraph-stale-spec-chunk"}},
+		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n", nil},
+		// +53059 closes it on the V1 runner only; under V2 without #51865
+		// it stays.
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n  patches: [+53059]\n  model_runner: v1\n", nil},
-		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n  patches: [+53059]\n", []string{"cudagraph-stale-gdn"}},
+		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n  patches: [+53059, -51865]\n", []string{"cudagraph-stale-gdn"}},
 		// At v0.22 the GDN graph rows need #51565's code first.
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.22\n  cudagraph_mode: full_and_piecewise\n", []string{"gdn-stateless-first-chunk"}},
 		{"tiny-hybrid", "  vllm_version: v0.13\n", []string{"bug-a-imposter"}},

@@ -219,7 +219,7 @@ func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, r
 	// 00383f8c), so under V2 the patch leaves the dispatch shape-only.
 	k.guard = slices.Contains(patches, "+53059") && runner == "v1"
 	k.v2 = runner == "v2" && k.rule.region != nil
-	k.guardV2 = k.v2 && slices.Contains(patches, "+51865")
+	k.guardV2 = k.v2 && has(k.version, patches, 51865)
 	// #47381 (merged 2026-07-02) is in the observer's v0.22 rules and on,
 	// as in sched's table, which has no row between v0.22 and v0.31.
 	switch k.version {

@@ -83,11 +83,12 @@ func with53059(p *prop.Params) string {
 }
 
 // cudagraphStale is the GDN search at v0.31 (the builder fixed by #51565)
-// with vLLM's default FULL_AND_PIECEWISE graphs: the shape-only dispatch
-// replays the decode graph over a stale state-index buffer.
+// on the V1 runner with vLLM's default FULL_AND_PIECEWISE graphs: V1's
+// shape-only dispatch replays the decode graph over a stale state-index
+// buffer. Model Runner V2 has #51865's has_prefill gate from v0.28.
 func cudagraphStale() prop.Config {
 	c := prop.GDN("v0.31", "qwen3-next-80b-a3b")
-	c.CUDAGraphMode = "full_and_piecewise"
+	c.CUDAGraphMode, c.ModelRunner = "full_and_piecewise", "v1"
 	return c
 }
 
@@ -97,7 +98,7 @@ func cudagraphStale() prop.Config {
 // not stop at #55894's threshold first.
 func cudagraphStaleMTP() prop.Config {
 	c := prop.Spec(prop.GDN("v0.31", "qwen3-next-80b-a3b"), 1, 4, "mtp")
-	c.CUDAGraphMode = "full_and_piecewise"
+	c.CUDAGraphMode, c.ModelRunner = "full_and_piecewise", "v1"
 	c.Patches = []string{"+55898"}
 	return c
 }
@@ -110,19 +111,20 @@ func also53059(p *prop.Params) string {
 }
 
 // cudagraphStaleV2 is cudagraphStale with #53059 patched in under Model
-// Runner V2 (v0.31's default, named explicitly): V2's
-// CudaGraphManager.get_cudagraph_runtime_mode dispatches by shape alone,
-// so the patch does not close the class there.
+// Runner V2 without #51865 (as V2 was before v0.28): V2's
+// CudaGraphManager.get_cudagraph_runtime_mode dispatched by shape alone,
+// so #53059, an edit of V1's _is_uniform_decode, does not close the class
+// there; #51865 (v0.28) does (the twin also51865).
 func cudagraphStaleV2() prop.Config {
 	c := cudagraphStale()
-	c.Patches, c.ModelRunner = []string{"+53059"}, "v2"
+	c.Patches, c.ModelRunner = []string{"+53059", "-51865"}, "v2"
 	return c
 }
 
 // cudagraphStaleMTPV2 is the (1 + K)-token form (#53051) the same way.
 func cudagraphStaleMTPV2() prop.Config {
 	c := cudagraphStaleMTP()
-	c.Patches, c.ModelRunner = append(slices.Clone(c.Patches), "+53059"), "v2"
+	c.Patches, c.ModelRunner = append(slices.Clone(c.Patches), "+53059", "-51865"), "v2"
 	return c
 }
 
@@ -133,7 +135,7 @@ func onV1(p *prop.Params) string { p.ModelRunner = "v1"; return "on-v1" }
 // also51865 adds V2's own dispatch gate (has_prefill, read in vLLM at
 // 0036d38d; #51865), which closes the class under V2.
 func also51865(p *prop.Params) string {
-	p.Patches = append(slices.Clone(p.Patches), "+51865")
+	p.Patches = slices.DeleteFunc(slices.Clone(p.Patches), func(s string) bool { return s == "-51865" })
 	return "51865"
 }
 

@@ -61,6 +61,9 @@ var releaseHas = map[int][]string{
 	34871: {"v0.19", "v0.22", "v0.23", "v0.24", "v0.25", "v0.26", "v0.27", "v0.28", "v0.29", "v0.30", "v0.31", "fixed"},
 	// #47808 merged 2026-08-12, after v0.27.0 (2026-08-10): v0.28 on.
 	47808: {"v0.28", "v0.29", "v0.30", "v0.31", "fixed"},
+	// #51865 (0a94d85a6, merged 2026-08-11, get_uniform_decode_token_count's
+	// has_prefill in vllm/v1/worker/utils.py): v0.28 on.
+	51865: {"v0.28", "v0.29", "v0.30", "v0.31", "fixed"},
 }
 
 // has reports whether version's code, under patches, has PR num.

@@ -37,7 +37,9 @@ const (
 	V022
 	// V028: Model Runner V2 sorts the rows with drafts first (#47808,
 	// merged 2026-08-12, two days after v0.27.0: first in v0.28.0,
-	// inferred). v0.29 and v0.30 are its aliases.
+	// inferred) and replays a FULL decode graph only when no row is
+	// prefilling (#51865, merged 2026-08-11). v0.29 and v0.30 are its
+	// aliases.
 	V028
 	// V031: the GDN builder (#51565, merged 2026-09-22) and Kimi-K3's KDA
 	// builder (#51483, merged 2026-09-16) send rows with no state to
@@ -171,9 +173,9 @@ var releases = [numVersions]Behaviour{
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitStateless, KDA: splitStateless,
-		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

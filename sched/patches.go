@@ -71,12 +71,12 @@ var prs = []pr{
 	{47381, V022, nil, "Model Runner V2 orders uniform decodes (query length 1 + K) first, then by query length",
 		status{merged: "2026-07-09", commit: "85b3a7264", how: "one of v0.24.0..v0.28.0 (v0.24.0 was out by 2026-07-01), not established",
 			note: "docs/model.md dates the merge 2026-07-02; the commit on main is dated 2026-07-09"}},
-	// Read in vLLM's V2 runner at 0036d38d. Upstream merged it on
-	// 2026-08-11 (0a94d85a66), which puts it in v0.28.0 (inferred): the
-	// row still has it in no release, a disagreement docs/bugs.md records.
-	{51865, numVersions, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)",
-		status{merged: "2026-08-11", commit: "0a94d85a6", release: "v0.28.0", how: "inferred, as #47808: merged the day after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks",
-			note: "the release rows disagree: none has it here, yet v0.28.0 and later do (inferred); changing the rows is left to the lead"}},
+	// Merged upstream 2026-08-11 (0a94d85a6, "Require all requests to be
+	// decoding for uniform-decode dispatch": get_uniform_decode_token_count
+	// with has_prefill, vllm/v1/worker/utils.py, still so at 6adad0876):
+	// in v0.28.0 (inferred, as #47808).
+	{51865, V028, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)",
+		status{merged: "2026-08-11", commit: "0a94d85a6", release: "v0.28.0", how: "inferred, as #47808: merged the day after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
 	{34871, V019, nil, "GDN spec branch: rows without drafts beside spec decodes are prefills",
 		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",

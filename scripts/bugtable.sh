@@ -33,13 +33,13 @@ gdn-stateless|FAIL|stale-slot-read|--version v0.22 --model qwen3-next-80b-a3b
 gdn-stateless-fixed|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --trials 10000
 kda-stateless|FAIL|stale-slot-read|--version v0.30 --model kimi-k3
 kda-stateless-fixed|ok|stale-slot-read|--version v0.31 --model kimi-k3 --trials 10000
-cudagraph-k0|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise
+cudagraph-k0|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --model-runner v1
 cudagraph-k0-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v1 --trials 10000
-cudagraph-k0-53059-v2|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v2
-cudagraph-k0-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +51865 --model-runner v2 --trials 10000
-cudagraph-mtp|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --set engine.cudagraph_mode=full_and_piecewise
+cudagraph-k0-53059-v2|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059,-51865 --model-runner v2
+cudagraph-k0-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --model-runner v2 --trials 10000
+cudagraph-mtp|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise
 cudagraph-mtp-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898,+53059 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
-cudagraph-mtp-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +51865 --model-runner v2 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
+cudagraph-mtp-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --model-runner v2 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
 mtp-short-prompt|FAIL|no-decode-before-prefill|--version v0.14 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram
 mtp-short-prompt-fixed|ok|no-decode-before-prefill|--version v0.19 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --trials 10000
 min-threshold|FAIL|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp --model-runner v1
