@@ -176,14 +176,7 @@ func RunSetup(st *setup.Setup, opt Options) (*report.Report, error) {
 		r.tw.scenario, r.tw.seed = st.Scenario.Name, st.Scenario.Seed // named in the closing record
 	}
 	r.rep = newReport(st, r.sym.Index)
-	if st.AsyncOff != "" {
-		r.rep.Warnings = append(r.rep.Warnings, st.AsyncOff)
-	}
-	for _, w := range []string{modeWarning(st.Scenario, st.Mamba), acceptWarning(st.Scenario)} {
-		if w != "" {
-			r.rep.Warnings = append(r.rep.Warnings, w)
-		}
-	}
+	r.rep.Warnings = append(r.rep.Warnings, st.Warnings...)
 	r.bulk = !opt.stepByStep && !r.s.Cfg.AsyncScheduling && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ type Setup struct {
 	// AsyncOff is the warning vLLM logs when it turns asked-for async
 	// scheduling off for Mamba prefix caching; empty when it runs as asked.
 	AsyncOff string
+	// Warnings are every start-up warning of the settled scenario, AsyncOff
+	// first: what a run's report lists.
+	Warnings []string
 }
 
 // Pool is the block pool's size: num_gpu_blocks_override, or what the

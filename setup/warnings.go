@@ -1,4 +1,4 @@
-package engine
+package setup
 
 import (
 	"fmt"
@@ -30,4 +30,17 @@ func acceptWarning(sc *scenarios.Scenario) string {
 		return ""
 	}
 	return fmt.Sprintf("engine.speculative.acceptance_rate %g is not used: engine.speculative.accepted %d fixes the accepted drafts per row", sp.AcceptanceRate, sp.Accepted)
+}
+
+// warnings are the start-up warnings of a settled scenario, in the order
+// a run reports them: async scheduling turned off, a Mamba cache mode
+// dropped, an acceptance rate left unused.
+func (st *Setup) warnings() []string {
+	var out []string
+	for _, w := range []string{st.AsyncOff, modeWarning(st.Scenario, st.Mamba), acceptWarning(st.Scenario)} {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
