@@ -303,8 +303,13 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		// All mode rounds the block to the Mamba kernel's chunk (2048
 		// tokens on Mamba1): over a few hundred tokens a request would
 		// cross no boundary. mamba_block_size, which vLLM takes as the
-		// chunk, keeps the block where none and align put it.
-		e.MambaBlockSize = bs
+		// chunk, keeps the block where none and align put it. The bug-B
+		// search (an index below 64 bits) keeps vLLM's chunk: its prompts
+		// reach 2048 tokens, and the padded page's stride is what makes
+		// the 32-bit index wrap sooner with prefix caching on.
+		if p.StateIndexBits >= 64 {
+			e.MambaBlockSize = bs
+		}
 	case "align":
 		if p.AvoidAlignStall && e.LongPrefillTokenThreshold > 0 && e.LongPrefillTokenThreshold < bs {
 			e.LongPrefillTokenThreshold = bs

@@ -196,6 +196,20 @@ func mamba1SpecDraft() prop.Config {
 // accepted column.
 func onMamba2(p *prop.Params) string { p.Preset = "tiny-hybrid-mamba2"; return "mamba2" }
 
+// bugBAllMode is bug B's search at v0.13 with prefix caching on, which
+// that release resolves to mamba_cache_mode all: the state page is padded
+// to the Mamba kernel's 2048-token chunk of attention page, so the stride
+// grows and the 16-bit index wraps from slot 1, not 64.
+func bugBAllMode() prop.Config {
+	c := prop.BugB()
+	c.Versions = []string{"v0.13"}
+	return prop.Prefix(c, 64, 3, "all")
+}
+
+// cachingOff is the same requests with prefix caching off: the unpadded
+// page, whose stride wraps only from slot 64.
+func cachingOff(p *prop.Params) string { p.CacheMode = ""; return "caching-off" }
+
 // onV2 is the same requests and patches on Model Runner V2.
 func onV2(p *prop.Params) string { p.ModelRunner = "v2"; return "v2" }
 
@@ -213,6 +227,7 @@ var regressions = []regression{
 	{name: "v014-stale-read", cfg: func() prop.Config { return incidentShape("v0.14") }, prop: "stale-slot-read", seed: 1},
 	{name: "bug-a-logprobs", cfg: numericBugA, prop: "logprobs-match-reference", seed: 1, control: underFixed},
 	{name: "bug-b-wrap16", cfg: prop.BugB, prop: "wrong-address-write", seed: 1, control: with64BitIndex},
+	{name: "bug-b-wrap16-prefix-caching-all", cfg: bugBAllMode, prop: "wrong-address-write", seed: 1, control: cachingOff},
 	{name: "gdn-imposter-qwen3-next", cfg: func() prop.Config { return prop.GDN("v0.22", "qwen3-next-80b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "gdn-imposter-kimi-linear", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-linear-48b-a3b") }, prop: "stale-slot-read", seed: 1, control: underV031},
 	{name: "kda-stateless-kimi-k3", cfg: func() prop.Config { return prop.GDN("v0.30", "kimi-k3") }, prop: "stale-slot-read", seed: 1, control: underV031,
