@@ -110,17 +110,18 @@ func TestSetsResizeThePool(t *testing.T) {
 }
 
 // TestLogprobsSkippedWhenASetTurnsOnWhatTheMockLacks: the numeric backend
-// models no draft tokens; an override that turns them on makes the
-// log-prob property unavailable, not a failure.
+// models no shared KV blocks (prefix caching); an override that turns them
+// on makes the log-prob property unavailable, not a failure. (Draft tokens
+// it models since issue 36.)
 func TestLogprobsSkippedWhenASetTurnsOnWhatTheMockLacks(t *testing.T) {
 	ps, _ := ByName([]string{"logprobs-match-reference"})
-	r := NewRunner(t.TempDir(), []string{"engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=2"})
+	r := NewRunner(t.TempDir(), []string{"engine.enable_prefix_caching=true"})
 	res, err := Check(r, DefaultConfig(), ps[0], Options{Seed: 1, Trials: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Unavailable || !strings.Contains(res.Err.Error(), "draft tokens") {
-		t.Fatalf("want unavailable (draft tokens), got holds %v, unavailable %v, err %v", res.Holds, res.Unavailable, res.Err)
+	if !res.Unavailable || !strings.Contains(res.Err.Error(), "shared KV blocks") {
+		t.Fatalf("want unavailable (shared KV blocks), got holds %v, unavailable %v, err %v", res.Holds, res.Unavailable, res.Err)
 	}
 }
 

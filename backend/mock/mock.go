@@ -143,7 +143,7 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
 	} else {
 		// A shape the mock cannot compute at full size: its tiny stand-in
-		// over the same block ids (docs/numeric-model.md §7).
+		// over the same block ids (docs/numeric-model.md §8).
 		cfg.Shape = TinyShape(&cfg.Shape)
 		geo, err = newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
 	}

@@ -8,7 +8,7 @@ import (
 	"statesim/statecache"
 )
 
-// The state mixers beyond Mamba1 (docs/numeric-model.md §7). Every one is
+// The state mixers beyond Mamba1 (docs/numeric-model.md §8). Every one is
 // a gated linear recurrence over a state S[head][dv][dk]:
 //
 //	S ← S ⊙ e^g            (g ≤ 0: a log decay per key channel)
