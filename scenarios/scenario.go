@@ -569,8 +569,6 @@ func (s *Scenario) validateSpeculative() error {
 		return fe(f+"method", "speculative decoding is modelled for V1 releases, not the v0 control")
 	case e.StateIndexBits != 64:
 		return fe(f+"method", "speculative decoding with state_index_bits %d (bug B's wrap) is not modelled: use 64", e.StateIndexBits)
-	case s.Backend.Kind == "cuda": // the mock models draft tokens and state columns
-		return fe(f+"method", "the %s backend does not model draft tokens: use backend.kind symbolic or mock", s.Backend.Kind)
 	case e.ForcePrefillPath:
 		return fe(f+"method", "force_prefill_path with speculative decoding is not modelled")
 	}

@@ -3,17 +3,19 @@
 #   scripts/gpu/kernel-bench.sh OUT_DIR
 # Builds the harness from kernels/*.cu (the backend's own kernel sources) with
 # nvcc, checks the kernels against a CPU reference (and _b16 bitwise against
-# _n16), times them and the PyTorch baseline, and writes
-# OUT_DIR/kernel-bench.md (commit it as docs/kernel-bench.md).
+# _n16), times them and the PyTorch baseline, runs the GDN decode benchmark
+# (kernels/state.ptx against a vLLM/FLA-structured Triton kernel, gdn_bench.py)
+# and writes OUT_DIR/kernel-bench.md (commit it as docs/kernel-bench.md).
 set -euo pipefail
 out=${1:?usage: kernel-bench.sh OUT_DIR}
 mkdir -p "$out"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
+PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py kernels/state.ptx "$out/kernel-bench-gdn.json"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
 "$tmp/kernel_bench" check
 "$tmp/kernel_bench" bench "$out/kernel-bench-cuda.json"
 PYTHONUNBUFFERED=1 python3 scripts/gpu/torch_baseline.py "$out/kernel-bench-torch.json"
 python3 scripts/gpu/bench_report.py "$out/kernel-bench-cuda.json" "$out/kernel-bench-torch.json" \
-	"$(date -u +%Y-%m-%d)" >"$out/kernel-bench.md"
+	"$(date -u +%Y-%m-%d)" "$out/kernel-bench-gdn.json" >"$out/kernel-bench.md"
 cat "$out/kernel-bench.md"
