@@ -180,27 +180,15 @@ func (k *stateKernels) Run(c *mock.StateCall) error {
 	if c.Tensor < 0 || c.Tensor >= len(k.tensors) || len(c.Write) == 0 {
 		return fmt.Errorf("cuda: state call on tensor %d with %d write slots", c.Tensor, len(c.Write))
 	}
-	put := func(name string, v []float32) (cu.DevicePtr, error) { return putIn(k.dev, k.bufs, name, v) }
-	q, err := put("q", c.Q)
-	if err != nil {
-		return err
+	var in [5]cu.DevicePtr // q, k, v, g, beta
+	for i, x := range [][]float32{c.Q, c.K, c.V, c.Gate, c.Beta} {
+		p, err := putIn(k.dev, k.bufs, fmt.Sprint("in", i), x)
+		if err != nil {
+			return err
+		}
+		in[i] = p
 	}
-	kk, err := put("k", c.K)
-	if err != nil {
-		return err
-	}
-	v, err := put("v", c.V)
-	if err != nil {
-		return err
-	}
-	g, err := put("g", c.Gate)
-	if err != nil {
-		return err
-	}
-	beta, err := put("beta", c.Beta)
-	if err != nil {
-		return err
-	}
+	q, kk, v, g, beta := in[0], in[1], in[2], in[3], in[4]
 	o, err := growBuf(k.dev, k.bufs, "o", int64(4*len(c.O)))
 	if err != nil {
 		return err
