@@ -20,8 +20,14 @@
 // columns); otherwise the final state goes to write_slots[row * write_stride].
 #include "common.cuh"
 
+// The backend's launch geometry (kernels.StateRecThreads, StateRecRows);
+// the benchmark compiles variants with -DREC_WARPS=... -DREC_ROWS=....
+#ifndef REC_WARPS
 #define REC_WARPS 4
+#endif
+#ifndef REC_ROWS
 #define REC_ROWS 4     // value rows per warp
+#endif
 #define MAX_DK 128     // key channels: four per lane
 #define CHUNK_MAX 64   // tokens per chunk at most
 #define CHUNK_MAX_DV 128

@@ -116,6 +116,13 @@ if len(sys.argv) > 4:
             x = r[key]
             p(f"| {r['batch']} | {names[key]} | {x['time_us']:.1f} | {x['gbs']:.0f} | {100 * x['gbs'] / gcopy:.0f}% | "
               f"{x['time_b2b_us']:.1f} | {x['gbs_b2b']:.0f} | {100 * x['gbs_b2b'] / gcopy:.0f}% | {r['copy_same']['gbs_b2b']:.0f} |")
+    if gd.get("variants"):
+        p("\nThe same source at other launch geometries (warps per block × value rows per warp; the backend's is 4 × 4),")
+        p("back to back, % of copy:\n")
+        p("| batch | " + " | ".join(v.replace("ours_w", "").replace("_r", " × ") for v in gd["variants"]) + " |")
+        p("|---:|" + "---:|" * len(gd["variants"]))
+        for r in gd["decode"]:
+            p(f"| {r['batch']} | " + " | ".join(f"{100 * r[v]['gbs_b2b'] / gcopy:.0f}%" for v in gd["variants"]) + " |")
     p("\nAgainst float64 (one step from the same state; largest absolute error):\n")
     p("| batch | statesim state | statesim output | Triton state | Triton output | other slots untouched |")
     p("|---:|---:|---:|---:|---:|---|")

@@ -8,7 +8,9 @@ widened to int64), written here, and a device-to-device copy of the same bytes,
 in one run on one card. Shapes are Qwen3-Next's: 32 value heads, head dims 128,
 fp32 state, one token per row, slots scattered over a pool of 2 × batch + 1.
 
-Usage: gdn_bench.py PTX OUT.json
+Usage: gdn_bench.py OUT.json PTX [VARIANT.ptx:WARPS:ROWS ...]
+(PTX is kernels/state.ptx, the backend's; variants are the same source compiled
+with other -DREC_WARPS / -DREC_ROWS, timed beside it.)
 """
 import ctypes
 import json
@@ -19,7 +21,6 @@ import triton
 import triton.language as tl
 
 HV, DK, DV = 32, 128, 128
-REC_THREADS, REC_ROWS = 128, 16  # kernels.StateRecThreads, StateRecRows
 dev = torch.device("cuda")
 g = torch.Generator(device=dev).manual_seed(20261206)
 
@@ -53,7 +54,8 @@ def fla_recurrent_gdn(q, k, v, g, beta, o, state, slots, HV: tl.constexpr, K: tl
 
 
 class Driver:
-    def __init__(self, ptx_path):
+    def __init__(self, ptx_path, warps=4, rows=4):
+        self.threads, self.rows_per_block = 32 * warps, warps * rows
         self.cu = ctypes.CDLL("libcuda.so.1")
         torch.cuda.init()
         torch.zeros(1, device=dev)  # the primary context, current
@@ -101,7 +103,8 @@ def inputs(batch):
 
 
 def ours(drv, batch, state, slots, q, k, v, gate, beta, o, seqlens, wr_stride=1):
-    drv.launch((batch, HV, (DV + REC_ROWS - 1) // REC_ROWS), (REC_THREADS, 1, 1),
+    rpb = drv.rows_per_block
+    drv.launch((batch, HV, (DV + rpb - 1) // rpb), (drv.threads, 1, 1),
                [state, ("ll", HV * DV * DK), ("ll", 0), seqlens, slots, slots, wr_stride, 0, q, k, v, gate, beta, 0, o,
                 HV, DK, DV])
 
@@ -145,10 +148,15 @@ def timed(fn, reps=30, b2b=20):
 
 
 def main():
-    drv = Driver(sys.argv[1])
+    drv = Driver(sys.argv[2])
+    variants = []
+    for a in sys.argv[3:]:
+        path, w, r = a.split(":")
+        variants.append((f"ours_w{w}_r{r}", Driver(path, int(w), int(r))))
     props = torch.cuda.get_device_properties(0)
     out = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
-           "triton": triton.__version__, "heads": HV, "dk": DK, "dv": DV, "decode": [], "check": []}
+           "triton": triton.__version__, "heads": HV, "dk": DK, "dv": DV, "decode": [], "check": [],
+           "variants": [name for name, _ in variants]}
     big = torch.empty(1 << 30, dtype=torch.float32, device=dev)  # 4 GiB
     big2 = torch.empty_like(big)
     t, _ = timed(lambda: big2.copy_(big), reps=10, b2b=3)
@@ -181,10 +189,13 @@ def main():
         src = torch.empty(state_bytes // 8, dtype=torch.float32, device=dev)
         dst = torch.empty_like(src)
         row = {"batch": batch, "bytes": total}
-        for name, fn in (("ours", lambda: ours(drv, batch, state, slots, q, k, v, gate, beta, o1, seqlens)),
-                         ("fla_bv8", lambda: fla(batch, state, slots, q, k, v, gate, beta, o2, 8)),
-                         ("fla_bv32", lambda: fla(batch, state, slots, q, k, v, gate, beta, o2, 32)),
-                         ("copy_same", lambda: dst.copy_(src))):
+        runs = [("ours", lambda: ours(drv, batch, state, slots, q, k, v, gate, beta, o1, seqlens)),
+                ("fla_bv8", lambda: fla(batch, state, slots, q, k, v, gate, beta, o2, 8)),
+                ("fla_bv32", lambda: fla(batch, state, slots, q, k, v, gate, beta, o2, 32)),
+                ("copy_same", lambda: dst.copy_(src))]
+        for name, d in variants:
+            runs.append((name, lambda d=d: ours(d, batch, state, slots, q, k, v, gate, beta, o1, seqlens)))
+        for name, fn in runs:
             one, b2b = timed(fn)
             nbytes = state_bytes if name == "copy_same" else total
             row[name] = {"time_us": round(one, 2), "time_b2b_us": round(b2b, 2), "gbs": nbytes / one / 1e3,
@@ -194,7 +205,7 @@ def main():
         out["decode"].append(row)
         del state, src, dst
         torch.cuda.empty_cache()
-    with open(sys.argv[2], "w") as f:
+    with open(sys.argv[1], "w") as f:
         json.dump(out, f, indent=1)
 
 

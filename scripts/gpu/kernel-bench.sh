@@ -11,7 +11,13 @@ out=${1:?usage: kernel-bench.sh OUT_DIR}
 mkdir -p "$out"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
-PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py kernels/state.ptx "$out/kernel-bench-gdn.json"
+# The GDN decode kernel as the backend builds it, and launch-geometry variants.
+vars=()
+for wr in 4:8 8:4 2:8 8:2; do
+	"$NVCC" -arch=sm_90 -std=c++17 -ptx -DREC_WARPS=${wr%:*} -DREC_ROWS=${wr#*:} kernels/state.cu -o "$tmp/state_$wr.ptx"
+	vars+=("$tmp/state_$wr.ptx:$wr")
+done
+PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx "${vars[@]}"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
 "$tmp/kernel_bench" check
 "$tmp/kernel_bench" bench "$out/kernel-bench-cuda.json"
