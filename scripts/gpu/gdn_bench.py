@@ -151,7 +151,7 @@ def main():
     drv = Driver(sys.argv[2])
     variants = []
     for a in sys.argv[3:]:
-        path, w, r = a.split(":")
+        path, w, r = a.rsplit(":", 2)
         variants.append((f"ours_w{w}_r{r}", Driver(path, int(w), int(r))))
     props = torch.cuda.get_device_properties(0)
     out = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,

@@ -14,8 +14,9 @@ tmp=$(mktemp -d)
 # The GDN decode kernel as the backend builds it, and launch-geometry variants.
 vars=()
 for wr in 4:8 8:4 2:8 8:2; do
-	"$NVCC" -arch=sm_90 -std=c++17 -ptx -DREC_WARPS=${wr%:*} -DREC_ROWS=${wr#*:} kernels/state.cu -o "$tmp/state_$wr.ptx"
-	vars+=("$tmp/state_$wr.ptx:$wr")
+	w=${wr%:*} r=${wr#*:}
+	"$NVCC" -arch=sm_90 -std=c++17 -ptx -DREC_WARPS=$w -DREC_ROWS=$r kernels/state.cu -o "$tmp/state_w${w}_r$r.ptx"
+	vars+=("$tmp/state_w${w}_r$r.ptx:$w:$r")
 done
 PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx "${vars[@]}"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
