@@ -117,7 +117,9 @@ if len(sys.argv) > 4:
             p(f"| {r['batch']} | {names[key]} | {x['time_us']:.1f} | {x['gbs']:.0f} | {100 * x['gbs'] / gcopy:.0f}% | "
               f"{x['time_b2b_us']:.1f} | {x['gbs_b2b']:.0f} | {100 * x['gbs_b2b'] / gcopy:.0f}% | {r['copy_same']['gbs_b2b']:.0f} |")
     if gd.get("variants"):
-        p("\nThe same source at other launch geometries (warps per block × value rows per warp; the backend's is 4 × 4),")
+        geo = gd.get("ours_geometry")
+        which = f"; the backend's is {geo[0]} × {geo[1]}" if geo else ""
+        p(f"\nThe same source at other launch geometries (warps per block × value rows per warp{which}),")
         p("back to back, % of copy:\n")
         p("| batch | " + " | ".join(v.replace("ours_w", "").replace("_r", " × ") for v in gd["variants"]) + " |")
         p("|---:|" + "---:|" * len(gd["variants"]))

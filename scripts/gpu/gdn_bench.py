@@ -8,7 +8,7 @@ widened to int64), written here, and a device-to-device copy of the same bytes,
 in one run on one card. Shapes are Qwen3-Next's: 32 value heads, head dims 128,
 fp32 state, one token per row, slots scattered over a pool of 2 × batch + 1.
 
-Usage: gdn_bench.py OUT.json PTX [VARIANT.ptx:WARPS:ROWS ...]
+Usage: gdn_bench.py OUT.json PTX:WARPS:ROWS [VARIANT.ptx:WARPS:ROWS ...]
 (PTX is kernels/state.ptx, the backend's; variants are the same source compiled
 with other -DREC_WARPS / -DREC_ROWS, timed beside it.)
 """
@@ -148,7 +148,8 @@ def timed(fn, reps=30, b2b=20):
 
 
 def main():
-    drv = Driver(sys.argv[2])
+    path, w, r = sys.argv[2].rsplit(":", 2)
+    drv = Driver(path, int(w), int(r))
     variants = []
     for a in sys.argv[3:]:
         path, w, r = a.rsplit(":", 2)
@@ -156,7 +157,7 @@ def main():
     props = torch.cuda.get_device_properties(0)
     out = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
            "triton": triton.__version__, "heads": HV, "dk": DK, "dv": DV, "decode": [], "check": [],
-           "variants": [name for name, _ in variants]}
+           "variants": [name for name, _ in variants], "ours_geometry": [int(w), int(r)]}
     big = torch.empty(1 << 30, dtype=torch.float32, device=dev)  # 4 GiB
     big2 = torch.empty_like(big)
     t, _ = timed(lambda: big2.copy_(big), reps=10, b2b=3)

@@ -11,14 +11,15 @@ out=${1:?usage: kernel-bench.sh OUT_DIR}
 mkdir -p "$out"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
-# The GDN decode kernel as the backend builds it, and launch-geometry variants.
+# The GDN decode kernel as the backend builds it (4 warps × 4 rows: kernels.StateRecThreads,
+# StateRecRows), and launch-geometry variants.
 vars=()
 for wr in 4:8 8:4 2:8 8:2; do
 	w=${wr%:*} r=${wr#*:}
 	"$NVCC" -arch=sm_90 -std=c++17 -ptx -DREC_WARPS=$w -DREC_ROWS=$r kernels/state.cu -o "$tmp/state_w${w}_r$r.ptx"
 	vars+=("$tmp/state_w${w}_r$r.ptx:$w:$r")
 done
-PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx "${vars[@]}"
+PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx:4:4 "${vars[@]}"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
 "$tmp/kernel_bench" check
 "$tmp/kernel_bench" bench "$out/kernel-bench-cuda.json"
