@@ -49,12 +49,17 @@ long:
 fuzz:
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzMarshalRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./setup -run '^$$' -fuzz '^FuzzSettle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzAzureCSV$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzFromHFConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzCSVMapped$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONLNested$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzMooncakeHashIDs$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./sweep -run '^$$' -fuzz '^FuzzSweepParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./plot -run '^$$' -fuzz '^FuzzReadTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./vllmargs -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./vllmargs -run '^$$' -fuzz '^FuzzConfigFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 
 # Every fuzz target for a minute each, by the clock. Under Go 1.26 a run can
 # end in the coordinator's spurious "context deadline exceeded" (no input
@@ -72,7 +77,7 @@ bench:
 	./scripts/bench-rss.sh 5
 
 # Issue 15's target: each prefix-caching pair's on/off user CPU per replay
-# (docs/performance.md, "Where the targets stand"); about ten minutes.
+# (docs/performance.md, "Targets"); about ten minutes.
 bench-prefix:
 	./scripts/prefix-ratios.sh 5 5
 

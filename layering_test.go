@@ -16,8 +16,12 @@ import (
 // readers (explain, plot, timeline, sweep, prop) only read those. A new
 // package takes a rank here, which is the point: its place is a decision.
 var layer = map[string]int{
+	// bounded reads of input files (every reader of a user's file)
+	"internal/infile": -1,
 	// foundations: time and randomness, names, shapes, trace formats
 	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
+	// the built-in sweep definitions, embedded (package sweep parses them)
+	"scenarios/sweeps": 0,
 	// which test tier runs (tests import it; nothing else may)
 	"internal/testtier": 0,
 	// the core state machines
@@ -26,20 +30,30 @@ var layer = map[string]int{
 	"sched": 2, "workload": 2,
 	// what a step did, as values; the scenario language
 	"step": 3, "scenarios": 3,
-	"check": 4,
+	// the scenario settled into a run's plain values; the invariants;
+	// vLLM's command line in the scenario language
+	"setup": 4, "check": 4, "vllmargs": 4,
+	// what a run reports, as values (backends fill some of them); the
+	// known-bug table judged against a settled deployment
+	"report": 5, "knownbugs": 5,
 	// backends: the interface and the symbolic one, then the others
-	"backend":      5,
-	"backend/mock": 6, "report": 6,
+	"backend":      6,
+	"backend/mock": 7,
 	// the CUDA backend composes the mock (its shadow and reference)
-	"backend/cuda": 7, "engine": 7, "refmodel": 7,
+	"backend/cuda": 8, "engine": 8, "refmodel": 8,
 	// readers of step records and reports; GPU experiments
-	"explain": 8, "plot": 8, "timeline": 8, "prop": 8, "gpuconfirm": 8,
-	"sweep":            9,
-	"scenarios/sweeps": 10,
+	"explain": 9, "plot": 9, "timeline": 9, "prop": 9, "gpuconfirm": 9,
+	"sweep": 10,
+	// the tests' one way to load and run a scenario (tests import it);
+	// the JSON Schema of the scenario and sweep formats
+	"internal/runtest": 11, "schema": 11,
 	// the thin public entry point and the command
-	".":            11,
-	"cmd/statesim": 12,
+	".":            12,
+	"cmd/statesim": 13,
 }
+
+// Backends read the settled setup, never the scenario's raw fields.
+var forbidden = map[string][]string{"backend": {"scenarios"}, "backend/mock": {"scenarios"}, "backend/cuda": {"scenarios"}}
 
 // Readers of records must not reach into the cache or a numeric backend.
 var readers = []string{"explain", "plot", "timeline", "sweep", "prop", "report"}
@@ -118,6 +132,11 @@ func layerViolations(imports map[string][]string) []string {
 			case r >= rank:
 				bad = append(bad, d+" imports "+imp+": a package may import only lower layers")
 			}
+			for _, f := range forbidden[d] {
+				if imp == f {
+					bad = append(bad, d+" imports "+imp+": a backend reads the settled setup (package setup), not the scenario")
+				}
+			}
 			for _, rd := range readers {
 				for _, in := range internals {
 					if d == rd && imp == in {
@@ -140,11 +159,14 @@ func TestLayering(t *testing.T) {
 // and an unranked package are each reported.
 func TestLayeringCatchesViolations(t *testing.T) {
 	got := layerViolations(map[string][]string{
-		"sched":    {"engine"},
-		"plot":     {"statecache"},
-		"newthing": {"sim"},
+		"sched":        {"engine"},
+		"plot":         {"statecache"},
+		"newthing":     {"sim"},
+		"backend/mock": {"scenarios"},
+		"report":       {"backend"},
 	})
-	want := []string{"newthing has no rank", "plot imports statecache: readers", "sched imports engine: a package may import only lower"}
+	want := []string{"backend/mock imports scenarios: a backend reads the settled setup", "newthing has no rank", "plot imports statecache: readers",
+		"report imports backend: a package may import only lower", "sched imports engine: a package may import only lower"}
 	if len(got) != len(want) {
 		t.Fatalf("got %q", got)
 	}

@@ -1,6 +1,9 @@
 package backend
 
-import "statesim/sched"
+import (
+	"statesim/report"
+	"statesim/sched"
+)
 
 // The optional abilities of a backend, each a named interface the engine
 // asks for once per run.
@@ -20,23 +23,15 @@ type Flusher interface {
 
 // Differ compares every finished request's log-probs with a reference run.
 type Differ interface {
-	Stats() DivergenceStats
-	Divergences() []Divergence
+	Stats() report.DivergenceStats
+	Divergences() []report.Divergence
 }
 
 // TokenTracer gives one request's generated tokens with engine and
 // reference log-probs. KeepTrace is called before the run.
 type TokenTracer interface {
 	KeepTrace(id int64)
-	TokenTrace(id int64) []TokenTrace
-}
-
-// TokenTrace compares one generated token with the reference.
-type TokenTrace struct {
-	Index      int     `json:"index"`
-	Token      int32   `json:"token"`
-	EngineLP   float64 `json:"engine_logprob"`
-	ReferenceL float64 `json:"reference_logprob"`
+	TokenTrace(id int64) []report.TokenTrace
 }
 
 // Extra adds a backend-specific section to the run's report, under a

@@ -3,7 +3,7 @@ package backend
 import (
 	"fmt"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
@@ -39,7 +39,7 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 	s.Prov.SettleState(t)
 	if decode && c == 0 {
 		slot := t.Mamba[0]
-		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
+		s.add(invariant.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
 			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; slot %d holds %s", q, slot, describe(s.Prov.Get(slot)))
 		})
 	}
@@ -51,7 +51,7 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 		}
 		reported = true
 		s.corrupt(r)
-		s.add(check.StaleSlotRead, r, now, slot, prev, detail)
+		s.add(invariant.StaleSlotRead, r, now, slot, prev, detail)
 	}
 	for g := range t.MambaT {
 		mt := &t.MambaT[g]
@@ -163,7 +163,7 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 		if !mt.Holds(dst) && !reported {
 			reported = true
 			holder := s.Pool.Holder(dst)
-			s.add(check.StaleSlotRead, r, s.now, dst, holder, func() string {
+			s.add(invariant.StaleSlotRead, r, s.now, dst, holder, func() string {
 				return fmt.Sprintf("Mamba group %d (align, K = %d): the boundary copy after %d accepted tokens: %s", g, len(t.Spec)/len(t.MambaT), aligned,
 					s.freedWhy(r, g, dst, dest, "copies the state after "+fmt.Sprint(aligned)+" tokens into"))
 			})

@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	"statesim/model"
-	"statesim/scenarios"
+	"statesim/setup"
 )
 
-// Env is what a factory gets to build a backend: the scenario, its shape
-// and layout, the pool size, and the symbolic backend that every numeric
-// backend composes (it performs the checked cache accesses).
+// Env is what a factory gets to build a backend: the settled run, its
+// shape and layout, the pool size, and the symbolic backend that every
+// numeric backend composes (it performs the checked cache accesses).
 type Env struct {
-	Scenario  *scenarios.Scenario
+	Setup     *setup.Setup
 	Shape     *model.Shape
 	Layout    model.Layout
 	NumBlocks int

@@ -3,7 +3,7 @@ package backend
 import (
 	"fmt"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
@@ -31,20 +31,26 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 	c, q := row.NumComputed, row.NumScheduled
 	decode := row.Path == sched.PathDecode || row.Graph == sched.GraphFull
 	acc := min(r.AcceptedColumn(), k)
+	// The column the kernel reads: the accepted one only where the
+	// builder was handed num_accepted_tokens, else column 0.
+	read := 0
+	if decode && row.AcceptedHanded {
+		read = acc
+	}
 	if decode && c > 0 && row.KernelSlots == nil {
 		// The common case: the columns hold only this request's writes,
 		// one record per column for all groups (statecache's column
 		// lease); the slots were counted in HighestSlot when leased.
-		if _, ok := s.Prov.SpecDecode(t, r.ID, c, acc, q, k, s.step); ok {
+		if _, ok := s.Prov.SpecDecode(t, r.ID, c, read, q, k, s.step); ok {
 			return
 		}
 	}
 	s.Prov.SettleState(t)
 	defer s.Prov.LeaseColumns(t, r.ID, k)
 	if decode && c == 0 {
-		slot := t.Column(0, acc, k)
-		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
-			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; column %d (slot %d) holds %s", q, acc, slot, describe(s.Prov.Get(slot)))
+		slot := t.Column(0, read, k)
+		s.add(invariant.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
+			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; column %d (slot %d) holds %s", q, read, slot, describe(s.Prov.Get(slot)))
 		})
 	}
 	staleN := 0
@@ -61,10 +67,7 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 				s.Stats.HighestSlot = b
 			}
 		}
-		col := 0
-		if decode {
-			col = acc
-		}
+		col := read
 		ownSlot := t.Column(g, col, k)
 		target := ownSlot
 		if decode && row.KernelSlots != nil {
@@ -76,7 +79,9 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 			// StateValid's rule on the record already read.
 			own := p.Content == statecache.State && p.Writer == r.ID && !p.Clobber && int(p.Tokens) == c ||
 				c == 0 && p.Content == statecache.Zero
-			valid := target == ownSlot && col == acc && own
+			// The content decides: own state after exactly c tokens is
+			// right in whichever column the kernel reads.
+			valid := target == ownSlot && own
 			if !valid {
 				tainted = true
 				if staleN == 0 {
@@ -106,7 +111,7 @@ func (s *Symbolic) mambaSpec(row *sched.Row, now sim.Time) {
 			s.Out.Imposters++
 		}
 	}
-	s.add(check.StaleSlotRead, r, now, stale.slot, stale.p.Writer, func() string {
+	s.add(invariant.StaleSlotRead, r, now, stale.slot, stale.p.Writer, func() string {
 		path := "spec decode"
 		if !decode {
 			path = "prefill (has_initial_state)"

@@ -3,8 +3,9 @@ package backend
 import (
 	"fmt"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/model"
+	"statesim/report"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
@@ -31,22 +32,6 @@ type Stats struct {
 	Imposters int64
 }
 
-// Imposter is bug A caught in the act: a request with no computed tokens
-// on the Mamba decode path that read a slot holding another request's bytes.
-type Imposter struct {
-	RequestID    int64  `json:"request_id"`
-	Step         int64  `json:"step"`
-	NumScheduled int    `json:"num_scheduled"`
-	Slot         int64  `json:"slot"`
-	PrevOwner    int64  `json:"prev_owner"`
-	PrevContent  string `json:"prev_content"`
-	PrevTokens   int    `json:"prev_tokens"`
-	PrevStep     int64  `json:"prev_step"`
-	// Preempted: the request had been preempted and came back with its
-	// computed tokens reset, rather than arriving new.
-	Preempted bool `json:"preempted,omitempty"`
-}
-
 // maxImposters bounds the list; the count in Stats is exact.
 const maxImposters = 100
 
@@ -55,10 +40,10 @@ type Symbolic struct {
 	Prov  *statecache.Provenances
 	Pool  *statecache.BlockPool
 	Index statecache.StateIndex
-	Rec   *check.Recorder
+	Rec   *invariant.Recorder
 	Stats Stats
 	// Imposters are the first imposter rows, in order.
-	Imposters []Imposter
+	Imposters []report.Imposter
 	// Out, when set, is the record of the step being executed: rows in
 	// the batch's order, to which Execute adds what the kernels did
 	// (wrapped writes, imposters, and with Detail Reads each state read).
@@ -85,7 +70,7 @@ type Symbolic struct {
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.
-func NewSymbolic(shape *model.Shape, layout model.Layout, pool *statecache.BlockPool, bits uint, rec *check.Recorder) *Symbolic {
+func NewSymbolic(shape *model.Shape, layout model.Layout, pool *statecache.BlockPool, bits uint, rec *invariant.Recorder) *Symbolic {
 	return &Symbolic{
 		Prov: statecache.NewProvenances(pool.NumBlocks()),
 		Pool: pool,
@@ -193,7 +178,7 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 					continue // reported at an earlier check
 				}
 				s.corrupt(r)
-				s.add(check.StaleSlotRead, r, now, b, rec.Writer, func() string {
+				s.add(invariant.StaleSlotRead, r, now, b, rec.Writer, func() string {
 					return fmt.Sprintf("attention group %d reads KV block %d at position %d through a prefix hit: %s", g, b, bi, why)
 				})
 				break
@@ -228,7 +213,7 @@ func (s *Symbolic) attention(row *sched.Row, now sim.Time) error {
 	for g := range r.Blocks.Attn {
 		// Write K/V for positions [c, end), then read [0, end).
 		bi := s.Prov.AccessKV(&r.Blocks, g, r.ID, c, end, s.bs, s.step)
-		if bi == statecache.ErrShort {
+		if bi == statecache.MissingBlock {
 			return fmt.Errorf("symbolic: request %d needs block %d of attention group %d, holds %d", r.ID, (end-1)/s.bs, g, len(r.Blocks.Attn[g]))
 		}
 		if bi >= 0 {
@@ -244,12 +229,12 @@ func (s *Symbolic) staleKV(r *sched.Request, g, bi, end int, now sim.Time) {
 	blocks := r.Blocks.Attn[g]
 	p := s.Prov.Get(blocks[bi])
 	s.corrupt(r)
-	if s.Rec.Wants(check.StaleSlotRead) {
-		s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead, Step: s.step, TimeNS: int64(now),
+	if s.Rec.Wants(invariant.StaleSlotRead) {
+		s.Rec.Add(invariant.Violation{Invariant: invariant.StaleSlotRead, Step: s.step, TimeNS: int64(now),
 			RequestID: int64(r.ID), Slot: int64(blocks[bi]), PrevOwner: int64(p.Writer),
 			Detail: fmt.Sprintf("attention group %d reads KV block %d holding %s of request %d", g, blocks[bi], p.Content, p.Writer)})
 	} else {
-		s.Rec.Add(check.Violation{Invariant: check.StaleSlotRead})
+		s.Rec.Add(invariant.Violation{Invariant: invariant.StaleSlotRead})
 	}
 	// Report the damage once; the request carries it from here.
 	for k := bi; k < len(blocks) && k <= (end-1)/s.bs; k++ {
@@ -468,7 +453,7 @@ func (s *Symbolic) readSource(row *sched.Row, g int, mm *statecache.MambaManager
 		if restore {
 			what = "restores through a prefix hit"
 		}
-		s.add(check.StaleSlotRead, r, now, src, p.Writer, func() string {
+		s.add(invariant.StaleSlotRead, r, now, src, p.Writer, func() string {
 			return fmt.Sprintf("Mamba group %d (%v mode) %s the state into block %d: %s", g, mm.Spec.Mode, what, dst, why)
 		})
 	}
@@ -485,7 +470,7 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 	s.Prov.SettleState(&r.Blocks)
 	if decode && c == 0 {
 		slot := r.Blocks.Mamba[0]
-		s.add(check.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
+		s.add(invariant.NoDecodeBeforePrefill, r, now, slot, s.Prov.Get(slot).Writer, func() string {
 			p := s.Prov.Get(slot)
 			return fmt.Sprintf("new request (0 computed tokens, %d scheduled) on the Mamba decode path; slot %d holds %s", q, slot, describe(p))
 		})
@@ -555,13 +540,13 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 				s.Out.Imposters++
 			}
 			if len(s.Imposters) < maxImposters {
-				s.Imposters = append(s.Imposters, Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
+				s.Imposters = append(s.Imposters, report.Imposter{RequestID: int64(r.ID), Step: s.step, NumScheduled: q,
 					Slot: int64(staleSlot), PrevOwner: int64(staleProv.Writer), PrevContent: staleProv.Content.String(),
 					PrevTokens: int(staleProv.Tokens), PrevStep: staleProv.Step, Preempted: r.NumPreemptions > 0})
 			}
 		}
 		s.corrupt(r)
-		s.add(check.StaleSlotRead, r, now, staleSlot, staleProv.Writer, func() string {
+		s.add(invariant.StaleSlotRead, r, now, staleSlot, staleProv.Writer, func() string {
 			path := "decode"
 			if !decode {
 				path = "prefill (has_initial_state)"
@@ -572,15 +557,15 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 	}
 	if wrongN > 0 {
 		s.corrupt(r)
-		s.add(check.WrongAddressWrite, r, now, wrongSlot, clobberedProv.Writer, func() string {
+		s.add(invariant.WrongAddressWrite, r, now, wrongSlot, clobberedProv.Writer, func() string {
 			return fmt.Sprintf("prefill state write for slot %d wrapped (%d-bit index, %d × %d ≥ 2^%d) into blocks %d..%d, clobbering %s; slot %d left stale (%d of %d Mamba groups)",
 				wrongSlot, s.Index.Bits, wrongSlot, s.Index.Stride, s.Index.Bits, wrongFirst, wrongLast, describe(clobberedProv), wrongSlot, wrongN, ng)
 		})
 	}
 }
 
-func (s *Symbolic) add(inv check.Invariant, r *sched.Request, now sim.Time, slot int32, prev statecache.RequestID, detail func() string) {
-	v := check.Violation{Invariant: inv, Step: s.step, TimeNS: int64(now), RequestID: int64(r.ID), Slot: int64(slot), PrevOwner: int64(prev)}
+func (s *Symbolic) add(inv invariant.Invariant, r *sched.Request, now sim.Time, slot int32, prev statecache.RequestID, detail func() string) {
+	v := invariant.Violation{Invariant: inv, Step: s.step, TimeNS: int64(now), RequestID: int64(r.ID), Slot: int64(slot), PrevOwner: int64(prev)}
 	if s.Rec.Wants(inv) {
 		v.Detail = detail()
 	}

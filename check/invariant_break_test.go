@@ -16,9 +16,9 @@ import (
 // Records exactly at the boundaries (a step starting the instant the
 // previous ended, a step of zero length) are clean.
 
-func steps(t *testing.T, recs ...step.Record) *Recorder {
+func steps(t *testing.T, recs ...step.Record) *invariant.Recorder {
 	t.Helper()
-	rec := NewRecorder(10)
+	rec := invariant.NewRecorder(10)
 	c := Scheduler{Limits: Limits{MaxNumBatchedTokens: 8, MaxNumSeqs: 2}, Rec: rec}
 	for i := range recs {
 		r := &recs[i]
@@ -29,9 +29,9 @@ func steps(t *testing.T, recs ...step.Record) *Recorder {
 	return rec
 }
 
-func onlyCounted(t *testing.T, rec *Recorder, inv Invariant, n int64) {
+func onlyCounted(t *testing.T, rec *invariant.Recorder, inv invariant.Invariant, n int64) {
 	t.Helper()
-	for _, other := range All() {
+	for _, other := range invariant.All() {
 		want := int64(0)
 		if other == inv {
 			want = n

@@ -22,12 +22,12 @@ type Limits struct {
 // the accesses and reported into the same Recorder.
 type Scheduler struct {
 	Limits
-	Rec     *Recorder
+	Rec     *invariant.Recorder
 	lastEnd sim.Time
 }
 
-func (c *Scheduler) add(inv Invariant, r *step.Record, id int64, detail func() string) {
-	v := Violation{Invariant: inv, Step: r.Step, TimeNS: int64(r.Start), RequestID: id, Slot: -1, PrevOwner: -1}
+func (c *Scheduler) add(inv invariant.Invariant, r *step.Record, id int64, detail func() string) {
+	v := invariant.Violation{Invariant: inv, Step: r.Step, TimeNS: int64(r.Start), RequestID: id, Slot: -1, PrevOwner: -1}
 	if c.Rec.Wants(inv) {
 		v.Detail = detail()
 	}
@@ -108,11 +108,11 @@ type RunEnd struct {
 // End checks liveness and leaks at the end of a run.
 func (c *Scheduler) End(e RunEnd) {
 	if e.ArrivalsLeft || e.Waiting+e.Running > 0 {
-		c.Rec.Add(Violation{Invariant: invariant.Liveness, Step: e.Step, TimeNS: e.TimeNS, RequestID: e.FirstUnfinished, Slot: -1, PrevOwner: -1,
+		c.Rec.Add(invariant.Violation{Invariant: invariant.Liveness, Step: e.Step, TimeNS: e.TimeNS, RequestID: e.FirstUnfinished, Slot: -1, PrevOwner: -1,
 			Detail: fmt.Sprintf("run ended with %d unfinished requests (%d waiting, %d running)%s", e.Waiting+e.Running, e.Waiting, e.Running, e.Why)})
 	}
 	if e.BlocksHeld != 0 && e.Waiting+e.Running == 0 {
-		c.Rec.Add(Violation{Invariant: invariant.BlockConservation, Step: e.Step, RequestID: -1, Slot: -1, PrevOwner: -1,
+		c.Rec.Add(invariant.Violation{Invariant: invariant.BlockConservation, Step: e.Step, RequestID: -1, Slot: -1, PrevOwner: -1,
 			Detail: fmt.Sprintf("%d blocks still held after every request finished", e.BlocksHeld)})
 	}
 }

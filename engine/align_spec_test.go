@@ -5,17 +5,21 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 )
 
-// alignMTP is hybridRollouts in align mode under MTP K = 3 with outputs
+// alignMTP is hybridRollouts on tiny-hybrid-mamba2 (tiny-hybrid with Mamba2
+// state layers, whose builder is handed num_accepted_tokens; the Mamba1 builder is
+// not, so there every rejected draft corrupts the state) in align mode
+// under MTP K = 3 with outputs
 // long enough to cross block boundaries while decoding (the drafts'
 // columns move with the running block), #55898 applied so #55894 stays
 // out of the way, and a pool that never preempts.
 func alignMTP(t *testing.T, seed int, sets ...string) *scenarios.Scenario {
-	return hybridRollouts(t, "align", 64, append([]string{fmt.Sprintf("seed=%d", seed),
+	return hybridRollouts(t, "align", 64, append([]string{"model.preset=tiny-hybrid-mamba2", fmt.Sprintf("seed=%d", seed),
 		"engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=3", "engine.speculative.acceptance_rate=0.6",
 		"workload.output_len.value=120", "engine.patches=[+55898]"}, sets...)...)
 }
@@ -58,7 +62,7 @@ func staleReadCaught(t *testing.T, sc *scenarios.Scenario, o Options, what strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Count(check.StaleSlotRead) == 0 {
+	if rep.Count(invariant.StaleSlotRead) == 0 {
 		t.Fatalf("no stale-slot-read %s: %+v", what, rep.Violations)
 	}
 	v := rep.Violations[0]
@@ -93,15 +97,15 @@ func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
 		{"all", "[-33997, -33352]", true},
 	} {
 		sc := hybridRollouts(t, c.mode, 64, "engine.async_scheduling=true", "engine.patches="+c.patches)
-		mode, err := sc.MambaMode()
+		st, err := setup.Resolve(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := asyncScheduling(sc, mode); got != c.want {
+		if got := st.Sched.Config.AsyncScheduling; got != c.want {
 			t.Errorf("%s %s: async %v, want %v", c.mode, c.patches, got, c.want)
 		}
 		// vLLM warns when it turns async scheduling off; so does the report.
-		if w := asyncWarning(sc, mode); (w == "") != c.want || w != "" && !strings.Contains(w, "will be disabled") {
+		if w := st.AsyncOff; (w == "") != c.want || w != "" && !strings.Contains(w, "will be disabled") {
 			t.Errorf("%s %s: warning %q with async %v", c.mode, c.patches, w, c.want)
 		}
 	}
@@ -119,7 +123,7 @@ func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
 	if !strings.Contains(text.String(), "warning: Async scheduling is not compatible") || !strings.Contains(js.String(), `"warnings": [`) {
 		t.Errorf("report without the async warning:\n%s", text.String())
 	}
-	if _, err := scenarios.Parse([]byte("name: x\nmodel: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, patches: [-33352]}\n"), "x.yaml", nil); err == nil || !strings.Contains(err.Error(), "33997") || !strings.Contains(err.Error(), "33352") {
+	if _, err := setup.Parse([]byte("name: x\nmodel: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, patches: [-33352]}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "x.yaml", nil); err == nil || !strings.Contains(err.Error(), "33997") || !strings.Contains(err.Error(), "33352") {
 		t.Errorf("removing #33352 under #33997: %v, want an error naming both", err)
 	}
 }

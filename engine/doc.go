@@ -1,4 +1,5 @@
-// Package engine replays one scenario: it owns the event loop (arrivals,
+// Package engine replays one scenario, settled (package setup: RunSetup
+// reads its plain values and parses nothing): it owns the event loop (arrivals,
 // step starts and step ends on sim's virtual clock), drives the scheduler
 // and the backend through each step, checks the scheduler-level invariants,
 // keeps the run's metrics and step-time model, and writes the --trace

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
 	"statesim/engine"
+	"statesim/invariant"
 	"statesim/prop"
 	"statesim/report"
 	"statesim/scenarios"
@@ -82,9 +82,9 @@ func run(t *testing.T, sc *scenarios.Scenario, policy sched.Policy, detail ...st
 }
 
 // only requires inv counted exactly n times and every other invariant 0.
-func only(t *testing.T, rep *report.Report, inv check.Invariant, n int64) {
+func only(t *testing.T, rep *report.Report, inv invariant.Invariant, n int64) {
 	t.Helper()
-	for _, other := range check.All() {
+	for _, other := range invariant.All() {
 		want := int64(0)
 		if other == inv {
 			want = n
@@ -114,7 +114,7 @@ func (p overBudgetOnce) Schedule(st *sched.State, out *sched.Output) error {
 		st.Cfg.MaxNumBatchedTokens++
 		defer func() { st.Cfg.MaxNumBatchedTokens-- }()
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestTokenBudgetBrokenByOneToken: a 9-token prompt under a budget of 8.
@@ -128,7 +128,7 @@ func TestTokenBudgetBrokenByOneToken(t *testing.T) {
 		t.Fatalf("the control's step 0 scheduled %d tokens, want exactly the budget %d", steps[0].Tokens, sc.Engine.MaxNumBatchedTokens)
 	}
 	rep, steps = run(t, sc, overBudgetOnce{at: 0})
-	only(t, rep, check.TokenBudget, 1)
+	only(t, rep, invariant.TokenBudget, 1)
 	if steps[0].Tokens != sc.Engine.MaxNumBatchedTokens+1 {
 		t.Fatalf("step 0 scheduled %d tokens, want budget + 1", steps[0].Tokens)
 	}
@@ -151,7 +151,7 @@ func (p *oneTooMany) Schedule(st *sched.State, out *sched.Output) error {
 		r.Status = sched.Waiting
 		st.Waiting = append([]*sched.Request{r}, st.Waiting...)
 	}
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if out.Step == p.at && len(st.Waiting) > 0 {
@@ -177,7 +177,7 @@ func TestMaxNumSeqsBrokenByOneRequest(t *testing.T) {
 		t.Fatalf("the control's step 1 runs %d requests, want max_num_seqs (1)", steps[1].Running)
 	}
 	rep, steps = run(t, sc, &oneTooMany{at: 1})
-	only(t, rep, check.MaxNumSeqs, 1)
+	only(t, rep, invariant.MaxNumSeqs, 1)
 	if steps[1].Running != 2 || len(steps[1].Rows) != 1 {
 		t.Fatalf("step 1 runs %d requests in %d rows, want 2 in 1", steps[1].Running, len(steps[1].Rows))
 	}
@@ -202,7 +202,7 @@ func (p *holdBlock) Schedule(st *sched.State, out *sched.Output) error {
 		}
 		p.held = 0
 	}
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if out.Step == p.at {
@@ -242,7 +242,7 @@ func (p *lendBlock) Schedule(st *sched.State, out *sched.Output) error {
 		}
 		p.req = nil
 	}
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	if out.Step == p.at && len(out.Rows) > 0 {
@@ -266,7 +266,7 @@ func TestBlockConservationBrokenByOneBlockForOneStep(t *testing.T) {
 	for _, pol := range []sched.Policy{&holdBlock{at: 2}, &lendBlock{at: 2}} {
 		t.Run(pol.Name(), func(t *testing.T) {
 			rep, _ := run(t, sc, pol)
-			only(t, rep, check.BlockConservation, 1)
+			only(t, rep, invariant.BlockConservation, 1)
 			if vs := rep.Violations; len(vs) != 1 || vs[0].Step != 2 {
 				t.Errorf("want one violation at step 2, got %v", vs)
 			}
@@ -281,7 +281,7 @@ type leakLast struct{}
 
 func (leakLast) Name() string { return "leak-last" }
 func (leakLast) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	_, err := st.KV.Pool.Pop(nobody)
@@ -297,7 +297,7 @@ func TestBlockConservationSeesALeakAtTheEnd(t *testing.T) {
 	if len(steps) != 1 {
 		t.Fatalf("%d steps, want 1", len(steps))
 	}
-	only(t, rep, check.BlockConservation, 2)
+	only(t, rep, invariant.BlockConservation, 2)
 	ends := 0
 	for _, v := range rep.Violations {
 		if strings.Contains(v.Detail, "after every request finished") {
@@ -319,7 +319,7 @@ func (p refuse) Schedule(st *sched.State, out *sched.Output) error {
 	if len(st.Waiting) > 0 && st.Waiting[0].ID == p.id {
 		held = st.PopWaiting()
 	}
-	err := sched.V1{}.Schedule(st, out)
+	err := sched.V1Policy{}.Schedule(st, out)
 	if held != nil {
 		st.Waiting = append([]*sched.Request{held}, st.Waiting...)
 	}
@@ -333,7 +333,7 @@ func (p refuse) Schedule(st *sched.State, out *sched.Output) error {
 func TestLivenessBrokenByOneRequest(t *testing.T) {
 	sc := scenario(t, base(prop.Request{Prompt: 4, Output: 3}, prop.Request{GapUS: 10, Prompt: 4, Output: 3}))
 	rep, _ := run(t, sc, refuse{id: 1})
-	only(t, rep, check.Liveness, 1)
+	only(t, rep, invariant.Liveness, 1)
 	if rep.Finished != 1 || rep.Requests != 2 {
 		t.Fatalf("%d of %d requests finished, want 1 of 2", rep.Finished, rep.Requests)
 	}
@@ -354,7 +354,7 @@ func TestLivenessBrokenByOneStep(t *testing.T) {
 	clean(t, rep)
 	sc.Checks.MaxSteps = n - 1
 	rep, _ = run(t, sc, nil)
-	only(t, rep, check.Liveness, 1)
+	only(t, rep, invariant.Liveness, 1)
 	if !strings.Contains(rep.Violations[0].Detail, fmt.Sprintf("checks.max_steps (%d) reached", n-1)) {
 		t.Errorf("the violation does not name max_steps: %v", rep.Violations[0])
 	}
@@ -371,7 +371,7 @@ func TestDecodeBeforePrefillBrokenByOneRow(t *testing.T) {
 	clean(t, rep)
 	p.Version = "v0.13"
 	rep, steps := run(t, scenario(t, p), nil)
-	only(t, rep, check.NoDecodeBeforePrefill, 1)
+	only(t, rep, invariant.NoDecodeBeforePrefill, 1)
 	if r := steps[0].Rows[0]; r.NumComputed != 0 || r.NumScheduled != 1 || r.Path != sched.PathDecode {
 		t.Fatalf("step 0's row: %+v, want a new 1-token row on the decode path", r)
 	}
@@ -389,7 +389,7 @@ func (p prefixHit) Schedule(st *sched.State, out *sched.Output) error {
 			r.NumComputedTokens = p.hit
 		}
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestStaleReadBrokenByOneTokenAndTainted: on a Mamba-only model, one
@@ -406,7 +406,7 @@ func TestStaleReadBrokenByOneTokenAndTainted(t *testing.T) {
 	rep, _ := run(t, sc, prefixHit{hit: 0})
 	clean(t, rep)
 	rep, steps := run(t, sc, prefixHit{hit: 1}, step.Reads)
-	only(t, rep, check.StaleSlotRead, 1)
+	only(t, rep, invariant.StaleSlotRead, 1)
 	first := steps[0].Rows[0]
 	if first.NumComputed != 1 || first.Path != sched.PathPrefill || !first.HasInitialState {
 		t.Fatalf("step 0's row %+v: want a prefill with has_initial_state after 1 claimed token", first)
@@ -459,7 +459,7 @@ func TestWrongAddressWriteBrokenByOneBlock(t *testing.T) {
 			clean(t, rep)
 			continue
 		}
-		only(t, rep, check.WrongAddressWrite, c.wraps)
+		only(t, rep, invariant.WrongAddressWrite, c.wraps)
 		if rep.Cache.FirstWrappingSlot != 64 {
 			t.Errorf("first wrapping slot %d, want 64", rep.Cache.FirstWrappingSlot)
 		}
@@ -477,7 +477,7 @@ func (demote) Schedule(st *sched.State, out *sched.Output) error {
 	if len(st.Running) > 0 {
 		st.Running[0].Priority = 1
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestPriorityVictimBudgetIsRefunded: under the priority policy a victim
@@ -539,7 +539,7 @@ func (p rewind) Schedule(st *sched.State, out *sched.Output) error {
 	if out.Step == p.at && len(st.Running) > 0 && st.Running[0].NumComputedTokens > 1 {
 		st.Running[0].NumComputedTokens--
 	}
-	return sched.V1{}.Schedule(st, out)
+	return sched.V1Policy{}.Schedule(st, out)
 }
 
 // TestStaleReadOfOwnStateOneTokenAhead: the state-validity rule counts
@@ -561,7 +561,7 @@ func TestStaleReadOfOwnStateOneTokenAhead(t *testing.T) {
 		rep, _ := run(t, sc, rewind{at: 99})
 		clean(t, rep)
 		rep, steps := run(t, sc, rewind{at: 2})
-		only(t, rep, check.StaleSlotRead, 1)
+		only(t, rep, invariant.StaleSlotRead, 1)
 		if r := steps[2].Rows[0]; r.NumScheduled != c.q || r.Path != c.path || !r.HasInitialState || r.CorruptStep != 2 {
 			t.Errorf("budget %d: step 2's row %+v: want %d tokens on the %s path from the slot's state, corrupt from step 2", c.budget, r, c.q, c.path)
 		}
@@ -570,19 +570,19 @@ func TestStaleReadOfOwnStateOneTokenAhead(t *testing.T) {
 
 // minimalBreaks names each invariant's minimal break in this file (and
 // check/invariant_break_test.go): a new invariant needs one.
-var minimalBreaks = map[check.Invariant]string{
-	check.NoDecodeBeforePrefill: "TestDecodeBeforePrefillBrokenByOneRow",
-	check.StaleSlotRead:         "TestStaleReadBrokenByOneTokenAndTainted, TestStaleReadOfOwnStateOneTokenAhead",
-	check.WrongAddressWrite:     "TestWrongAddressWriteBrokenByOneBlock",
-	check.TokenBudget:           "TestTokenBudgetBrokenByOneToken",
-	check.MaxNumSeqs:            "TestMaxNumSeqsBrokenByOneRequest",
-	check.BlockConservation:     "TestBlockConservationBrokenByOneBlockForOneStep, TestBlockConservationSeesALeakAtTheEnd",
-	check.Liveness:              "TestLivenessBrokenByOneRequest, TestLivenessBrokenByOneStep",
-	check.TimeMonotonic:         "check.TestTimeMonotonicBrokenByOneNanosecond",
+var minimalBreaks = map[invariant.Invariant]string{
+	invariant.NoDecodeBeforePrefill: "TestDecodeBeforePrefillBrokenByOneRow",
+	invariant.StaleSlotRead:         "TestStaleReadBrokenByOneTokenAndTainted, TestStaleReadOfOwnStateOneTokenAhead",
+	invariant.WrongAddressWrite:     "TestWrongAddressWriteBrokenByOneBlock",
+	invariant.TokenBudget:           "TestTokenBudgetBrokenByOneToken",
+	invariant.MaxNumSeqs:            "TestMaxNumSeqsBrokenByOneRequest",
+	invariant.BlockConservation:     "TestBlockConservationBrokenByOneBlockForOneStep, TestBlockConservationSeesALeakAtTheEnd",
+	invariant.Liveness:              "TestLivenessBrokenByOneRequest, TestLivenessBrokenByOneStep",
+	invariant.TimeMonotonic:         "check.TestTimeMonotonicBrokenByOneNanosecond",
 }
 
 func TestEveryInvariantHasAMinimalBreak(t *testing.T) {
-	for _, inv := range check.All() {
+	for _, inv := range invariant.All() {
 		if minimalBreaks[inv] == "" {
 			t.Errorf("invariant %s has no minimal breaking test: add one (a scenario, a policy or an injected fault that breaks it alone, by one unit)", inv)
 		}

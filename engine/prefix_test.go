@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/statecache"
 	"statesim/step"
 )
@@ -164,7 +165,7 @@ type swapHits struct{ done bool }
 func (*swapHits) Name() string { return "v1-swapped-hits" }
 
 func (p *swapHits) Schedule(st *sched.State, out *sched.Output) error {
-	if err := (sched.V1{}).Schedule(st, out); err != nil {
+	if err := (sched.V1Policy{}).Schedule(st, out); err != nil {
 		return err
 	}
 	for i := range out.Rows {
@@ -191,7 +192,7 @@ func TestWrongHitBlockIsCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := rep.Count(check.StaleSlotRead); n != 1 || rep.TotalViolations() != 1 {
+	if n := rep.Count(invariant.StaleSlotRead); n != 1 || rep.TotalViolations() != 1 {
 		t.Fatalf("stale-slot-read %d, all %d; want exactly one: %+v", n, rep.TotalViolations(), rep.Violations)
 	}
 	v := rep.Violations[0]
@@ -232,7 +233,7 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 		{"enable_prefix_caching: true, mamba_cache_mode: align, enable_chunked_prefill: false,", "needs enable_chunked_prefill", false, 0, 0},
 		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0, 0},
 	} {
-		sc, err := scenarios.Parse([]byte(fmt.Sprintf(base, c.engine)), "h.yaml", nil)
+		st, err := setup.Parse([]byte(fmt.Sprintf(base, c.engine)), "h.yaml", nil)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: got %v, want %q", c.engine, err, c.err)
@@ -243,11 +244,10 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 			t.Errorf("%s: %v", c.engine, err)
 			continue
 		}
-		res, err := sc.MambaMode()
-		if err != nil || res.PrefixCaching != c.pc || res.Mode != c.mode {
-			t.Errorf("%s: resolved %+v (%v), want prefix caching %v in mode %v", c.engine, res, err, c.pc, c.mode)
+		if res := st.Mamba; res.PrefixCaching != c.pc || res.Mode != c.mode {
+			t.Errorf("%s: resolved %+v, want prefix caching %v in mode %v", c.engine, res, c.pc, c.mode)
 		}
-		if bs := sc.Layout().BlockSize; bs != c.block {
+		if bs := st.Layout.BlockSize; bs != c.block {
 			t.Errorf("%s: block size %d, want %d", c.engine, bs, c.block)
 		}
 	}
@@ -286,7 +286,7 @@ workload: {kind: trace, path: %s, format: jsonl, time_unit: s, prompt_len: {dist
 		return rep
 	}
 	rep := run()
-	if rep.TotalViolations() != 1 || rep.Count(check.StaleSlotRead) != 1 || rep.Preemptions != 1 {
+	if rep.TotalViolations() != 1 || rep.Count(invariant.StaleSlotRead) != 1 || rep.Preemptions != 1 {
 		t.Fatalf("%d violations, %d preemptions: %+v; want one stale-slot-read after one preemption", rep.TotalViolations(), rep.Preemptions, rep.Violations)
 	}
 	if v := rep.Violations[0]; v.RequestID != 0 || v.PrevOwner != 0 || !strings.Contains(v.Detail, "through a prefix hit") || !strings.Contains(v.Detail, "never written") {

@@ -6,11 +6,10 @@ import (
 	"sort"
 
 	"statesim/backend"
-	"statesim/check"
-	"statesim/model"
+	"statesim/invariant"
 	"statesim/report"
-	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/statecache"
 )
 
@@ -18,22 +17,23 @@ import (
 // backend's stats count all.
 const maxDivergent = 1000
 
-func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks int, ix statecache.StateIndex) *report.Report {
+func newReport(st *setup.Setup, ix statecache.StateIndex) *report.Report {
+	sc, sh, l := st.Scenario, &st.Shape, &st.Layout
 	r := &report.Report{
 		Scenario: sc.Name, Seed: sc.Seed, VLLMVersion: sc.Engine.VLLMVersion, Backend: sc.Backend.Kind,
-		StateIndexBits: sc.Engine.StateIndexBits, ForcePrefill: sc.Engine.ForcePrefillPath,
-		Model: report.RModel{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
-		Cache: report.RCache{NumGPUBlocks: nBlocks, FromOverride: sc.Engine.NumGPUBlocksOverride > 0, BlockSize: l.BlockSize,
+		StateIndexBits: int(st.IndexBits), ForcePrefill: sc.Engine.ForcePrefillPath,
+		Model: report.Model{Name: sh.Name, Layers: sh.NumLayers, AttentionLayers: sh.NumAttentionLayers(), MambaLayers: sh.NumMambaLayers()},
+		Cache: report.Cache{NumGPUBlocks: st.Pool.NumBlocks, FromOverride: st.Pool.FromOverride, BlockSize: l.BlockSize,
 			PageBytes: l.PageBytes, GroupSize: l.GroupSize, AttentionGroups: l.NumAttnGroups(), MambaGroups: l.NumMambaGroups(),
 			StateStrideElems: l.StateStrideElems, FirstWrappingSlot: -1},
 	}
-	if sc.Version() != sched.V0 {
-		r.ModelRunner = sc.ModelRunner().String()
+	if st.V1 {
+		r.ModelRunner = st.Runner.String()
 	}
-	if sc.GuardIgnored() {
+	if st.GuardIgnored {
 		r.Notes = append(r.Notes, "engine.patches +53059 changes nothing under model runner v2: the PR edits V1's GPUModelRunner._is_uniform_decode only, and V2's CudaGraphManager.get_cudagraph_runtime_mode still dispatches by shape")
 	}
-	if b := sc.Version().Behaviour(); b.GraphGuardV2 && sc.ModelRunner() == sched.RunnerV1 {
+	if b := st.Version.Behaviour(); b.GraphGuardV2 && st.Runner == sched.RunnerV1 {
 		r.Notes = append(r.Notes, "engine.patches +51865 changes nothing under model runner v1: it gates Model Runner V2's uniform-decode dispatch only")
 	}
 	if sh.NumMambaLayers() > 0 {
@@ -49,17 +49,17 @@ func newReport(sc *scenarios.Scenario, sh *model.Shape, l *model.Layout, nBlocks
 
 func (r *runner) finishReport() {
 	rep := r.rep
-	for _, inv := range check.All() {
+	for _, inv := range invariant.All() {
 		rep.Invariants = append(rep.Invariants, report.InvariantCount{Name: inv.String(), Count: r.rec.Count(inv)})
 	}
 	rep.Violations = sortedViolations(r.rec)
 	if rep.Violations == nil {
-		rep.Violations = []check.Violation{}
+		rep.Violations = []invariant.Violation{}
 	}
 	if r.kv.PrefixCaching() {
 		rep.PrefixCache = prefixReport(r.kv, r.kv.Pool.Stats())
 	}
-	rep.Imposters = append([]backend.Imposter{}, r.sym.Imposters...)
+	rep.Imposters = append([]report.Imposter{}, r.sym.Imposters...)
 	rep.ImpostersTotal = r.sym.Stats.Imposters
 	rep.MisclassifiedRows = r.sym.Stats.Misclassified
 	rep.CorruptedRequests = r.sym.Stats.CorruptedRequests
@@ -95,7 +95,7 @@ func (r *runner) finishReport() {
 			rep.DivergentRequests = rep.DivergentRequests[:maxDivergent]
 		}
 		if rep.DivergentRequests == nil {
-			rep.DivergentRequests = []backend.Divergence{}
+			rep.DivergentRequests = []report.Divergence{}
 		}
 	}
 }
@@ -105,8 +105,8 @@ func (r *runner) finishReport() {
 // coordinator's common length: a hit must exist in every group), so each
 // group reports the same tokens; what the Mamba groups cut from the
 // attention groups' own hits is counted apart (DroppedHitTokens).
-func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats) *report.RPrefixCache {
-	pc := &report.RPrefixCache{
+func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats) *report.PrefixCache {
+	pc := &report.PrefixCache{
 		Requests: st.Requests, QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: ratio(st.Hits, st.Queries),
 		PreemptedRequests: st.PreemptedRequests, PreemptedQueryTokens: st.PreemptedQueries, PreemptedHitTokens: st.PreemptedHits,
 		CachedBlocks: int64(kv.Pool.NumCachedBlocks()), EvictedBlocks: st.Evictions,

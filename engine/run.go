@@ -11,10 +11,12 @@ import (
 
 	"statesim/backend"
 	"statesim/check"
+	"statesim/invariant"
 	"statesim/model"
 	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/sim"
 	"statesim/statecache"
 	"statesim/step"
@@ -86,6 +88,7 @@ const (
 )
 
 type runner struct {
+	st      *setup.Setup
 	sc      *scenarios.Scenario
 	opt     Options
 	shape   model.Shape
@@ -97,7 +100,7 @@ type runner struct {
 	kv      *statecache.KVCacheManager
 	sym     *backend.Symbolic
 	be      backend.Backend
-	rec     *check.Recorder
+	rec     *invariant.Recorder
 	checks  check.Scheduler
 	tw      *traceWriter
 	rep     *report.Report
@@ -111,6 +114,7 @@ type runner struct {
 	// engine then waits on the step's output).
 	next      *sched.Output
 	nextRec   step.Record
+	emptyRec  step.Record // a step that scheduled nothing, for --trace
 	nextEnd   sim.Time
 	nextToks  int64
 	outToks   int64
@@ -139,150 +143,46 @@ type runner struct {
 	tokensArrived int64
 }
 
-// Setup errors are input errors in disguise (a pool too small, a trace
-// that does not open): they carry the scenario's name.
+// Setup errors are input errors in disguise (a trace that does not
+// open, a backend this binary lacks): they carry the scenario's name.
 func setupErr(sc *scenarios.Scenario, format string, a ...any) error {
 	return &scenarios.InputError{File: sc.File, Msg: fmt.Sprintf(format, a...)}
 }
 
-// asyncScheduling is whether the scheduler runs one step ahead: asked
-// for, and not turned off by Mamba prefix caching (#33352, vllm/config/
-// vllm.py), which from #33997 leaves it on in align mode.
-func asyncScheduling(sc *scenarios.Scenario, mode statecache.ResolvedMambaMode) bool {
-	b := sc.Version().Behaviour()
-	if !sc.Engine.AsyncScheduling {
-		return false
-	}
-	if mode.PrefixCaching && mode.Mode != statecache.MambaNone && b.AsyncOffMambaPC {
-		return b.SpecSafeFree && mode.Mode == statecache.MambaAlign
-	}
-	return true
-}
-
-// useEagle is speculative_config.use_eagle(): MTP or EAGLE drafts, whose
-// prefix hits drop the last matched attention block (ngram has no
-// drafter KV).
-func useEagle(sc *scenarios.Scenario) bool {
-	sp := sc.Spec()
-	return sp.On() && sp.Lookahead() > 0
-}
-
-// asyncWarning is the warning vLLM logs when it turns asked-for async
-// scheduling off for Mamba prefix caching (#33352, vllm/config/vllm.py;
-// the text as users quote it, e.g. QwenLM/Qwen3-Coder#578), with
-// statesim's reason; empty when async scheduling runs as asked.
-func asyncWarning(sc *scenarios.Scenario, mode statecache.ResolvedMambaMode) string {
-	if !sc.Engine.AsyncScheduling || asyncScheduling(sc, mode) {
-		return ""
-	}
-	why := "mamba_cache_mode all (#33997 re-enables it for align only)"
-	if mode.Mode == statecache.MambaAlign {
-		why = "mamba_cache_mode align without #33997"
-	}
-	return fmt.Sprintf("Async scheduling is not compatible with prefix caching for Mamba models and will be disabled: engine.async_scheduling true runs synchronously (%s, %s; #33352)", why, sc.Version().Behaviour().Name)
-}
-
-// Run replays a scenario and returns its report. An error means the run
-// could not be set up or a component broke; invariant violations are not
-// errors, they are the report.
+// Run settles a scenario (setup.Resolve) and replays it: RunSetup.
 func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
-	r := &runner{sc: sc, opt: opt, shape: sc.Model.Shape}
-	r.layout = sc.Layout()
-	if n := sc.Engine.NumGPUBlocksOverride; n > 0 {
-		r.nBlocks = n
-	} else {
-		mem := statecache.Memory{DeviceGiB: sc.Device.MemoryGiB, GPUMemoryUtilization: sc.Engine.GPUMemoryUtilization,
-			WeightsGiB: r.shape.WeightsPerRankGiB(), ActivationGiB: sc.Device.ActivationGiB}
-		n, err := mem.NumGPUBlocks(r.layout.BlockBytes())
-		if err != nil {
-			return nil, setupErr(sc, "%v", err)
-		}
-		r.nBlocks = n
-	}
-	if err := sc.CheckSetup(r.nBlocks); err != nil {
+	st, err := setup.Resolve(sc)
+	if err != nil {
 		return nil, err
 	}
-	keep := sc.Checks.Keep
-	if opt.KeepAll {
-		keep = 1 << 30
+	return RunSetup(st, opt)
+}
+
+// RunSetup replays a settled scenario and returns its report. An error
+// means the run could not be set up or a component broke; invariant
+// violations are not errors, they are the report.
+func RunSetup(st *setup.Setup, opt Options) (*report.Report, error) {
+	if err := st.CheckPool(); err != nil {
+		return nil, err
 	}
-	r.rec = check.NewRecorder(keep)
-	r.rec.Hook = r.collect
-	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs}, Rec: r.rec}
-	mode, err := sc.MambaMode()
-	if err != nil {
-		return nil, &scenarios.InputError{File: sc.File, Path: "engine.mamba_cache_mode", Msg: err.Error()}
-	}
-	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, statecache.ManagerOptions{
-		EnablePrefixCaching: mode.PrefixCaching, FreeOrder: freeOrderOf(sc, mode.PrefixCaching), MambaCacheMode: mode.Mode,
-		NumSpeculativeBlocks: sc.Spec().K, SpecSafeFree: sc.Version().Behaviour().SpecSafeFree,
-		UseEagle: useEagle(sc), EagleMamba: sc.Version().Behaviour().EagleMamba})
-	if err != nil {
-		return nil, &scenarios.InputError{File: sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
-	}
-	kv.ListAll = opt.listAll
-	r.kv = kv
-	r.s = sched.New(sched.Config{
-		MaxNumBatchedTokens: sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: sc.Engine.MaxNumSeqs,
-		MaxModelLen: sc.Engine.MaxModelLen, EnableChunkedPrefill: sc.Engine.EnableChunkedPrefill,
-		LongPrefillTokenThreshold: sc.Engine.LongPrefillTokenThreshold, Policy: policyOf(sc),
-		StateKind: r.shape.StateKind(), FullRankGate: r.shape.Mixer.FullRankGate, MambaAlignBlockSize: alignBlockSize(kv), AsyncScheduling: asyncScheduling(sc, mode),
-	}, r.kv, sc.Version(), opt.Policy)
-	r.s.ForcePrefill = sc.Engine.ForcePrefillPath
-	if sp := sc.Spec(); sp.On() {
-		sp.Rand = sim.NewStreams(sc.Seed).Stream("spec")
-		r.s.Spec = sp
-	}
-	r.s.Graphs.Mode, r.s.Graphs.MaxBS = sc.CUDAGraphMode(), min(sc.Engine.MaxNumSeqs, 512) // decode_cudagraph_max_bs: max_num_seqs, capture sizes up to 512
-	r.s.Runner = sc.ModelRunner()
-	r.s.Graphs.Runner = r.s.Runner
-	r.s.HashBlocks = opt.hashBlocks
-	if opt.noChunkAlign {
-		r.s.Cfg.MambaAlignBlockSize = 0
-	}
-	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, uint(sc.Engine.StateIndexBits), r.rec)
-	r.sym.Prov.Plain = opt.plainChecks
-	r.sym.KV = r.kv
-	r.sym.Out, r.sym.Detail = &r.step, opt.Detail
-	if r.s.Spec.On() && mode.Mode == statecache.MambaAlign {
-		if r.s.Cfg.AsyncScheduling {
-			r.sym.AcceptedAtSchedule = true
-		} else {
-			r.s.OnAccepted = r.sym.PostProcess
+	r := &runner{st: st, sc: st.Scenario, opt: opt, shape: st.Shape, layout: st.Layout, nBlocks: st.Pool.NumBlocks}
+	for _, build := range []func() error{r.newChecks, r.newCache, r.newScheduler, r.newBackend, r.newSource} {
+		if err := build(); err != nil {
+			return nil, err
 		}
 	}
-	r.be = r.sym
-	if k := sc.Backend.Kind; k != "symbolic" {
-		f, err := backend.Lookup(k)
-		if err != nil {
-			return nil, setupErr(sc, "%v", err)
-		}
-		be, err := f(&backend.Env{Scenario: sc, Shape: &r.shape, Layout: r.layout, NumBlocks: r.nBlocks, Sym: r.sym})
-		if err != nil {
-			return nil, setupErr(sc, "backend %s: %v", k, err)
-		}
-		r.be = be
-	}
-	r.finisher, _ = r.be.(backend.Finisher)
-	tracer, _ := r.be.(backend.TokenTracer)
-	if opt.Following && tracer != nil {
-		tracer.KeepTrace(opt.Follow)
-	}
-	src, err := workload.New(&sc.Workload, sim.NewStreams(sc.Seed), "")
-	if err != nil {
-		hint := ""
-		if errors.Is(err, fs.ErrNotExist) && sc.Workload.Path != "" && !filepath.IsAbs(sc.Workload.Path) {
-			hint = " (a relative trace path, in the file or in --set, resolves against the scenario file's directory)"
-		}
-		return nil, setupErr(sc, "workload: %v%s", err, hint)
-	}
-	r.src = src
 	if opt.Trace != nil {
 		r.tw = newTraceWriter(opt.Trace)
+		r.tw.scenario, r.tw.seed = st.Scenario.Name, st.Scenario.Seed // named in the closing record
 	}
-	r.rep = newReport(sc, &r.shape, &r.layout, r.nBlocks, r.sym.Index)
-	if w := asyncWarning(sc, mode); w != "" {
-		r.rep.Warnings = append(r.rep.Warnings, w)
+	r.rep = newReport(st, r.sym.Index)
+	if st.AsyncOff != "" {
+		r.rep.Warnings = append(r.rep.Warnings, st.AsyncOff)
+	}
+	for _, w := range []string{modeWarning(st.Scenario, st.Mamba), acceptWarning(st.Scenario)} {
+		if w != "" {
+			r.rep.Warnings = append(r.rep.Warnings, w)
+		}
 	}
 	r.bulk = !opt.stepByStep && !r.s.Cfg.AsyncScheduling && (opt.Observe == nil || opt.SkipSteady) && opt.Trace == nil && opt.Detail == 0 && opt.Policy == nil && r.be == r.sym
 	if err := r.loopAll(); err != nil {
@@ -297,39 +197,102 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 	if opt.ended != nil {
 		opt.ended(r)
 	}
-	if opt.Following && tracer != nil {
+	if tracer, ok := r.be.(backend.TokenTracer); ok && opt.Following {
 		r.rep.Tokens = tracer.TokenTrace(opt.Follow)
 	}
 	return r.rep, nil
 }
 
-// freeOrderOf is where the pool puts freed blocks: with prefix caching,
-// blocks without a hash to the head from PR #42656 (May 2026, taken as
-// first in v0.22.0; inferred, as docs/model.md dates #42430), to the tail
-// before; without it, to the tail in every release modelled (the #42656
-// head order for caching off is not modelled, so that those runs keep
-// their block ids).
-func freeOrderOf(sc *scenarios.Scenario, prefixCaching bool) statecache.FreeOrder {
-	if prefixCaching && sc.Version().Since(sched.V022) {
-		return statecache.FreshToHead
+// newChecks builds the invariant recorder and the scheduler-level checks.
+func (r *runner) newChecks() error {
+	keep := r.sc.Checks.Keep
+	if r.opt.KeepAll {
+		keep = 1 << 30
 	}
-	return statecache.FreeToTail
+	r.rec = invariant.NewRecorder(keep)
+	r.rec.Hook = r.collect
+	r.checks = check.Scheduler{Limits: check.Limits{MaxNumBatchedTokens: r.sc.Engine.MaxNumBatchedTokens, MaxNumSeqs: r.sc.Engine.MaxNumSeqs}, Rec: r.rec}
+	return nil
 }
 
-// alignBlockSize is the Mamba block size the scheduler aligns prefill
-// chunks to: the block size in align mode, 0 (no alignment) otherwise.
-func alignBlockSize(kv *statecache.KVCacheManager) int {
-	if kv.MambaMode() != statecache.MambaAlign {
-		return 0
+// newCache builds the KV cache manager over the pool.
+func (r *runner) newCache() error {
+	kv, err := statecache.NewKVCacheManagerWith(&r.layout, r.nBlocks, r.st.Cache)
+	if err != nil {
+		return &scenarios.InputError{File: r.sc.File, Path: "engine.enable_prefix_caching", Msg: err.Error()}
 	}
-	return kv.BlockSize()
+	kv.ListAll = r.opt.listAll
+	r.kv = kv
+	return nil
 }
 
-func policyOf(sc *scenarios.Scenario) sched.SchedulingPolicy {
-	if sc.Engine.SchedulingPolicy == "priority" {
-		return sched.PriorityPolicy
+// newScheduler builds the scheduler with the settled configuration; the
+// speculative acceptance draws from the scenario's "spec" stream.
+func (r *runner) newScheduler() error {
+	st, opt := r.st, &r.opt
+	cfg := st.Sched.Config
+	if opt.noChunkAlign {
+		cfg.MambaAlignBlockSize = 0
 	}
-	return sched.FCFS
+	r.s = sched.New(cfg, r.kv, st.Version, opt.Policy)
+	r.s.ForcePrefill = st.Sched.ForcePrefill
+	if sp := st.Spec; sp.On() {
+		sp.Rand = sim.NewStreams(r.sc.Seed).Stream("spec")
+		r.s.Spec = sp
+	}
+	r.s.Runner = st.Runner
+	r.s.Graphs.Mode, r.s.Graphs.MaxBS, r.s.Graphs.Runner = st.CUDAGraphs, st.Sched.GraphMaxBS, st.Runner
+	r.s.HashBlocks = opt.hashBlocks
+	return nil
+}
+
+// newBackend builds the symbolic backend, and the scenario's numeric one
+// over it.
+func (r *runner) newBackend() error {
+	st := r.st
+	r.sym = backend.NewSymbolic(&r.shape, r.layout, r.kv.Pool, st.IndexBits, r.rec)
+	r.sym.Prov.Plain = r.opt.plainChecks
+	r.sym.KV = r.kv
+	r.sym.Out, r.sym.Detail = &r.step, r.opt.Detail
+	if r.s.Spec.On() && st.Mamba.Mode == statecache.MambaAlign {
+		if r.s.Cfg.AsyncScheduling {
+			r.sym.AcceptedAtSchedule = true
+		} else {
+			r.s.OnAccepted = r.sym.PostProcess
+		}
+	}
+	r.be = r.sym
+	if k := st.Backend.Kind; k != "symbolic" {
+		f, err := backend.Lookup(k)
+		if err != nil {
+			return setupErr(r.sc, "%v", err)
+		}
+		be, err := f(&backend.Env{Setup: st, Shape: &r.shape, Layout: r.layout, NumBlocks: r.nBlocks, Sym: r.sym})
+		if err != nil {
+			return setupErr(r.sc, "backend %s: %v", k, err)
+		}
+		r.be = be
+	}
+	r.finisher, _ = r.be.(backend.Finisher)
+	if tracer, ok := r.be.(backend.TokenTracer); ok && r.opt.Following {
+		tracer.KeepTrace(r.opt.Follow)
+	}
+	return nil
+}
+
+// newSource opens the workload.
+func (r *runner) newSource() error {
+	sc := r.sc
+	src, err := workload.New(&sc.Workload, sim.NewStreams(sc.Seed), "")
+	if err != nil {
+		hint := ""
+		if errors.Is(err, fs.ErrNotExist) && sc.Workload.Path != "" && !filepath.IsAbs(sc.Workload.Path) {
+			hint = " (a relative trace path, in the file or in --set, resolves against the scenario file's directory)"
+		}
+		return setupErr(sc, "workload: %v%s", err, hint)
+	}
+	r.src = src
+	return nil
 }
 
 // pullArrival takes the next arrival, admitting it like vLLM's front end:
@@ -381,7 +344,7 @@ func (r *runner) pullArrival() error {
 
 func (r *runner) schedule(at sim.Time, kind uint8) error {
 	if err := r.loop.Schedule(at, sim.Priority(kind), kind, 0); err != nil {
-		r.rec.Add(check.Violation{Invariant: check.TimeMonotonic, Step: r.s.Out().Step, TimeNS: int64(r.loop.Now()),
+		r.rec.Add(invariant.Violation{Invariant: invariant.TimeMonotonic, Step: r.s.Out().Step, TimeNS: int64(r.loop.Now()),
 			RequestID: -1, Slot: -1, PrevOwner: -1, Detail: err.Error()})
 		return err
 	}
@@ -519,9 +482,23 @@ func (r *runner) newRequest(a workload.Arrival) *sched.Request {
 	return q
 }
 
+// MaxInFlight bounds the requests a run holds at once, arrived and not
+// finished: twice workload.MaxGroup, so the largest group submitted at
+// once fits beside another. A trace that arrives far faster than the
+// engine serves (10^7 requests at one timestamp) is refused here rather
+// than held in memory (about 1 KiB a request). A variable for tests.
+var MaxInFlight = 2 * workload.MaxGroup
+
 func (r *runner) arrive() error {
 	a := r.pending
 	r.hasPending = false
+	if n := len(r.s.Waiting) + len(r.s.Running); n >= MaxInFlight {
+		where := ""
+		if a.Line > 0 {
+			where = fmt.Sprintf(" (%s:%d)", r.sc.Workload.Path, a.Line)
+		}
+		return setupErr(r.sc, "at %.6f s a request arrives%s while %d have arrived and not finished, the most a run holds at once: the workload arrives far faster than the engine serves it (lower the workload's rate or workload.rate_scale)", r.loop.Now().Seconds(), where, n)
+	}
 	r.s.AddRequest(r.newRequest(a))
 	r.rep.Requests++
 	if err := r.pullArrival(); err != nil {
@@ -546,6 +523,13 @@ func (r *runner) startStep() error {
 		return err
 	}
 	r.rep.Preemptions += int64(len(out.Preempted))
+	if len(out.Rows) == 0 && r.tw != nil {
+		// vLLM still runs _update_states for a step that schedules
+		// nothing: its preemptions and the emptied batch get a --trace
+		// line (no rows), though no model runs and no check sees it.
+		r.record(&r.emptyRec, out, now)
+		r.tw.step(&r.emptyRec)
+	}
 	if len(out.Rows) == 0 {
 		// vLLM's engine calls schedule() again after a step with no rows
 		// (and runs no model). One that preempted changed the queues and
@@ -685,7 +669,7 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 }
 
 // collect adds every violation, whoever finds it, to the step in flight.
-func (r *runner) collect(v check.Violation) {
+func (r *runner) collect(v invariant.Violation) {
 	rec := &r.step
 	if r.next != nil && v.Step == r.nextRec.Step {
 		rec = &r.nextRec
@@ -761,9 +745,9 @@ func (r *runner) endStep() error {
 }
 
 // sortedViolations lists the kept violations by invariant, then order.
-func sortedViolations(rec *check.Recorder) []check.Violation {
-	var out []check.Violation
-	for _, inv := range check.All() {
+func sortedViolations(rec *invariant.Recorder) []invariant.Violation {
+	var out []invariant.Violation
+	for _, inv := range invariant.All() {
 		out = append(out, rec.Kept(inv)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Invariant < out[j].Invariant })

@@ -4,7 +4,7 @@ import (
 	"statesim/report"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/scenarios"
 )
 
@@ -35,13 +35,13 @@ func TestImposterIsCaught(t *testing.T) {
 	if im.NumScheduled != 1 || im.PrevOwner < 0 || im.PrevOwner == im.RequestID {
 		t.Errorf("imposter %+v: want 1 scheduled token and another request's slot", im)
 	}
-	if rep.Count(check.StaleSlotRead) == 0 || rep.Count(check.NoDecodeBeforePrefill) == 0 {
-		t.Errorf("stale reads %d, decodes before prefill %d", rep.Count(check.StaleSlotRead), rep.Count(check.NoDecodeBeforePrefill))
+	if rep.Count(invariant.StaleSlotRead) == 0 || rep.Count(invariant.NoDecodeBeforePrefill) == 0 {
+		t.Errorf("stale reads %d, decodes before prefill %d", rep.Count(invariant.StaleSlotRead), rep.Count(invariant.NoDecodeBeforePrefill))
 	}
 	// The violation names the same request, step and slot.
 	found := false
 	for _, v := range rep.Violations {
-		if v.Invariant == check.StaleSlotRead && v.RequestID == im.RequestID && v.Step == im.Step && v.Slot == im.Slot && v.PrevOwner == im.PrevOwner {
+		if v.Invariant == invariant.StaleSlotRead && v.RequestID == im.RequestID && v.Step == im.Step && v.Slot == im.Slot && v.PrevOwner == im.PrevOwner {
 			found = true
 		}
 	}
@@ -72,8 +72,8 @@ func TestControlsAreClean(t *testing.T) {
 // recycled within the run, so the misrouted request reads zeros (harmless).
 func TestBugANeedsRecycledSlots(t *testing.T) {
 	rep := mustRun(t, "imposter", "engine.gpu_memory_utilization=0.9")
-	if rep.Count(check.StaleSlotRead) != 0 {
-		t.Errorf("at 0.9 no slot should be reused: %d stale reads", rep.Count(check.StaleSlotRead))
+	if rep.Count(invariant.StaleSlotRead) != 0 {
+		t.Errorf("at 0.9 no slot should be reused: %d stale reads", rep.Count(invariant.StaleSlotRead))
 	}
 }
 
@@ -81,16 +81,16 @@ func TestBugANeedsRecycledSlots(t *testing.T) {
 // bits fixes it, and less memory makes the bad slots unreachable.
 func TestWrap32(t *testing.T) {
 	rep := mustRun(t, "wrap32")
-	if rep.Count(check.WrongAddressWrite) == 0 || rep.Count(check.StaleSlotRead) == 0 {
-		t.Fatalf("wrap32: wrong writes %d stale reads %d", rep.Count(check.WrongAddressWrite), rep.Count(check.StaleSlotRead))
+	if rep.Count(invariant.WrongAddressWrite) == 0 || rep.Count(invariant.StaleSlotRead) == 0 {
+		t.Fatalf("wrap32: wrong writes %d stale reads %d", rep.Count(invariant.WrongAddressWrite), rep.Count(invariant.StaleSlotRead))
 	}
-	var w, s *check.Violation
+	var w, s *invariant.Violation
 	for i := range rep.Violations {
 		v := &rep.Violations[i]
-		if v.Invariant == check.WrongAddressWrite && w == nil {
+		if v.Invariant == invariant.WrongAddressWrite && w == nil {
 			w = v
 		}
-		if v.Invariant == check.StaleSlotRead && s == nil {
+		if v.Invariant == invariant.StaleSlotRead && s == nil {
 			s = v
 		}
 	}
@@ -119,11 +119,11 @@ func TestLivenessReportsStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Count(check.Liveness) == 0 || rep.Finished == rep.Requests {
+	if rep.Count(invariant.Liveness) == 0 || rep.Finished == rep.Requests {
 		t.Fatalf("want a liveness violation: finished %d of %d, %+v", rep.Finished, rep.Requests, rep.Invariants)
 	}
 	sc, _ = scenarios.Load("imposter", []string{"checks.max_steps=10"})
-	if rep, _ := Run(sc, Options{}); rep.Count(check.Liveness) != 1 || rep.Steps != 10 {
-		t.Errorf("max_steps: %d steps, %d liveness violations", rep.Steps, rep.Count(check.Liveness))
+	if rep, _ := Run(sc, Options{}); rep.Count(invariant.Liveness) != 1 || rep.Steps != 10 {
+		t.Errorf("max_steps: %d steps, %d liveness violations", rep.Steps, rep.Count(invariant.Liveness))
 	}
 }

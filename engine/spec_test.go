@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/report"
 	"statesim/scenarios"
 )
@@ -52,7 +52,7 @@ func runSpecOn(t *testing.T, runner, version, method string) (stale int64, outpu
 	if rep.Finished != rep.Requests {
 		t.Fatalf("%s %s: %d of %d finished", version, method, rep.Finished, rep.Requests)
 	}
-	return rep.Count(check.StaleSlotRead), rep.OutputTokens
+	return rep.Count(invariant.StaleSlotRead), rep.OutputTokens
 }
 
 // #55894: under MTP the drafter's group pulls the runner's threshold to 1
@@ -133,8 +133,8 @@ func TestSpecColumnLeaseMatchesPlain(t *testing.T) {
 			}
 			fast, fastTrace, rep := run(false)
 			plain, plainTrace, _ := run(true)
-			if got := rep.Count(check.StaleSlotRead) > 0; got != c.stale {
-				t.Fatalf("stale-slot-reads %d, want some: %v", rep.Count(check.StaleSlotRead), c.stale)
+			if got := rep.Count(invariant.StaleSlotRead) > 0; got != c.stale {
+				t.Fatalf("stale-slot-reads %d, want some: %v", rep.Count(invariant.StaleSlotRead), c.stale)
 			}
 			if fast != plain || fastTrace != plainTrace {
 				t.Errorf("the column lease and the plain checks disagree")

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 	"strconv"
@@ -28,12 +31,37 @@ const TraceVersion = 2
 // "graph" (piecewise or full; left out when eager), and one whose replayed
 // kernel addresses other slots than its own adds "kernel_slots" (the same
 // length as "slots"): both are additions, so TraceVersion stays. A step
-// that scheduled nothing runs no model and writes no line; its step
-// number is skipped.
+// that scheduled nothing runs no model but gets a line with no rows,
+// written when it is scheduled: under async scheduling, ahead of the
+// step in flight (plot.ReadTrace accepts that order and no other).
+//
+// The last line is the closing record, written when the run ends:
+//
+//	{"v":2,"end":{"scenario":"imposter","seed":3,"steps":..,"rows":..,"crc32c":"89abcdef"}}
+//
+// the scenario's name and seed, the step lines and rows before it, and
+// the CRC-32C (Castagnoli) of every byte before it, so a reader can tell
+// a whole trace from one cut short (a killed run ends on a whole line
+// more often than not) or edited, and which scenario it replays.
 type traceWriter struct {
 	w   io.Writer
 	buf []byte // lines not yet written to w
 	err error  // w's first error: later steps write nothing, flush returns it
+	// steps, rows and crc are what the closing record says of the lines
+	// before it; crc covers the bytes handed to w.
+	steps, rows int64
+	crc         uint32
+	scenario    string
+	seed        uint64
+}
+
+// TraceCRC is the closing record's checksum table (CRC-32C).
+var TraceCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// write hands b to w, adding it to the checksum.
+func (t *traceWriter) write(b []byte) {
+	t.crc = crc32.Update(t.crc, TraceCRC, b)
+	_, t.err = t.w.Write(b)
 }
 
 // traceFlushAt is how many buffered bytes make step hand them to w: a
@@ -119,8 +147,10 @@ func (t *traceWriter) step(out *step.Record) {
 		b = append(b, '}')
 	}
 	b = append(b, "]}\n"...)
+	t.steps++
+	t.rows += int64(len(out.Rows))
 	if len(b) >= traceFlushAt {
-		_, t.err = t.w.Write(b)
+		t.write(b)
 		b = b[:0]
 	}
 	t.buf = b
@@ -198,10 +228,26 @@ func appendSmall(b []byte, u uint32) []byte {
 	}
 }
 
+// flush ends the trace: the buffered lines, then the closing record.
+// Called once, when the run has ended.
 func (t *traceWriter) flush() error {
-	if t.err == nil && len(t.buf) > 0 {
-		_, t.err = t.w.Write(t.buf)
-		t.buf = t.buf[:0]
+	if t.err != nil {
+		return t.err
 	}
+	t.crc = crc32.Update(t.crc, TraceCRC, t.buf)
+	name, _ := json.Marshal(t.scenario)
+	b := append(t.buf, `{"v":`+strconv.Itoa(TraceVersion)+`,"end":{"scenario":`...)
+	b = append(b, name...)
+	b = append(b, `,"seed":`...)
+	b = strconv.AppendUint(b, t.seed, 10)
+	b = append(b, `,"steps":`...)
+	b = appendInt(b, t.steps)
+	b = append(b, `,"rows":`...)
+	b = appendInt(b, t.rows)
+	b = append(b, `,"crc32c":"`...)
+	b = append(b, fmt.Sprintf("%08x", t.crc)...)
+	b = append(b, "\"}}\n"...)
+	_, t.err = t.w.Write(b)
+	t.buf = b[:0]
 	return t.err
 }

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -27,8 +30,8 @@ func TestTraceGraphFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want 2 lines, got %q", buf.String())
+	if len(lines) != 3 || !strings.HasPrefix(lines[2], `{"v":2,"end":{"scenario":"","seed":0,"steps":2,"rows":2,`) {
+		t.Fatalf("want 2 lines and the closing record, got %q", buf.String())
 	}
 	if strings.Contains(lines[0], "graph") || strings.Contains(lines[0], "kernel_slots") {
 		t.Errorf("eager row carries graph fields: %s", lines[0])
@@ -59,6 +62,7 @@ func TestTraceWriterMatchesJSON(t *testing.T) {
 	}
 	var got bytes.Buffer
 	var want []byte
+	steps, rows := 0, 0
 	tw := newTraceWriter(&got)
 	var rec step.Record
 	for range 3000 {
@@ -79,10 +83,12 @@ func TestTraceWriterMatchesJSON(t *testing.T) {
 		}
 		tw.step(&rec)
 		want = append(want, referenceLine(&rec)...)
+		steps, rows = steps+1, rows+len(rec.Rows)
 	}
 	if err := tw.flush(); err != nil {
 		t.Fatal(err)
 	}
+	want = append(want, referenceClosing(want, steps, rows)...)
 	if !bytes.Equal(got.Bytes(), want) {
 		g, w := got.Bytes(), want
 		i := 0
@@ -91,6 +97,23 @@ func TestTraceWriterMatchesJSON(t *testing.T) {
 		}
 		t.Fatalf("differs from encoding/json at byte %d:\n got %.120s\nwant %.120s", i, g[i:], w[i:])
 	}
+}
+
+// referenceClosing is the closing record by encoding/json and the
+// standard library's CRC-32C of the lines before it.
+func referenceClosing(before []byte, steps, rows int) []byte {
+	type end struct {
+		Scenario string `json:"scenario"`
+		Seed     uint64 `json:"seed"`
+		Steps    int    `json:"steps"`
+		Rows     int    `json:"rows"`
+		CRC32C   string `json:"crc32c"`
+	}
+	b, _ := json.Marshal(struct {
+		V   int `json:"v"`
+		End end `json:"end"`
+	}{TraceVersion, end{"", 0, steps, rows, fmt.Sprintf("%08x", crc32.Checksum(before, crc32.MakeTable(crc32.Castagnoli)))}})
+	return append(b, '\n')
 }
 
 type failWriter struct{ n int }

@@ -5,31 +5,30 @@ import (
 	"io"
 	"strings"
 
-	"statesim/backend"
-	"statesim/check"
 	"statesim/engine"
+	"statesim/invariant"
 	"statesim/report"
-	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/step"
 )
 
 // Life is one request's history in a run, step by step: what the seeds'
 // authors had to thread request ids through vLLM's forward pass to see.
 type Life struct {
-	RequestID  int64             `json:"request_id"`
-	Found      bool              `json:"found"`
-	ArrivalNS  int64             `json:"arrival_ns"`
-	Group      int               `json:"group"`
-	Prompt     int               `json:"prompt_tokens"`
-	FinishNS   int64             `json:"finish_ns"`
-	Outputs    int               `json:"output_tokens"`
-	CorruptAt  int64             `json:"corrupt_step"`
-	Steps      []LifeStep        `json:"steps"`
-	Violations []check.Violation `json:"violations"`
+	RequestID  int64                 `json:"request_id"`
+	Found      bool                  `json:"found"`
+	ArrivalNS  int64                 `json:"arrival_ns"`
+	Group      int                   `json:"group"`
+	Prompt     int                   `json:"prompt_tokens"`
+	FinishNS   int64                 `json:"finish_ns"`
+	Outputs    int                   `json:"output_tokens"`
+	CorruptAt  int64                 `json:"corrupt_step"`
+	Steps      []LifeStep            `json:"steps"`
+	Violations []invariant.Violation `json:"violations"`
 	// Tokens is the log-prob trace against the reference, from numeric
 	// backends that keep one.
-	Tokens []backend.TokenTrace `json:"tokens,omitempty"`
+	Tokens []report.TokenTrace `json:"tokens,omitempty"`
 }
 
 // LifeStep is one step the request took part in, or its preemption.
@@ -53,7 +52,7 @@ type LifeStep struct {
 
 // Explain runs a scenario and returns the life of one request, read from
 // the run's step records.
-func Explain(sc *scenarios.Scenario, id int64) (*Life, *report.Report, error) {
+func Explain(st *setup.Setup, id int64) (*Life, *report.Report, error) {
 	life := &Life{RequestID: id, CorruptAt: -1}
 	opt := engine.Options{KeepAll: true, Detail: step.Reads, Follow: id, Following: true}
 	opt.Observe = func(rec *step.Record) {
@@ -91,7 +90,7 @@ func Explain(sc *scenarios.Scenario, id int64) (*Life, *report.Report, error) {
 			}
 		}
 	}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,11 +157,11 @@ func (l *Life) WriteText(w io.Writer) error {
 		p("log-probs against the reference (prompt + these tokens, recomputed alone from zero state):\n")
 		p("%6s %7s %10s %10s %10s\n", "token", "id", "engine", "reference", "|Δ|")
 		for _, t := range l.Tokens {
-			d := t.EngineLP - t.ReferenceL
+			d := t.EngineLP - t.ReferenceLP
 			if d < 0 {
 				d = -d
 			}
-			p("%6d %7d %10.4f %10.4f %10.4f\n", t.Index, t.Token, t.EngineLP, t.ReferenceL, d)
+			p("%6d %7d %10.4f %10.4f %10.4f\n", t.Index, t.Token, t.EngineLP, t.ReferenceLP, d)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

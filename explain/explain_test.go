@@ -7,6 +7,7 @@ import (
 
 	"statesim/engine"
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // Explain follows the imposter from its first (stale) decode to its end.
@@ -23,7 +24,7 @@ func TestExplainImposter(t *testing.T) {
 		t.Fatal("no imposter to explain")
 	}
 	im := rep.Imposters[0]
-	sc, _ := scenarios.Load("imposter", nil)
+	sc, _ := setup.Load("imposter", nil)
 	life, _, err := Explain(sc, im.RequestID)
 	if err != nil {
 		t.Fatal(err)

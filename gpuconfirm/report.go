@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"statesim/backend"
 	"statesim/backend/cuda"
+	"statesim/report"
 )
 
 // Run is one scenario run on the GPU.
@@ -25,8 +25,8 @@ type Run struct {
 	Imposters []int64 `json:"imposters"`
 	// Stats is the GPU engine against the reference (report.Divergence);
 	// GPU the CUDA backend's section (report.Extra["cuda"]).
-	Stats backend.DivergenceStats `json:"stats"`
-	GPU   cuda.Summary            `json:"gpu"`
+	Stats report.DivergenceStats `json:"stats"`
+	GPU   cuda.Summary           `json:"gpu"`
 	// DivergentGPU / DivergentMock are the divergent request ids of the
 	// GPU engine and of the mock engine, each against the reference.
 	DivergentGPU  []int64 `json:"divergent_gpu"`

@@ -4,12 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"statesim/backend"
 	"statesim/backend/cuda"
+	"statesim/report"
 )
 
 func TestParityPassNeedsBothComparisonsWithinTolerance(t *testing.T) {
-	good := Run{Stats: backend.DivergenceStats{TokensCompared: 100, MaxDelta: 2e-5}, GPU: cuda.Summary{Parity: &cuda.Parity{TokensCompared: 100, MaxDelta: 3e-5}}}
+	good := Run{Stats: report.DivergenceStats{TokensCompared: 100, MaxDelta: 2e-5}, GPU: cuda.Summary{Parity: &cuda.Parity{TokensCompared: 100, MaxDelta: 3e-5}}}
 	if !parityPass(&good, 1e-3) {
 		t.Fatal("a run within tolerance of reference and mock fails")
 	}
@@ -119,7 +119,7 @@ func TestReferenceScanFromZero(t *testing.T) {
 
 func TestStatePassReadsTheRunKind(t *testing.T) {
 	par := cuda.Summary{Parity: &cuda.Parity{TokensCompared: 10, MaxDelta: 1e-5}}
-	st := backend.DivergenceStats{TokensCompared: 10, MaxDelta: 1e-5}
+	st := report.DivergenceStats{TokensCompared: 10, MaxDelta: 1e-5}
 	for _, c := range []struct {
 		name string
 		r    Run
@@ -127,7 +127,7 @@ func TestStatePassReadsTheRunKind(t *testing.T) {
 	}{
 		{"parity within tolerance", Run{Kind: "parity", Stats: st, GPU: par}, true},
 		{"parity with a stale reader", Run{Kind: "parity", Stats: st, GPU: par, StaleReaders: []int64{2}}, false},
-		{"clean twin, a divergent request", Run{Kind: "clean", Stats: backend.DivergenceStats{TokensCompared: 10, RequestsDivergent: 1}, GPU: par}, false},
+		{"clean twin, a divergent request", Run{Kind: "clean", Stats: report.DivergenceStats{TokensCompared: 10, RequestsDivergent: 1}, GPU: par}, false},
 		{"bug: readers = divergent on both", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1, 4}, DivergentGPU: []int64{1, 4}, DivergentMock: []int64{1, 4}}, true},
 		{"bug: a zeros reader need not diverge", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1}, DivergentGPU: []int64{1}, DivergentMock: []int64{1}}, true},
 		{"bug: the engines disagree", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1, 4}, DivergentGPU: []int64{1, 4}, DivergentMock: []int64{1}}, false},

@@ -97,6 +97,12 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 	if top == nil {
 		return Shape{}, &ConfigError{File: file, Line: 1, Msg: "not a JSON object"}
 	}
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+		// json.Decoder stops after one value: anything after it (a second
+		// object, a pasted fragment) would otherwise be ignored.
+		off := len(data) - len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"))
+		return Shape{}, &ConfigError{File: file, Line: 1 + bytes.Count(data[:off], []byte("\n")), Msg: "text after the JSON object: a config.json is one object"}
+	}
 	h.m = top
 	if tc, ok := top["text_config"].(map[string]any); ok {
 		merged := map[string]any{}
@@ -120,7 +126,7 @@ func FromHFConfig(data []byte, file string) (Shape, error) {
 		}
 		return Shape{}, h.fail("model_type", "%s", msg)
 	}
-	s := Shape{ModelType: mt, Name: h.name()}
+	s := Shape{ModelType: mt, Name: h.name(), Architecture: h.architecture()}
 	s.NumLayers = h.int("num_hidden_layers")
 	if s.NumLayers > maxLayers {
 		h.fail("num_hidden_layers", "%d layers: more than the %d statesim accepts", s.NumLayers, maxLayers)
@@ -193,6 +199,34 @@ func (h *hf) fail(key, format string, a ...any) error {
 func (h *hf) has(key string) bool {
 	v, ok := h.m[key]
 	return ok && v != nil
+}
+
+// architecture is the first architectures entry, "" when there is none
+// (vLLM requires one; statesim reads it only for the config hooks).
+func (h *hf) architecture() string {
+	if l, ok := h.m["architectures"].([]any); ok && len(l) > 0 {
+		if a, ok := l[0].(string); ok {
+			return a
+		}
+	}
+	return ""
+}
+
+// ssmDType reads the config's own SSM state dtype under key, when present:
+// one of vLLM's MambaDType values (vllm/config/cache.py @ 6adad0876).
+func (h *hf) ssmDType(s *Shape, key string) {
+	if !h.has(key) {
+		return
+	}
+	d := h.str(key)
+	switch d {
+	case "float32", "float16", "bfloat16":
+		s.ConfigSSMDType, s.ConfigSSMDTypeKey = d, key
+	default:
+		if h.err == nil {
+			h.fail(key, "unknown dtype %q (want float32, float16 or bfloat16)", d)
+		}
+	}
 }
 
 func (h *hf) name() string {
@@ -396,6 +430,15 @@ func (h *hf) indexSet(key string, idx []int, layers, base int) map[int]bool {
 func jamba(h *hf, s *Shape) {
 	s.AttnLayerPeriod = h.int("attn_layer_period")
 	s.AttnLayerOffset = h.int("attn_layer_offset")
+	// transformers' JambaConfig takes layer i as attention when
+	// i % attn_layer_period == attn_layer_offset (and MoE likewise): a
+	// period of 0 is a division by zero there, not an all-Mamba model.
+	if h.err == nil && s.AttnLayerPeriod < 1 {
+		h.fail("attn_layer_period", "must be >= 1 (layer i is attention when i %% attn_layer_period == attn_layer_offset), got %d", s.AttnLayerPeriod)
+	}
+	if h.err == nil && h.intOr(1, "expert_layer_period") < 1 {
+		h.fail("expert_layer_period", "must be >= 1 (layer i is MoE when i %% expert_layer_period == expert_layer_offset), got %d", h.intOr(1, "expert_layer_period"))
+	}
 	s.MambaExpand = h.int("mamba_expand")
 	s.MambaDState = h.int("mamba_d_state")
 	s.MambaDConv = h.int("mamba_d_conv")
@@ -467,12 +510,13 @@ func mamba2Only(h *hf, s *Shape) {
 }
 
 func nemotronH(h *hf, s *Shape) {
-	pat := h.str("hybrid_override_pattern")
+	pat := []rune(h.str("hybrid_override_pattern")) // one character a layer, not one byte
 	if !h.layerList("hybrid_override_pattern", len(pat), s.NumLayers) {
 		return
 	}
 	s.Mixer = mamba2Mixer(h, 0, "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel")
 	s.Mixer.IntermediateSize = s.Mixer.NumHeads * s.Mixer.HeadDim
+	h.ssmDType(s, "mamba_ssm_cache_dtype") // NemotronHForCausalLMConfig reads it
 	s.MambaDState = s.Mixer.StateSize
 	s.HeadDim = h.intOr(s.HeadDim, "head_dim", "attention_head_dim")
 	per := make([]LayerKind, len(pat))
@@ -556,6 +600,7 @@ func falconH1(h *hf, s *Shape) {
 func qwen3Next(h *hf, s *Shape) {
 	s.Mixer = Mixer{Kind: GatedDeltaNet, NumKHeads: h.int("linear_num_key_heads"), HeadKDim: h.int("linear_key_head_dim"),
 		NumVHeads: h.int("linear_num_value_heads"), HeadVDim: h.int("linear_value_head_dim"), ConvKernel: h.int("linear_conv_kernel_dim")}
+	h.ssmDType(s, "mamba_ssm_dtype") // Qwen3.5's; Qwen3_5ForConditionalGenerationConfig reads it
 	per := make([]LayerKind, s.NumLayers)
 	if !h.layerTypes(per, "linear_attention", "full_attention") {
 		iv := h.int("full_attention_interval")

@@ -65,14 +65,15 @@ func TestConfigsDeriveVLLMsLayout(t *testing.T) {
 		{"minimax-text-01.json", LinearAttention, 10, 70, 2097152, 4096, 512, true, 0, 8, 10, Mamba, 456, 0.01},
 		// conv 3·(32·128 + 2·32·128)·2 = 73,728; recurrent fp32
 		// 32·128·128·4 = 2,097,152; MLA (512 + 64)·2 = 1152 per token,
-		// aligned to 64: 64·cdiv(2170880, 73728) = 1920.
+		// aligned to 128: 128·cdiv(2170880, 147456) = 1920 (64·30 before #50000).
 		{"kimi-linear-48b-a3b.json", KDA, 7, 20, 2170880, 1152, 1920, true, 1.89, 4, 7, Mamba, 48, 0.05},
 		// Kimi-K3: conv 3·(3·96·128)·2 = 221,184; recurrent fp32
-		// 96·128·128·4 = 6,291,456; MLA 1152 per token, aligned to 64:
-		// 64·cdiv(6512640, 73728) = 5696, 49,152 B of padding = 0.75%; 69
-		// KDA layers in groups of 24 make 3 groups, then the attention's.
+		// 96·128·128·4 = 6,291,456; MLA 1152 per token, aligned to 128
+		// (#50000; 64 before it, 5696 tokens):
+		// 128·cdiv(6512640, 147456) = 5760, 122,880 B of padding = 1.89%;
+		// 69 KDA layers in groups of 24 make 3 groups, then the attention's.
 		// 2779.93 B is the count xinference lists for moonshotai/Kimi-K3.
-		{"kimi-k3.json", KDA, 24, 69, 6512640, 1152, 5696, true, 0.75, 4, 24, Mamba, 2779.93, 0.001},
+		{"kimi-k3.json", KDA, 24, 69, 6512640, 1152, 5760, true, 1.89, 4, 24, Mamba, 2779.93, 0.001},
 	}
 	kinds := map[StateKind]bool{}
 	for _, c := range cases {
@@ -259,6 +260,9 @@ func TestConfigErrors(t *testing.T) {
 		{`{"model_type": "jamba", "num_hidden_layers": 2, "hidden_size": 8, "vocab_size": 8, "attn_layer_period": 2, "attn_layer_offset": 1, "mamba_expand": 2, "mamba_d_state": 4, "mamba_d_conv": 4, "mamba_dt_rank": "wide"}`, `field mamba_dt_rank: want a non-negative integer below 2^24, got "wide"`},
 		{`{"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 8, "vocab_size": 8, "num_attention_heads": 2, "linear_num_key_heads": 1, "linear_key_head_dim": 1, "linear_num_value_heads": 1, "linear_value_head_dim": 1, "linear_conv_kernel_dim": 4, "layer_types": ["linear_attention", "mlp", "linear_attention", "full_attention"]}`,
 			`field layer_types: layer 1 is "mlp"`},
+		// Qwen3.5's own SSM dtype must be one of vLLM's MambaDType values.
+		{"{\"model_type\": \"qwen3_5\", \"text_config\": {\"model_type\": \"qwen3_5_text\", \"num_hidden_layers\": 4, \"hidden_size\": 8, \"vocab_size\": 8,\n\"mamba_ssm_dtype\": \"int8\", \"num_attention_heads\": 2, \"linear_num_key_heads\": 1, \"linear_key_head_dim\": 1, \"linear_num_value_heads\": 1, \"linear_value_head_dim\": 1, \"linear_conv_kernel_dim\": 4, \"full_attention_interval\": 4}}",
+			`x.json:2: field mamba_ssm_dtype: unknown dtype "int8" (want float32, float16 or bfloat16)`},
 	}
 	for _, c := range cases {
 		_, err := FromHFConfig([]byte(c.json), "x.json")

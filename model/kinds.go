@@ -88,8 +88,11 @@ func extraGroupsForHeadShards(nGroups, tp int) int {
 // convDType and ssmDType are the state dtypes vLLM resolves: the conv
 // (and every non-temporal) state takes mamba_cache_dtype, or the model
 // dtype when "auto"; the temporal state takes mamba_ssm_cache_dtype, or
-// the conv dtype when "auto" (_mamba_state_dtype). A preset's
-// ssm_state_dtype stands for the --mamba-ssm-cache-dtype it was served with.
+// the conv dtype when "auto" (_mamba_state_dtype, mamba_utils.py @
+// 6adad0876), after the release's config hooks have resolved an "auto"
+// one (ApplyRelease). Gated DeltaNet's temporal state took the conv dtype
+// before #34489 (ReleaseRules.GDNSSMFromConv). A preset's ssm_state_dtype
+// stands for the --mamba-ssm-cache-dtype it was served with.
 func (s *Shape) convDType() string {
 	if d := s.Cache.MambaCacheDType; d != "" && d != "auto" {
 		return d
@@ -98,6 +101,9 @@ func (s *Shape) convDType() string {
 }
 
 func (s *Shape) ssmDType() string {
+	if s.StateKind() == GatedDeltaNet && s.Cache.Rules.GDNSSMFromConv {
+		return s.convDType()
+	}
 	if d := s.Cache.MambaSSMCacheDType; d != "" && d != "auto" {
 		return d
 	}
@@ -109,7 +115,9 @@ func (s *Shape) ssmDType() string {
 
 // StateTensors lists one state layer's tensors per TP rank, in vLLM's
 // order (the conv state first, then the temporal state). Widths that TP
-// does not divide are truncated here; CheckTP reports them.
+// does not divide are truncated here; CheckTP reports them. Under
+// speculative decoding the conv state of the kinds whose model class
+// passes num_spec holds conv_kernel − 1 + num_spec columns (numSpec).
 func (s *Shape) StateTensors() []StateTensor {
 	if s.NumMambaLayers() == 0 {
 		return nil
@@ -117,18 +125,19 @@ func (s *Shape) StateTensors() []StateTensor {
 	tp := max(1, s.Cache.TensorParallelSize)
 	m := &s.Mixer
 	conv, ssm := s.convDType(), s.ssmDType()
+	w := m.ConvKernel - 1 + s.numSpec() // the conv state's columns
 	switch s.StateKind() {
 	case Mamba2:
 		g := m.NGroups + extraGroupsForHeadShards(m.NGroups, tp)
 		return []StateTensor{
-			{"conv", []int{m.ConvKernel - 1, (m.IntermediateSize + 2*g*m.StateSize) / tp}, conv},
+			{"conv", []int{w, (m.IntermediateSize + 2*g*m.StateSize) / tp}, conv},
 			{"ssm", []int{m.NumHeads / tp, m.HeadDim, m.StateSize}, ssm},
 		}
 	case ShortConv:
-		return []StateTensor{{"conv", []int{m.ConvKernel - 1, m.IntermediateSize / tp}, conv}}
+		return []StateTensor{{"conv", []int{w, m.IntermediateSize / tp}, conv}}
 	case GatedDeltaNet:
 		return []StateTensor{
-			{"conv", []int{m.ConvKernel - 1, (2*m.NumKHeads*m.HeadKDim + m.NumVHeads*m.HeadVDim) / tp}, conv},
+			{"conv", []int{w, (2*m.NumKHeads*m.HeadKDim + m.NumVHeads*m.HeadVDim) / tp}, conv},
 			{"recurrent", []int{m.NumVHeads / tp, m.HeadVDim, m.HeadKDim}, ssm},
 		}
 	case LinearAttention:
@@ -137,7 +146,7 @@ func (s *Shape) StateTensors() []StateTensor {
 	case KDA:
 		// kda_state_dtype: the recurrent state is always float32.
 		return []StateTensor{
-			{"conv", []int{m.ConvKernel - 1, (m.NumHeads*m.HeadDim + 2*m.NumKHeads*m.HeadKDim) / tp}, conv},
+			{"conv", []int{w, (m.NumHeads*m.HeadDim + 2*m.NumKHeads*m.HeadKDim) / tp}, conv},
 			{"recurrent", []int{m.NumHeads / tp, m.HeadDim, m.HeadDim}, "float32"},
 		}
 	}

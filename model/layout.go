@@ -46,11 +46,17 @@ func (l *Layout) count(k LayerKind) int {
 func (l *Layout) BlockBytes() int64 { return l.PageBytes * int64(l.GroupSize) }
 
 // groupSizeSlack is the ratio under which vLLM takes the largest per-kind
-// layer count as the group size instead of the smallest, to pad less: 1.25
-// in the v0.14.0-era function (as copied into downstream patches of it);
-// current main uses 1.5 (kv_cache_utils.py @ 001cabc1). No configuration in
+// layer count as the group size instead of the smallest, to pad less:
+// 1.25 from #29303 (71df2a57e, merged 2025-11-24), 1.5 since #36684
+// (891c60dcd, merged 2026-03-12: v0.19 here), kv_cache_utils.py @
+// 6adad0876 (ReleaseRules.GroupSlack125). No configuration in
 // scenarios/models falls between the two.
-const groupSizeSlack = 1.25
+func (s *Shape) groupSizeSlack() float64 {
+	if s.Cache.Rules.GroupSlack125 {
+		return 1.25
+	}
+	return 1.5
+}
 
 // Layout computes the cache layout for a requested attention block size.
 //
@@ -105,7 +111,7 @@ func (s *Shape) LayoutWithDrafter(blockSize, draftLayers int) Layout {
 		minN, maxN = min(minN, len(buckets[k])), max(maxN, len(buckets[k]))
 	}
 	gs := minN
-	if float64(maxN) < groupSizeSlack*float64(minN) {
+	if float64(maxN) < s.groupSizeSlack()*float64(minN) {
 		gs = maxN
 	}
 	l.GroupSize = gs

@@ -43,6 +43,18 @@ var presets = map[string]Shape{
 		NumAttentionHeads: 4, NumKVHeads: 2, HeadDim: 8, VocabSize: 256,
 		DType: "float32", SSMStateDType: "float32", WeightsGiB: 0,
 	},
+	// tiny-hybrid-mamba2 is tiny-hybrid with Mamba2 state layers: under
+	// speculative decoding vLLM hands the Mamba2 builder
+	// num_accepted_tokens and not the Mamba1 one, so the speculative
+	// searches that need tiny blocks run on it. Named by those searches
+	// only: PresetNames (the default draw) leaves it out.
+	"tiny-hybrid-mamba2": {
+		Name: "tiny-hybrid-mamba2", NumLayers: 4, AttnLayerPeriod: 4, AttnLayerOffset: 2,
+		HiddenSize: 32, MambaExpand: 2, MambaDState: 8, MambaDConv: 4,
+		NumAttentionHeads: 4, NumKVHeads: 2, HeadDim: 8, VocabSize: 256,
+		DType: "float32", SSMStateDType: "float32", WeightsGiB: 0,
+		Mixer: Mixer{Kind: Mamba2, IntermediateSize: 64, StateSize: 8, ConvKernel: 4, NGroups: 1, NumHeads: 8, HeadDim: 8},
+	},
 	"tiny-attention": {
 		Name: "tiny-attention", NumLayers: 4, AttnLayerPeriod: 1, AttnLayerOffset: 0,
 		HiddenSize: 32, NumAttentionHeads: 4, NumKVHeads: 2, HeadDim: 8, VocabSize: 256,

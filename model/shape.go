@@ -44,12 +44,20 @@ type CacheConfig struct {
 	// backend's kernels support; 0 means the default backend's: 16
 	// (FlashAttention), 64 for MLA (FlashMLA).
 	KernelBlockAlignment int `json:"kernel_block_alignment_size"`
-	// MambaCacheMode is the resolved mamba_cache_mode: "all" sizes the
-	// block to the Mamba kernel's chunk (Unify); anything else, none.
-	// MambaBlockSize is the mamba_block_size given (0: unset), which "all"
-	// takes as the chunk instead of the model's.
-	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
-	MambaBlockSize int    `json:"mamba_block_size,omitempty"`
+	// MambaChunkAligned: mamba_cache_mode all (as settled, with prefix
+	// caching on) sizes the block to a multiple of the Mamba kernel's
+	// chunk (Unify). MambaBlockSize is the mamba_block_size given (0:
+	// unset), which it takes as the chunk instead of the model's.
+	MambaChunkAligned bool `json:"mamba_chunk_aligned,omitempty"`
+	MambaBlockSize    int  `json:"mamba_block_size,omitempty"`
+	// NumSpeculativeTokens is speculative_config.num_speculative_tokens
+	// (0 without drafting): the state shapes of the kinds whose model
+	// class passes it as num_spec widen the conv state by it (numSpec).
+	NumSpeculativeTokens int `json:"num_speculative_tokens,omitempty"`
+	// Rules are the release's dtype and width rules (ApplyRelease); the
+	// zero value is the calculators of vllm/model_executor/layers/mamba/
+	// mamba_utils.py @ 6adad0876 with the flags as given.
+	Rules ReleaseRules `json:"-"`
 }
 
 // Shape is a model's architecture, with field names from the Hugging Face
@@ -87,13 +95,21 @@ type Shape struct {
 	// (nil: attn_layer_period/offset decide), the state mixer's widths
 	// (zero: Mamba1 from the mamba_* fields), MLA's latent widths and the
 	// parameter count the weights come from.
-	ModelType      string       `yaml:"-" json:"model_type,omitempty"`
-	CacheLayers    []CacheLayer `yaml:"-" json:"cache_layers,omitempty"`
-	Mixer          Mixer        `yaml:"-" json:"mixer,omitempty"`
-	KVLoraRank     int          `yaml:"-" json:"kv_lora_rank,omitempty"`
-	QKRopeHeadDim  int          `yaml:"-" json:"qk_rope_head_dim,omitempty"`
-	NumParameters  int64        `yaml:"-" json:"num_parameters,omitempty"`
-	ParameterNotes string       `yaml:"-" json:"-"`
+	ModelType string `yaml:"-" json:"model_type,omitempty"`
+	// Architecture is the config's first architectures entry, the key of
+	// vLLM's MODELS_CONFIG_MAP (the per-model config hooks, ApplyRelease).
+	Architecture string `yaml:"-" json:"architecture,omitempty"`
+	// ConfigSSMDType is the SSM state dtype the config names for itself:
+	// Qwen3.5's mamba_ssm_dtype, Nemotron-H's mamba_ssm_cache_dtype
+	// (ConfigSSMDTypeKey says which); vLLM's hooks read it (ApplyRelease).
+	ConfigSSMDType    string       `yaml:"-" json:"config_ssm_dtype,omitempty"`
+	ConfigSSMDTypeKey string       `yaml:"-" json:"-"`
+	CacheLayers       []CacheLayer `yaml:"-" json:"cache_layers,omitempty"`
+	Mixer             Mixer        `yaml:"-" json:"mixer,omitempty"`
+	KVLoraRank        int          `yaml:"-" json:"kv_lora_rank,omitempty"`
+	QKRopeHeadDim     int          `yaml:"-" json:"qk_rope_head_dim,omitempty"`
+	NumParameters     int64        `yaml:"-" json:"num_parameters,omitempty"`
+	ParameterNotes    string       `yaml:"-" json:"-"`
 
 	// Cache is the engine's cache arguments (set by the scenario).
 	Cache CacheConfig `yaml:"-" json:"-"`

@@ -95,9 +95,16 @@ func (s *Shape) Unify(blockSize int) Unification {
 		return u
 	}
 	u.Align = max(s.KernelBlockAlignment(), blockSize)
+	if s.MLA() && !s.Cache.Rules.MLANoAlign128 {
+		// #50000 (aeeb36b1f, merged 2026-07-30: v0.27): the TRTLLM and
+		// FlashInfer MLA decode kernels want the kernel blocks aligned to
+		// 128 tokens, so a hybrid MLA model's block is a multiple of 128
+		// (Platform._align_hybrid_block_size, interface.py @ 6adad0876).
+		u.Align = max(u.Align, 128)
+	}
 	a := int64(u.Align)
 	attnBlock := int(a * cdiv(u.MambaPage, a*u.AttnPage1))
-	if s.Cache.MambaCacheMode == "all" {
+	if s.Cache.MambaChunkAligned {
 		base := s.Cache.MambaBlockSize
 		if base <= 0 {
 			base = s.ChunkSize()

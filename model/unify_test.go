@@ -30,7 +30,7 @@ func TestUnifyAllMode(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := loadConfig(t, "jamba-v0.1.json")
-		s.Cache = CacheConfig{MambaCacheMode: "all", MambaBlockSize: c.mambaBlockSize}
+		s.Cache = CacheConfig{MambaChunkAligned: true, MambaBlockSize: c.mambaBlockSize}
 		u := s.Unify(c.req)
 		if u.BlockSize != c.block || u.Chunk != c.chunk {
 			t.Errorf("%s: block %d, chunk %d; want %d, %d", c.name, u.BlockSize, u.Chunk, c.block, c.chunk)
@@ -40,12 +40,9 @@ func TestUnifyAllMode(t *testing.T) {
 		}
 	}
 	// Modes none and align keep the smallest aligned block: 80.
-	for _, mode := range []string{"", "align"} {
-		s := loadConfig(t, "jamba-v0.1.json")
-		s.Cache.MambaCacheMode = mode
-		if u := s.Unify(16); u.BlockSize != 80 || u.Chunk != 0 {
-			t.Errorf("mode %q: %+v, want block 80", mode, u)
-		}
+	s := loadConfig(t, "jamba-v0.1.json")
+	if u := s.Unify(16); u.BlockSize != 80 || u.Chunk != 0 {
+		t.Errorf("modes none and align: %+v, want block 80", u)
 	}
 }
 
@@ -81,7 +78,7 @@ func TestChunkSize(t *testing.T) {
 	}
 	// In mode all, Bamba's block is a multiple of 256 that holds a state.
 	s := with("")
-	s.Cache.MambaCacheMode = "all"
+	s.Cache.MambaChunkAligned = true
 	u := s.Unify(16)
 	perState := int((u.MambaPage + u.AttnPage1 - 1) / u.AttnPage1)
 	if u.BlockSize%256 != 0 || u.BlockSize < perState || u.BlockSize-256 >= perState {

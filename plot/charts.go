@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // Write draws every chart the run supports into dir, named after the
@@ -84,7 +84,7 @@ func stepsLabel(run *Run) string {
 }
 
 // invariantGlyphs give each invariant a distinct marker.
-var invariantGlyphs = [check.NumInvariants]struct {
+var invariantGlyphs = [invariant.NumInvariants]struct {
 	c     color.Color
 	shape draw.GlyphDrawer
 }{
@@ -199,7 +199,7 @@ func budgetPanel(run *Run, bins []Bin, width int64, title string, lo, hi int64) 
 	}
 	for i := range run.Violations {
 		g := invariantGlyphs[i]
-		rows = append(rows, row{"violation: " + check.Invariant(i).String(), g.c, g.shape, run.Violations[i]})
+		rows = append(rows, row{"violation: " + invariant.Invariant(i).String(), g.c, g.shape, run.Violations[i]})
 	}
 	k := 0
 	for _, r := range rows {
@@ -237,12 +237,12 @@ func cacheChart(run *Run, dc draw.Canvas) {
 	series := []struct {
 		name string
 		c    color.Color
-		v    func(*Bin) int32
+		v    func(*Bin) int64
 	}{
-		{"blocks in use (max in bin)", blue, func(b *Bin) int32 { return b.MaxBlocksHeld }},
-		{"state slots in use (max in bin)", green, func(b *Bin) int32 { return b.MaxSlotsHeld }},
-		{"free queue length (min in bin)", orange, func(b *Bin) int32 { return b.MinFreeQueue }},
-		{"highest slot index touched", purple, func(b *Bin) int32 { return b.HighestSlot }},
+		{"blocks in use (max in bin)", blue, func(b *Bin) int64 { return int64(b.MaxBlocksHeld) }},
+		{"state slots in use (max in bin)", green, func(b *Bin) int64 { return int64(b.MaxSlotsHeld) }},
+		{"free queue length (min in bin)", orange, func(b *Bin) int64 { return int64(b.MinFreeQueue) }},
+		{"highest slot index touched", purple, func(b *Bin) int64 { return b.HighestSlot }},
 	}
 	if run.FromTrace {
 		series[1].name = "slots of scheduled rows (max in bin)"

@@ -169,11 +169,11 @@ func TestReadTraceRejectsGarbage(t *testing.T) {
 func TestReadTraceVersions(t *testing.T) {
 	v1 := `{"step":1,"start_ns":0,"end_ns":5,"preempted":[],"rows":[{"request_id":0,"scheduled":3,"computed":0,"prompt":3,"path":"prefill","slots":[1]}]}` + "\n"
 	v2 := strings.Replace(v1, `{"step"`, `{"v":2,"step"`, 1)
-	a, err := ReadTrace(strings.NewReader(v1), "v1")
+	a, err := ReadTrace(strings.NewReader(withEnd(v1)), "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadTrace(strings.NewReader(v2), "v2")
+	b, err := ReadTrace(strings.NewReader(withEnd(v2)), "v2")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package plot
 
 import (
-	"statesim/check"
 	"statesim/invariant"
 	"statesim/report"
 	"statesim/sched"
@@ -25,9 +24,9 @@ type Step struct {
 	Waiting, Running      int32
 	BlocksHeld, FreeQueue int32
 	SlotsHeld             int32
-	HighestSlot           int32 // highest state slot touched so far
+	HighestSlot           int64 // highest state slot touched so far (64-bit: a trace's slots are)
 	// Violations found in this step, per invariant.
-	Violations [check.NumInvariants]int32
+	Violations [invariant.NumInvariants]int32
 	// Prefix caching: the step's lookups and hits in tokens (requests
 	// back from preemption apart, as vLLM counts them).
 	PrefixQueries, PrefixHits int64
@@ -51,8 +50,11 @@ type Run struct {
 	// Latencies of finished requests, seconds; ITL is each request's mean
 	// inter-token gap.
 	TTFT, ITL, E2E []float64
-	// FromTrace marks a run rebuilt from a --trace file.
-	FromTrace bool
+	// FromTrace marks a run rebuilt from a --trace file; TraceScenario
+	// and TraceSeed are what its closing record names.
+	FromTrace     bool
+	TraceScenario string
+	TraceSeed     uint64
 	// PrefixCaching: the run cached by prefix (the prefix chart).
 	PrefixCaching bool
 	// HeldPerRequest: the records listed each request's blocks (the held
@@ -87,7 +89,7 @@ func (r *Recorder) Observe(rec *step.Record) {
 		st.Violations[inv] = n
 		r.counts[inv] += int64(n)
 	}
-	st.HighestSlot = rec.HighestSlot
+	st.HighestSlot = int64(rec.HighestSlot)
 	st.PrefixQueries, st.PrefixHits = rec.PrefixQueries, rec.PrefixHits
 	st.heldPerRequest(rec)
 	if st.HeldMax >= 0 {
@@ -157,7 +159,7 @@ func (r *Recorder) Done(rep *report.Report, maxNumBatchedTokens int) *Run {
 	run.PrefixCaching = rep.PrefixCache != nil
 	for i, ic := range rep.Invariants {
 		if i < len(r.counts) {
-			run.addLate(check.Invariant(i), ic.Count-r.counts[i])
+			run.addLate(invariant.Invariant(i), ic.Count-r.counts[i])
 		}
 	}
 	return &run

@@ -1,6 +1,6 @@
 package plot
 
-import "statesim/check"
+import "statesim/invariant"
 
 // Bounds on what a Run keeps, whatever the run's length: bins merge in
 // pairs when there are maxKeptBins of them, so a chart gets between
@@ -20,7 +20,7 @@ type Bin struct {
 	Busiest                         Step
 	MaxBlocksHeld, MaxSlotsHeld     int32
 	MinFreeQueue                    int32
-	HighestSlot                     int32
+	HighestSlot                     int64 // a trace's slots are 64-bit
 	MaxWaiting, MaxRunning, MaxRows int32
 	Preempted                       int64
 	Steps                           int64
@@ -89,7 +89,7 @@ type series struct {
 	// Exact markers: new requests cut short, given one token, and
 	// violations per invariant.
 	Cut, OneToken []Marker
-	Violations    [check.NumInvariants][]Marker
+	Violations    [invariant.NumInvariants][]Marker
 	// Zoom is every step around the first violation (or, failing that,
 	// the first new request given one token).
 	Zoom []Step
@@ -155,7 +155,7 @@ func (s *series) zoom(st *Step, violated bool) {
 
 // addLate puts violations found after the last step (liveness, leaks)
 // on the last step.
-func (s *series) addLate(inv check.Invariant, n int64) {
+func (s *series) addLate(inv invariant.Invariant, n int64) {
 	if n <= 0 || len(s.Bins) == 0 {
 		return
 	}

@@ -3,7 +3,7 @@ package plot
 import (
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // synthetic makes step i of a long run: a budget burst every 1000 steps,
@@ -11,7 +11,7 @@ import (
 func synthetic(i int64) Step {
 	st := Step{Step: i, StartNS: i * 10, EndNS: i*10 + 9, Decode: int32(i % 7), Rows: int32(i % 7),
 		Waiting: int32(i % 50), Running: int32(i % 31), BlocksHeld: int32(i % 100), SlotsHeld: int32(i % 13),
-		FreeQueue: int32(1000 - i%100), HighestSlot: int32(i / 10), Preempted: int32(i % 3)}
+		FreeQueue: int32(1000 - i%100), HighestSlot: int64(i / 10), Preempted: int32(i % 3)}
 	if i%1000 == 0 {
 		st.Prefill = 16000
 	}
@@ -19,7 +19,7 @@ func synthetic(i int64) Step {
 		st.NewCut, st.CutNew, st.OneToken = 1, 1, 1
 	}
 	if i == 7000 {
-		st.Violations[check.StaleSlotRead] = 2
+		st.Violations[invariant.StaleSlotRead] = 2
 	}
 	return st
 }
@@ -49,7 +49,7 @@ func TestSeriesKeepsBoundedBinsAndExactMarkers(t *testing.T) {
 		if burst := (b.LastStep/1000)*1000 >= b.FirstStep; burst && b.Busiest.Prefill != 16000 {
 			t.Fatalf("bin %d..%d hides its burst: %+v", b.FirstStep, b.LastStep, b.Busiest)
 		}
-		if b.HighestSlot != int32(b.LastStep/10) || b.MaxWaiting < int32(min(49, b.Steps-1)) {
+		if b.HighestSlot != b.LastStep/10 || b.MaxWaiting < int32(min(49, b.Steps-1)) {
 			t.Fatalf("bin %d..%d: highest %d, max waiting %d", b.FirstStep, b.LastStep, b.HighestSlot, b.MaxWaiting)
 		}
 	}
@@ -59,15 +59,15 @@ func TestSeriesKeepsBoundedBinsAndExactMarkers(t *testing.T) {
 	if len(s.OneToken) != 1 || s.OneToken[0] != (Marker{4321, 1}) {
 		t.Fatalf("one-token markers %v", s.OneToken)
 	}
-	if v := s.Violations[check.StaleSlotRead]; len(v) != 1 || v[0] != (Marker{7000, 2}) {
+	if v := s.Violations[invariant.StaleSlotRead]; len(v) != 1 || v[0] != (Marker{7000, 2}) {
 		t.Fatalf("violation markers %v", v)
 	}
 	// The zoom moved from the one-token cut to the violation.
 	if len(s.Zoom) != zoomSteps || s.Zoom[zoomBefore].Step != 7000 || s.Zoom[0].Step != 7000-zoomBefore {
 		t.Fatalf("zoom %d steps from %d", len(s.Zoom), s.Zoom[0].Step)
 	}
-	s.addLate(check.Liveness, 3)
-	if v := s.Violations[check.Liveness]; len(v) != 1 || v[0] != (Marker{n - 1, 3}) {
+	s.addLate(invariant.Liveness, 3)
+	if v := s.Violations[invariant.Liveness]; len(v) != 1 || v[0] != (Marker{n - 1, 3}) {
 		t.Fatalf("late violations %v", v)
 	}
 }

@@ -160,6 +160,11 @@ type classifier struct {
 	// first row after each preemption.
 	v2, uniformFirst bool
 	prefillLen       map[int64][2]int // request id: (num_preemptions, prefill_len)
+	// builderClass is the state layers' metadata builder
+	// (vllm_builders.go); draftsFirst is #47808's V2 sort key,
+	// gdnReclassify #34871's rule in the GDN spec branch.
+	builderClass               string
+	draftsFirst, gdnReclassify bool
 }
 
 // withSpec sets the observer's reading of speculative decoding from a
@@ -172,6 +177,7 @@ func (k *classifier) withSpec(method string, numSpec int, patches []string) {
 	if (method == "mtp" || method == "eagle") && !slices.Contains(patches, "+55898") {
 		k.runnerT = 1
 	}
+	k.gdnReclassify = has(k.version, patches, 34871)
 }
 
 // withSplitPatches applies a scenario's engine.patches to the GDN-family
@@ -213,7 +219,7 @@ func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, r
 	// 00383f8c), so under V2 the patch leaves the dispatch shape-only.
 	k.guard = slices.Contains(patches, "+53059") && runner == "v1"
 	k.v2 = runner == "v2" && k.rule.region != nil
-	k.guardV2 = k.v2 && slices.Contains(patches, "+51865")
+	k.guardV2 = k.v2 && has(k.version, patches, 51865)
 	// #47381 (merged 2026-07-02) is in the observer's v0.22 rules and on,
 	// as in sched's table, which has no row between v0.22 and v0.31.
 	switch k.version {
@@ -222,17 +228,8 @@ func (k *classifier) withGraphs(mode string, patches []string, maxNumSeqs int, r
 	default:
 		k.uniformFirst = !slices.Contains(patches, "-47381")
 	}
+	k.draftsFirst = has(k.version, patches, 47808)
 	k.prefillLen = map[int64][2]int{}
-}
-
-// v2Key is the observer's reading of sort_batch_req_ids
-// (gpu/model_runner.py): rows come by query length, uniform decodes
-// (1 + K tokens) first with #47381.
-func (k *classifier) v2Key(q int) int {
-	if k.uniformFirst && q == 1+k.k {
-		return -1
-	}
-	return q
 }
 
 // prefilledAt is the length up to which the runner counts row's request
@@ -283,9 +280,15 @@ func (k *classifier) fullReplay(rec *step.Record) bool {
 
 func newClassifier(version string, kind model.StateKind, forcePrefill bool) classifier {
 	r, ok := classRules[version]
-	k := classifier{version: version, rule: r, decode: r.decode, known: ok, forcePrefill: forcePrefill, runnerT: 1}
+	k := classifier{version: version, rule: r, decode: r.decode, known: ok, forcePrefill: forcePrefill, runnerT: 1, builderClass: builderClass[kind]}
 	if gdnFamily(kind) {
 		k.decode, k.gdn = r.gdnDecode, true
+	}
+	if k.builderClass == "LinearAttentionMetadataBuilder" && version != "v0" {
+		// linear_attn.py: split_decodes_and_prefills(m,
+		// decode_threshold=self.reorder_batch_threshold) with the default
+		// flags, the same call in every release read.
+		k.decode = byQueryLen
 	}
 	return k
 }
@@ -326,25 +329,32 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 		note("the runner dispatched the batch to the %s graph; the observer's uniform-decode rule gives full = %v", rec.Rows[0].Graph, full)
 	}
 	decoding := !k.forcePrefill
-	// The GDN builder's spec branch: with any spec row in the batch, rows
+	anyDrafts := false
+	for i := range rec.Rows {
+		anyDrafts = anyDrafts || rec.Rows[i].NumDrafts > 0
+	}
+	// The GDN builder's spec branch: with a spec row in the batch, rows
 	// are picked by mask, not by position (gdn_attn.py
 	// spec_sequence_masks).
 	specMask := false
 	if k.gdn && k.k > 0 && decoding {
 		for i := range rec.Rows {
-			specMask = specMask || rec.Rows[i].NumDrafts > 0
+			specMask = specMask || gdnSpecRow(rec.Rows[i].NumScheduled, rec.Rows[i].NumDrafts)
 		}
 	}
+	thr := k.splitThreshold(anyDrafts)
+	var prevKey [3]int
 	prev := -1
 	for i := range rec.Rows {
 		row := &rec.Rows[i]
 		q, c, p := row.NumScheduled, row.NumComputed, k.prefilledAt(row)
 		if k.v2 {
-			if key := k.v2Key(q); key < prev {
-				note("request %d (row %d: %d scheduled) comes after a longer row in Model Runner V2's order (uniform decodes first: %v)",
-					row.RequestID, i, q, k.uniformFirst)
+			key := k.v2SortKey(q, row.NumDrafts)
+			if i > 0 && keyLess(key, prevKey) {
+				note("request %d (row %d: %d scheduled, %d drafts) comes after a row it sorts before in Model Runner V2's order (drafts first: %v, uniform decodes first: %v)",
+					row.RequestID, i, q, row.NumDrafts, k.draftsFirst, k.uniformFirst)
 			} else {
-				prev = key
+				prevKey = key
 			}
 		} else if k.rule.region != nil {
 			reg := k.rule.region(q, c, p, k.runnerT)
@@ -354,10 +364,10 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 			}
 			prev = max(prev, reg)
 		}
-		decoding = decoding && k.decode(q, c, p, 1+k.k)
+		decoding = decoding && k.decode(q, c, p, thr)
 		dec := decoding
 		if specMask {
-			dec = row.NumDrafts > 0 && c >= p || q == 1 && (!k.rule.gdnStateless || c > 0)
+			dec = gdnSpecRow(q, row.NumDrafts) || !k.gdnReclassify && q == 1 && (!k.rule.gdnStateless || c > 0)
 		}
 		want, init := sched.PathPrefill, c > 0
 		if dec {

@@ -39,7 +39,7 @@ func (r *Runner) crossCheck(p *Params, o *Outcome, id int64, firstBad int) error
 	if err != nil {
 		return err
 	}
-	m, err := refmodel.ForScenario(o.Scenario)
+	m, err := refmodel.ForSetup(o.Setup)
 	if err != nil {
 		return err
 	}
@@ -53,9 +53,9 @@ func (r *Runner) crossCheck(p *Params, o *Outcome, id int64, firstBad int) error
 	}
 	tol := refmodel.Tolerance
 	for k, t := range toks {
-		if d := math.Abs(t.ReferenceL - ref[k].LogProb); !(d <= tol) {
+		if d := math.Abs(t.ReferenceLP - ref[k].LogProb); !(d <= tol) {
 			return fmt.Errorf("request %d, token %d: the %s backend's reference log-prob %.6g and the float64 reference's %.6g differ by %.3g (tolerance %g): the backend's arithmetic is wrong",
-				id, k, o.Report.Backend, t.ReferenceL, ref[k].LogProb, d, tol)
+				id, k, o.Report.Backend, t.ReferenceLP, ref[k].LogProb, d, tol)
 		}
 		d := math.Abs(t.EngineLP - ref[k].LogProb)
 		switch {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/backend"
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/refmodel"
+	"statesim/report"
 )
 
 // mockParams is a small mock run: three requests sharing a pool of a few
@@ -39,7 +39,7 @@ func TestCrossCheckHealthy(t *testing.T) {
 }
 
 // withTokens is o with its token trace changed by edit.
-func withTokens(o *Outcome, edit func(tt []backend.TokenTrace)) *Outcome {
+func withTokens(o *Outcome, edit func(tt []report.TokenTrace)) *Outcome {
 	rep := *o.Report
 	rep.Tokens = slices.Clone(o.Report.Tokens)
 	edit(rep.Tokens)
@@ -60,11 +60,11 @@ func TestCrossCheckCanFail(t *testing.T) {
 	last := followed(p)
 	shift := 2 * refmodel.Tolerance
 	for name, c := range map[string]struct {
-		edit func(tt []backend.TokenTrace)
+		edit func(tt []report.TokenTrace)
 		want string
 	}{
-		"engine off":    {func(tt []backend.TokenTrace) { tt[1].EngineLP -= shift }, "though the backend's own reference agrees"},
-		"reference off": {func(tt []backend.TokenTrace) { tt[0].ReferenceL += shift }, "the backend's arithmetic is wrong"},
+		"engine off":    {func(tt []report.TokenTrace) { tt[1].EngineLP -= shift }, "though the backend's own reference agrees"},
+		"reference off": {func(tt []report.TokenTrace) { tt[0].ReferenceLP += shift }, "the backend's arithmetic is wrong"},
 	} {
 		err := r.crossCheck(p, withTokens(o, c.edit), last, -1)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -11,6 +11,7 @@ import (
 
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 )
 
 // Config bounds the generated scenarios. Ranges are inclusive; every
@@ -108,13 +109,14 @@ func Releases() []string {
 }
 
 // MatrixModels lists the hybrid presets, then every built-in model
-// config with state layers but Kimi-K3 (KDA with a full-rank gate): the
-// matrix draws every release from v0.13, and vLLM serves Kimi-K3 from
-// v0.27 only, so it is searched by name (--model kimi-k3).
+// config with state layers that v0.13 serves: the matrix draws every
+// release from v0.13, and vLLM serves Kimi-K3 from v0.27 and Qwen3.5
+// from v0.19 only (scenarios.Serves), so they are searched by name
+// (--model kimi-k3).
 func MatrixModels() []string {
 	out := slices.Clone(HybridPresets)
 	for _, m := range scenarios.BuiltinModels() {
-		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 && !s.Mixer.FullRankGate {
+		if s, err := shapeOf(m); err == nil && s.NumMambaLayers() > 0 && setup.ServedBy(&s, "v0.13") == nil {
 			out = append(out, m)
 		}
 	}
@@ -239,7 +241,7 @@ func (c *Config) Validate() error {
 	}{
 		{"requests", c.MinRequests, c.MaxRequests, 1}, {"prompt", c.MinPrompt, c.MaxPrompt, 1},
 		{"output", c.MinOutput, c.MaxOutput, 1}, {"max_num_batched_tokens", c.MinBudget, c.MaxBudget, 1},
-		{"state_index_bits", c.MinBits, c.MaxBits, 16}, {"max_num_seqs", 1, c.MaxSeqs, 1},
+		{"state_index_bits", c.MinBits, c.MaxBits, scenarios.MinStateIndexBits}, {"max_num_seqs", 1, c.MaxSeqs, 1},
 	} {
 		if r.lo < r.min || r.hi < r.lo {
 			return fmt.Errorf("%s range [%d, %d] is empty or below %d", r.name, r.lo, r.hi, r.min)
@@ -280,7 +282,7 @@ func (c *Config) Validate() error {
 	if c.MaxShared < 0 || c.MaxShared > 0 && (c.HashBlock < 1 || c.Families < 1) {
 		return fmt.Errorf("shared prefixes: %d ids of %d tokens in %d families", c.MaxShared, c.HashBlock, c.Families)
 	}
-	if c.MaxBits > 64 || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
+	if c.MaxBits > scenarios.MaxStateIndexBits || c.MaxGapUS < 0 || c.MaxExtraBlocks < 0 || c.MaxLongPrefill < 0 {
 		return fmt.Errorf("bad bounds: bits ≤ 64, gaps, extra blocks and threshold ≥ 0")
 	}
 	return nil

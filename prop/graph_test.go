@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -18,8 +19,12 @@ func observedGraphs(t *testing.T, mode string, patches []string, runner string, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := setup.Resolve(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := &Outcome{}
-	o.observe(sc)(&step.Record{Step: 7, Rows: rows, NumBlocks: 2, BlocksFree: 1})
+	o.observe(st)(&step.Record{Step: 7, Rows: rows, NumBlocks: 2, BlocksFree: 1})
 	return o
 }
 
@@ -33,7 +38,8 @@ func graphed(g sched.Graph, rows ...step.Row) []step.Row {
 // TestObserverCatchesAWrongGraph: the observer's own uniform-decode rule
 // catches a dispatch the runner got wrong, in either direction, and
 // follows #53059's guard when it is patched in under the V1 runner, and
-// only there: Model Runner V2 (v0.31's default) keeps the shape rule.
+// only there: Model Runner V2 keeps the shape rule, until its own gate
+// (#51865, in v0.28 on: v0.31's default runner has it).
 func TestObserverCatchesAWrongGraph(t *testing.T) {
 	dec, pre := sched.PathDecode, sched.PathPrefill
 	full, eager, pw := sched.GraphFull, sched.GraphEager, sched.GraphPiecewise
@@ -50,15 +56,16 @@ func TestObserverCatchesAWrongGraph(t *testing.T) {
 	}{
 		{"pure decodes replay FULL", "full_and_piecewise", nil, "", graphed(full, decodes()...), false},
 		{"pure decodes sent eager", "full_and_piecewise", nil, "", graphed(eager, decodes()...), true},
-		{"a new 1-token prompt has the uniform shape", "full_and_piecewise", nil, "", graphed(full, withNew()...), false},
+		{"a new 1-token prompt has the uniform shape (V1)", "full_and_piecewise", nil, "v1", graphed(full, withNew()...), false},
+		{"V2 at v0.31 has #51865's gate: FULL is wrong", "full_and_piecewise", nil, "", graphed(full, withNew()...), true},
+		{"V2 at v0.31 has #51865's gate: piecewise", "full_and_piecewise", nil, "", graphed(pw, withNew()...), false},
 		{"the same batch under #53059 replays FULL", "full_and_piecewise", []string{"+53059"}, "v1", graphed(full, withNew()...), true},
 		{"the same batch under #53059 runs piecewise", "full_and_piecewise", []string{"+53059"}, "v1", graphed(pw, withNew()...), false},
 		{"a mixed batch replays FULL", "full_and_piecewise", nil, "", graphed(full, mixed()...), true},
 		{"no graphs captured, FULL claimed", "none", nil, "", graphed(full, decodes()...), true},
 		{"no graphs captured, eager", "none", nil, "", graphed(eager, decodes()...), false},
-		{"under runner v2 #53059 leaves the shape rule: FULL", "full_and_piecewise", []string{"+53059"}, "v2", graphed(full, withNew()...), false},
-		{"under runner v2 #53059 leaves the shape rule: piecewise is wrong", "full_and_piecewise", []string{"+53059"}, "v2", graphed(pw, withNew()...), true},
-		{"v0.31's default runner is v2", "full_and_piecewise", []string{"+53059"}, "", graphed(full, withNew()...), false},
+		{"under runner v2 without #51865, #53059 leaves the shape rule: FULL", "full_and_piecewise", []string{"+53059", "-51865"}, "v2", graphed(full, withNew()...), false},
+		{"under runner v2 without #51865, #53059 leaves the shape rule: piecewise is wrong", "full_and_piecewise", []string{"+53059", "-51865"}, "v2", graphed(pw, withNew()...), true},
 	} {
 		o := observedGraphs(t, c.mode, c.patches, c.runner, c.rows...)
 		if (o.Classification != "") != c.wrong {

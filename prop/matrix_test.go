@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"statesim/model"
+	"statesim/setup"
 )
 
 // TestMatrixDrawsEveryDimension: every matrix draw builds a scenario (a
@@ -38,7 +39,8 @@ func TestMatrixDrawsEveryDimension(t *testing.T) {
 				seen["spec+async"] = true
 			}
 		}
-		if m, err := sc.MambaMode(); err == nil && m.PrefixCaching {
+		if st, err := setup.Resolve(sc); err == nil && st.Mamba.PrefixCaching {
+			m := st.Mamba
 			seen["prefix "+m.Mode.String()] = true
 		}
 		if e.CUDAGraphMode == "full_and_piecewise" {
@@ -109,19 +111,20 @@ func TestSetsResizeThePool(t *testing.T) {
 	}
 }
 
-// TestLogprobsSkippedWhenASetTurnsOnWhatTheMockLacks: the numeric backend
-// models no shared KV blocks (prefix caching); an override that turns them
-// on makes the log-prob property unavailable, not a failure. (Draft tokens
-// it models since issue 36.)
-func TestLogprobsSkippedWhenASetTurnsOnWhatTheMockLacks(t *testing.T) {
+// TestLogprobsUnderDraftsOnMamba1: the numeric backend runs draft tokens
+// (issue 36), and on the default draw's Mamba1 presets the builder is
+// never handed num_accepted_tokens (issue 32), so a draft row prefills and
+// keeps the state after its rejected drafts: the log-prob property fails
+// with a divergent request, instead of being skipped.
+func TestLogprobsUnderDraftsOnMamba1(t *testing.T) {
 	ps, _ := ByName([]string{"logprobs-match-reference"})
-	r := NewRunner(t.TempDir(), []string{"engine.enable_prefix_caching=true"})
+	r := NewRunner(t.TempDir(), []string{"engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=2"})
 	res, err := Check(r, DefaultConfig(), ps[0], Options{Seed: 1, Trials: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Unavailable || !strings.Contains(res.Err.Error(), "shared KV blocks") {
-		t.Fatalf("want unavailable (shared KV blocks), got holds %v, unavailable %v, err %v", res.Holds, res.Unavailable, res.Err)
+	if res.Holds || res.Unavailable || res.Err == nil || !strings.Contains(res.Err.Error(), "diverge from the reference") {
+		t.Fatalf("want a divergence, got holds %v, unavailable %v, err %v", res.Holds, res.Unavailable, res.Err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"statesim/engine"
 	"statesim/internal/testtier"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -50,9 +51,13 @@ func observedOn(t *testing.T, model, version string, rows ...step.Row) *Outcome 
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := setup.Resolve(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := &Outcome{}
 	rec := &step.Record{Step: 7, Rows: rows, NumBlocks: 2, BlocksFree: 1}
-	o.observe(sc)(rec)
+	o.observe(st)(rec)
 	return o
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"statesim/model"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/workload"
 )
 
@@ -130,6 +131,9 @@ func (p *Params) Shape() model.Shape {
 	if err != nil {
 		panic(err) // models come from Config, which Validate checked
 	}
+	// The release's dtype and conv-width rules, as the scenario applies
+	// them, so the blocks sized here are the ones it runs with.
+	setup.ApplyRelease(&s, p.Version, p.specK())
 	return s
 }
 
@@ -200,8 +204,8 @@ func (p *Params) sizePool(sc *scenarios.Scenario) {
 	if sc.Engine.Speculative.Method != "" {
 		k = sc.Engine.Speculative.NumSpeculativeTokens
 	}
-	m, err := sc.MambaMode()
-	on := err == nil && m.PrefixCaching
+	st, err := setup.Resolve(sc)
+	on := err == nil && st.Mamba.PrefixCaching
 	sc.Engine.NumGPUBlocksOverride = p.poolSize(k, on)
 }
 
@@ -263,8 +267,9 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
 	}
 	e.AsyncScheduling = p.async()
-	if on, mode := p.prefixCaching(); on {
-		e.EnablePrefixCaching, e.MambaCacheMode = true, mode
+	pc, mode := p.prefixCaching()
+	if pc {
+		e.MambaCacheMode = mode
 	}
 	sc.Workload = workload.Spec{Kind: "trace", Path: tracePath,
 		PromptLen: workload.Dist{Kind: "trace"}, OutputLen: workload.Dist{Kind: "trace"}}
@@ -277,8 +282,17 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("generated scenario %s: %w", name, err)
 	}
-	m, err := sc.MambaMode()
-	if err != nil || !m.PrefixCaching {
+	// enable_prefix_caching is written only where it differs from the
+	// default, as a scenario file would leave it out.
+	st, err := setup.Resolve(&sc)
+	if err != nil || st.Mamba.PrefixCaching != pc {
+		e.EnablePrefixCaching = &pc
+		if st, err = setup.Resolve(&sc); err != nil {
+			return nil, fmt.Errorf("generated scenario %s: %w", name, err)
+		}
+	}
+	m := st.Mamba
+	if !m.PrefixCaching {
 		return &sc, nil
 	}
 	// The none/align block (every shape the search draws is unified at

@@ -222,3 +222,20 @@ func TestChoiceShrinksTowardsTheFront(t *testing.T) {
 		t.Errorf("SimplestFirst has %d presets, the model %d", len(SimplestFirst), len(model.PresetNames()))
 	}
 }
+
+// A written counterexample is loaded and replayed as `statesim run` would:
+// a header that expects what the file does not do is refused.
+func TestWrittenCounterexampleReplays(t *testing.T) {
+	dir := t.TempDir()
+	r := NewRunner(t.TempDir(), nil)
+	calm := &Params{Requests: []Request{{Prompt: 4, Output: 2}}, MaxNumBatchedTokens: 8, MaxNumSeqs: 1, StateIndexBits: 64,
+		Seed: 1, Preset: "tiny-hybrid", Version: "fixed", Policy: "fcfs", ChunkedPrefill: true, Backend: "symbolic"}
+	w, err := Write(r, Result{Property: "x", Original: calm, Shrunk: calm}, dir, "calm", "")
+	if err != nil || strings.Join(w.Expect, " ") != "clean" {
+		t.Fatalf("write: %v, expect %v", err, w)
+	}
+	w.Expect = []string{"stale_slot_read"}
+	if err := replays(w); err == nil || !strings.Contains(err.Error(), "replays with clean") {
+		t.Errorf("a header the file does not replay: %v", err)
+	}
+}

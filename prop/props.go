@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/model"
 	"statesim/scenarios"
 )
@@ -17,7 +17,7 @@ type Property struct {
 	Doc  string
 	// Invariants are the simulator checks the property judges by (its
 	// own observations come on top).
-	Invariants []check.Invariant
+	Invariants []invariant.Invariant
 	Check      func(r *Runner, p *Params) error
 	// Narrow, when set, restricts the generator to the scenarios the
 	// property can judge (the numeric backend's shapes).
@@ -25,7 +25,7 @@ type Property struct {
 }
 
 // violated fails when any of invs was counted, naming the first one kept.
-func violated(o *Outcome, invs ...check.Invariant) error {
+func violated(o *Outcome, invs ...invariant.Invariant) error {
 	for _, inv := range invs {
 		if n := o.Report.Count(inv); n > 0 {
 			for _, v := range o.Report.Violations {
@@ -41,7 +41,7 @@ func violated(o *Outcome, invs ...check.Invariant) error {
 
 // invariantProp is a property judged by simulator invariants plus, when
 // extra is set, its own observation.
-func invariantProp(name, doc string, extra func(*Outcome, *Params) string, invs ...check.Invariant) Property {
+func invariantProp(name, doc string, extra func(*Outcome, *Params) string, invs ...invariant.Invariant) Property {
 	return Property{Name: name, Doc: doc, Invariants: invs, Check: func(r *Runner, p *Params) error {
 		o := r.Run(p)
 		if o.Err != nil {
@@ -77,19 +77,19 @@ func All() []Property {
 			"a request with no computed tokens never takes a Mamba decode path",
 			func(o *Outcome, _ *Params) string {
 				return joinFound(o.DecodeBeforePrefill, o.Classification)
-			}, check.NoDecodeBeforePrefill),
+			}, invariant.NoDecodeBeforePrefill),
 		invariantProp("stale-slot-read",
 			"a kernel never reads a state slot or KV block holding bytes not its own", nil,
-			check.StaleSlotRead),
+			invariant.StaleSlotRead),
 		invariantProp("wrong-address-write",
 			"a state write always lands in the intended slot", nil,
-			check.WrongAddressWrite),
+			invariant.WrongAddressWrite),
 		invariantProp("budget-and-max-num-seqs",
 			"every step schedules at most max_num_batched_tokens tokens and runs at most max_num_seqs requests",
-			func(o *Outcome, _ *Params) string { return o.Budget + o.Seqs }, check.TokenBudget, check.MaxNumSeqs),
+			func(o *Outcome, _ *Params) string { return o.Budget + o.Seqs }, invariant.TokenBudget, invariant.MaxNumSeqs),
 		invariantProp("conservation",
 			"every block is free or held by exactly one running request, and a finished request holds none",
-			func(o *Outcome, _ *Params) string { return o.Conservation }, check.BlockConservation),
+			func(o *Outcome, _ *Params) string { return o.Conservation }, invariant.BlockConservation),
 		invariantProp("liveness",
 			"every request finishes",
 			func(o *Outcome, p *Params) string {
@@ -97,7 +97,7 @@ func All() []Property {
 					return fmt.Sprintf("%d of %d requests arrived, %d finished", o.Report.Requests, n, o.Report.Finished)
 				}
 				return ""
-			}, check.Liveness),
+			}, invariant.Liveness),
 		{Name: "determinism", Doc: "the same scenario and seed give the same step trace and report, byte for byte",
 			Check: func(r *Runner, p *Params) error {
 				a, err := r.TraceHash(p)

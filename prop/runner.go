@@ -13,6 +13,7 @@ import (
 	"statesim/report"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -20,7 +21,9 @@ import (
 // on their own, apart from the simulator's checks.
 type Outcome struct {
 	Scenario *scenarios.Scenario
-	Report   *report.Report
+	// Setup is the scenario settled (nil when it could not be).
+	Setup  *setup.Setup
+	Report *report.Report
 	// Err is a run that could not complete: a setup error or a component
 	// that broke. Every property fails on it.
 	Err error
@@ -75,9 +78,13 @@ func (r *Runner) Build(p *Params, name string) (*scenarios.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc, err = scenarios.Parse(y, name, r.Sets); err != nil {
+	// Settled as statesim run settles it, so a bad override is bad input
+	// naming its --set, whichever rule refuses it.
+	st, err := setup.Parse(y, name, r.Sets)
+	if err != nil {
 		return nil, err
 	}
+	sc = st.Scenario
 	if !r.setsPool() {
 		p.sizePool(sc)
 	}
@@ -121,11 +128,14 @@ func (r *Runner) run(p *Params, opt engine.Options) *Outcome {
 		return o
 	}
 	o.Scenario = sc
+	if o.Setup, o.Err = setup.Resolve(sc); o.Err != nil {
+		return o
+	}
 	opt.Policy = r.Policy
-	opt.Observe = o.observe(sc)
+	opt.Observe = o.observe(o.Setup)
 	opt.Detail |= step.Holdings
 	r.Runs++
-	o.Report, o.Err = engine.Run(sc, opt)
+	o.Report, o.Err = engine.RunSetup(o.Setup, opt)
 	return o
 }
 
@@ -134,7 +144,8 @@ func (r *Runner) run(p *Params, opt engine.Options) *Outcome {
 // pool's view of its holder, pool counts), recomputed here rather than
 // read from the engine's own checks: a second opinion, independent of
 // package check.
-func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
+func (o *Outcome) observe(st *setup.Setup) func(rec *step.Record) {
+	sc := st.Scenario
 	// seenAt[b] is the step (+1) that last saw block b in a table, and
 	// seenBy[b] whose table: a slice, not a map, since this runs on every
 	// step of every candidate a shrink tries.
@@ -144,8 +155,7 @@ func (o *Outcome) observe(sc *scenarios.Scenario) func(rec *step.Record) {
 	// With prefix caching a block may sit in several tables (a hit), the
 	// pool's holder is its first taker, and the tables' entries count it
 	// once per table: BlocksHeld + SharedBlockRefs.
-	mode, _ := sc.MambaMode()
-	shared := mode.PrefixCaching
+	shared := st.Mamba.PrefixCaching
 	cls := classifierFor(sc)
 	decodeNoState := func(rec *step.Record, row *step.Row, derived sched.Path) {
 		if hasMamba && o.DecodeBeforePrefill == "" {

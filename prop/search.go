@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/leanovate/gopter"
 	gprop "github.com/leanovate/gopter/prop"
 
-	"statesim/check"
+	"statesim/engine"
+	"statesim/invariant"
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // Options drive one search.
@@ -150,7 +153,7 @@ type Written struct {
 
 // Write saves res.Shrunk as DIR/NAME.yaml plus DIR/NAME.jsonl (its
 // requests), with a "# expect:" header listing the invariants it
-// violates, and checks that the written file loads and fails again.
+// violates, and checks that the written file loads and replays them.
 func Write(r *Runner, res Result, dir, name, foundBy string) (*Written, error) {
 	p := res.Shrunk
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -194,7 +197,38 @@ func Write(r *Runner, res Result, dir, name, foundBy string) (*Written, error) {
 	if err := os.WriteFile(w.YAML, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
+	if o.Err == nil && r.Policy == nil { // a policy in code is not in the file
+		if err := replays(w); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
+}
+
+// replays loads the written counterexample as `statesim run` does, runs
+// it, and requires the invariants its header expects.
+func replays(w *Written) error {
+	st, err := setup.Load(w.YAML, nil)
+	if err != nil {
+		return fmt.Errorf("the written counterexample does not load: %w", err)
+	}
+	rep, err := engine.RunSetup(st, engine.Options{})
+	if err != nil {
+		return fmt.Errorf("the written counterexample does not run: %w", err)
+	}
+	var got []string
+	for _, ic := range rep.Invariants {
+		if ic.Count > 0 {
+			got = append(got, ic.Name)
+		}
+	}
+	if len(got) == 0 {
+		got = []string{"clean"}
+	}
+	if !slices.Equal(got, w.Expect) {
+		return fmt.Errorf("%s replays with %s, not the %s found", w.YAML, strings.Join(got, " "), strings.Join(w.Expect, " "))
+	}
+	return nil
 }
 
 func oneLine(s string) string {
@@ -221,7 +255,7 @@ func ParseExpect(data []byte) ([]string, error) {
 			if n == "clean" && len(names) == 1 {
 				continue
 			}
-			if _, err := check.Parse(n); err != nil {
+			if _, err := invariant.Parse(n); err != nil {
 				return nil, fmt.Errorf("line %d: %v", i+1, err)
 			}
 		}

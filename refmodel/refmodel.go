@@ -8,7 +8,7 @@ import (
 	"statesim/backend"
 	"statesim/backend/mock"
 	"statesim/model"
-	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/sim"
 )
 
@@ -359,11 +359,11 @@ func logProb(l []float64, tok int32) float64 {
 	return l[tok] - mx - math.Log(sum)
 }
 
-// ForScenario is the model a numeric backend runs for sc: its shape, and
-// the weight seed the mock derives from the scenario (mock.ConfigOf), so
-// that the two cannot drift apart.
-func ForScenario(sc *scenarios.Scenario) (*Model, error) {
-	shape := sc.Model.Shape
-	cfg := mock.ConfigOf(&backend.Env{Scenario: sc, Shape: &shape})
+// ForSetup is the model a numeric backend runs for st: its shape, and
+// the weight seed the mock takes from the run (mock.ConfigOf), so that
+// the two cannot drift apart.
+func ForSetup(st *setup.Setup) (*Model, error) {
+	shape := st.Shape
+	cfg := mock.ConfigOf(&backend.Env{Setup: st, Shape: &shape})
 	return New(shape, cfg.WeightSeed)
 }

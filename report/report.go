@@ -6,8 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"statesim/backend"
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // Report is the result of one run. Its JSON form is byte-identical for the
@@ -29,8 +28,8 @@ type Report struct {
 	Backend        string   `json:"backend"`
 	StateIndexBits int      `json:"state_index_bits"`
 	ForcePrefill   bool     `json:"force_prefill_path,omitempty"`
-	Model          RModel   `json:"model"`
-	Cache          RCache   `json:"cache"`
+	Model          Model    `json:"model"`
+	Cache          Cache    `json:"cache"`
 	Requests       int64    `json:"requests"`
 	Finished       int64    `json:"finished"`
 	Steps          int64    `json:"steps"`
@@ -57,16 +56,16 @@ type Report struct {
 	// Invariants has every invariant with its violation count, in a fixed order.
 	Invariants []InvariantCount `json:"invariants"`
 	// Violations are the first occurrences of each violated invariant.
-	Violations []check.Violation `json:"violations"`
+	Violations []invariant.Violation `json:"violations"`
 	// Imposters are bug A's stale decode reads by brand-new requests: the
 	// first ones (a bounded list); ImpostersTotal counts them all.
-	Imposters      []backend.Imposter `json:"imposters"`
-	ImpostersTotal int64              `json:"imposters_total"`
+	Imposters      []Imposter `json:"imposters"`
+	ImpostersTotal int64      `json:"imposters_total"`
 	// Rejected counts the requests refused at admission, by reason, in
 	// the order reasons first occurred (see Reject).
 	Rejected []Rejection `json:"rejected,omitempty"`
 	// PrefixCache is the prefix cache's counters (nil: caching off).
-	PrefixCache *RPrefixCache `json:"prefix_cache,omitempty"`
+	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
 	// MisclassifiedRows are new requests put on a decode path; harmless
 	// without Mamba layers, so informational.
 	MisclassifiedRows int64 `json:"misclassified_rows"`
@@ -76,14 +75,14 @@ type Report struct {
 	// Divergence and DivergentRequests are the numeric backends'
 	// comparison with the reference: requests whose log-probs for their
 	// own generated tokens differ by more than the threshold.
-	Divergence        *backend.DivergenceStats `json:"divergence,omitempty"`
-	DivergentRequests []backend.Divergence     `json:"divergent_requests,omitempty"`
+	Divergence        *DivergenceStats `json:"divergence,omitempty"`
+	DivergentRequests []Divergence     `json:"divergent_requests,omitempty"`
 
 	// Extra holds backend-specific sections, keyed by a stable name.
 	Extra map[string]any `json:"extra,omitempty"`
 
 	// Tokens is the followed request's log-prob trace (explain).
-	Tokens []backend.TokenTrace `json:"-"`
+	Tokens []TokenTrace `json:"-"`
 }
 
 // Rejection reasons besides the trace readers' (trace.RejectEmptyPrompt,
@@ -127,11 +126,11 @@ type InvariantCount struct {
 	Count int64  `json:"count"`
 }
 
-// RPrefixCache is vLLM's PrefixCacheStats over the run (queries and hits
+// PrefixCache is vLLM's PrefixCacheStats over the run (queries and hits
 // in prompt tokens, looked up once per scheduling of a waiting request;
 // requests back from a preemption apart), plus the pool's cached and
 // evicted blocks.
-type RPrefixCache struct {
+type PrefixCache struct {
 	Requests             int64   `json:"requests"`
 	QueryTokens          int64   `json:"query_tokens"`
 	HitTokens            int64   `json:"hit_tokens"`
@@ -160,8 +159,8 @@ type RPrefixGroup struct {
 	HitRate     float64 `json:"hit_rate"`
 }
 
-// RModel summarises the model shape.
-type RModel struct {
+// Model summarises the model shape.
+type Model struct {
 	Name            string `json:"name"`
 	Layers          int    `json:"layers"`
 	AttentionLayers int    `json:"attention_layers"`
@@ -177,13 +176,13 @@ type RModel struct {
 
 // mambaKind reports a Mamba1/Mamba2 model, whose report reads as it
 // always has; other kinds are named by their own kernels.
-func (m *RModel) mambaKind() bool {
+func (m *Model) mambaKind() bool {
 	return m.StateKind == "" || m.StateKind == "mamba1" || m.StateKind == "mamba2"
 }
 
 // stateWords names the state layers, their decode kernel and the state
 // they hold.
-func (m *RModel) stateWords() (layers, kernel, state string) {
+func (m *Model) stateWords() (layers, kernel, state string) {
 	switch m.StateKind {
 	case "gated_delta_net":
 		return "Gated DeltaNet", "GDN decode kernel (fused_recurrent_gated_delta_rule)", "recurrent state"
@@ -197,8 +196,8 @@ func (m *RModel) stateWords() (layers, kernel, state string) {
 	return "Mamba", "Mamba decode kernel", "SSM state"
 }
 
-// RCache summarises the cache layout and its use.
-type RCache struct {
+// Cache summarises the cache layout and its use.
+type Cache struct {
 	NumGPUBlocks      int   `json:"num_gpu_blocks"`
 	FromOverride      bool  `json:"from_override"`
 	BlockSize         int   `json:"block_size"`
@@ -213,7 +212,7 @@ type RCache struct {
 }
 
 // Count is the number of violations of the named invariant.
-func (r *Report) Count(inv check.Invariant) int64 { return r.Invariants[inv].Count }
+func (r *Report) Count(inv invariant.Invariant) int64 { return r.Invariants[inv].Count }
 
 // TotalViolations sums every invariant's count.
 func (r *Report) TotalViolations() int64 {

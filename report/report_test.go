@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"statesim/backend"
 )
 
 // Rejections are counted by reason in first-seen order, the first one's
@@ -43,7 +41,7 @@ func TestRejections(t *testing.T) {
 
 // The imposters list is bounded; the text says how many it left out.
 func TestImpostersTotalInText(t *testing.T) {
-	r := Report{Imposters: make([]backend.Imposter, 2), ImpostersTotal: 150}
+	r := Report{Imposters: make([]Imposter, 2), ImpostersTotal: 150}
 	var b bytes.Buffer
 	r.WriteText(&b)
 	if !strings.Contains(b.String(), "... and 148 more imposters (150 in all; --json lists the first 2)") {
@@ -54,7 +52,7 @@ func TestImpostersTotalInText(t *testing.T) {
 // A report names the state layers and the decode kernel of their kind; a
 // Mamba model reads as it always has.
 func TestStateKindWording(t *testing.T) {
-	im := []backend.Imposter{{RequestID: 1, Slot: 1, PrevOwner: 0, PrevTokens: 5, NumScheduled: 1}}
+	im := []Imposter{{RequestID: 1, Slot: 1, PrevOwner: 0, PrevTokens: 5, NumScheduled: 1}}
 	cases := []struct {
 		kind    string
 		tensors []string
@@ -69,8 +67,8 @@ func TestStateKindWording(t *testing.T) {
 		{"kda", []string{"x [1]"}, []string{"36 KDA)", "the KDA decode kernel"}, "Mamba"},
 	}
 	for _, c := range cases {
-		r := Report{Model: RModel{Layers: 48, AttentionLayers: 12, MambaLayers: 36, DInner: 8, DState: 16, StateKind: c.kind, StateTensors: c.tensors},
-			Cache: RCache{MambaGroups: 3, AttentionGroups: 1}, Imposters: im, ImpostersTotal: 1}
+		r := Report{Model: Model{Layers: 48, AttentionLayers: 12, MambaLayers: 36, DInner: 8, DState: 16, StateKind: c.kind, StateTensors: c.tensors},
+			Cache: Cache{MambaGroups: 3, AttentionGroups: 1}, Imposters: im, ImpostersTotal: 1}
 		var b bytes.Buffer
 		r.WriteText(&b)
 		for _, w := range c.want {

@@ -146,51 +146,6 @@ func TestBuiltinTraceFromAnywhere(t *testing.T) {
 	}
 }
 
-// The memory estimate refuses a pool the machine cannot hold, before
-// anything is allocated; vLLM's max_model_len check refuses a cache that
-// cannot hold one request at max_model_len.
-func TestCheckSetup(t *testing.T) {
-	sc, err := Load("imposter-mock", []string{"engine.num_gpu_blocks_override=10000000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = sc.CheckSetup(sc.Engine.NumGPUBlocksOverride)
-	if err == nil || !strings.Contains(err.Error(), "field checks.max_memory_gib: the run needs about") || !strings.Contains(err.Error(), "mock backend's cache tensors") {
-		t.Errorf("10M-block mock: %v", err)
-	}
-	sc, _ = Load("imposter-mock", []string{"engine.num_gpu_blocks_override=10000000", "checks.max_memory_gib=1000"})
-	if err := sc.CheckSetup(sc.Engine.NumGPUBlocksOverride); err != nil {
-		t.Errorf("raised limit: %v", err)
-	}
-	sc, _ = Load("imposter-mock", nil)
-	if err := sc.CheckSetup(sc.Engine.NumGPUBlocksOverride); err != nil {
-		t.Errorf("imposter-mock as built: %v", err)
-	}
-
-	sc, _ = Load("azure-conv", []string{"engine.max_model_len=10000000"})
-	err = sc.CheckSetup(1000)
-	if err == nil || !strings.Contains(err.Error(), "field engine.max_model_len: to serve at least one request with max_model_len 10000000") ||
-		!strings.Contains(err.Error(), "the estimated maximum model length is") {
-		t.Errorf("max_model_len over the cache: %v", err)
-	}
-	// Exactly at the limit fits; one block short does not.
-	l := sc.Model.Shape.Layout(sc.Engine.BlockSize)
-	blocks := 1 + l.NumMambaGroups() + l.NumAttnGroups()*4
-	sc.Engine.MaxModelLen = 4 * l.BlockSize
-	if err := sc.CheckSetup(blocks); err != nil {
-		t.Errorf("a request that just fits: %v", err)
-	}
-	if err := sc.CheckSetup(blocks - 1); err == nil {
-		t.Error("a request one block short of fitting was accepted")
-	}
-	// With num_gpu_blocks_override vLLM checks profiled memory, not the
-	// override: the liveness check reports a pool too small instead.
-	sc, _ = Load("imposter-mock", []string{"engine.max_model_len=100000"})
-	if err := sc.CheckSetup(60); err != nil {
-		t.Errorf("override: %v", err)
-	}
-}
-
 // The default step limit grows with the workload; an explicit one is kept.
 func TestStepLimit(t *testing.T) {
 	c := Defaults().Checks

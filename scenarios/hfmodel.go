@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"statesim/internal/infile"
 	"statesim/model"
 )
 
@@ -43,6 +44,10 @@ func loadHFConfig(doc *yaml.Node, sc *Scenario, name string, sets map[string]str
 		var ce *model.ConfigError
 		if errors.As(err, &ce) {
 			return &InputError{File: ce.File, Line: ce.Line, Path: ce.Field, Msg: ce.Msg}
+		}
+		var tl *infile.TooLargeError
+		if errors.As(err, &tl) { // the config's fault, not the line naming it
+			return &InputError{File: tl.Path, Msg: fmt.Sprintf("larger than %s, the most a %s may hold", infile.Size(tl.Max), tl.Kind)}
 		}
 		return locate(name, n, "model.hf_config", err.Error(), sets)
 	}
@@ -83,9 +88,12 @@ func ReadHFConfig(path, dir string) (model.Shape, error) {
 	}
 	data, err := readConfigFile(path)
 	if errors.Is(err, os.ErrNotExist) && !filepath.IsAbs(path) && dir != "" && dir != "." {
-		if d, e := readConfigFile(filepath.Join(dir, path)); e == nil {
-			data, err, path = d, nil, filepath.Join(dir, path)
+		if d, e := readConfigFile(filepath.Join(dir, path)); !errors.Is(e, os.ErrNotExist) {
+			data, err, path = d, e, filepath.Join(dir, path)
 		}
+	}
+	if errors.Is(err, os.ErrNotExist) && IsModelID(path) {
+		return byID(path) // hf_config: ORG/NAME (hfhub.go)
 	}
 	if err != nil {
 		return model.Shape{}, err
@@ -93,20 +101,14 @@ func ReadHFConfig(path, dir string) (model.Shape, error) {
 	return model.FromHFConfig(data, path)
 }
 
-// maxConfigBytes bounds a config.json (real ones are a few KiB).
-const maxConfigBytes = 1 << 20
+// maxConfigBytes bounds a config.json (real ones are a few KiB; a
+// variable so tests can lower it).
+var maxConfigBytes int64 = infile.MaxConfigBytes
 
-// readConfigFile reads a regular file of at most maxConfigBytes, so a
-// path like /dev/zero is an error, not a hang.
+// readConfigFile reads a config.json of at most maxConfigBytes, so a
+// path like /dev/zero or a FIFO is an error, not a hang.
 func readConfigFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() > maxConfigBytes {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxConfigBytes)
-	}
-	return os.ReadFile(path)
+	return infile.ReadFile(path, "config.json", maxConfigBytes)
 }
 
 // validateModelSource rejects an hf_config the shape was not derived from

@@ -12,12 +12,17 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"statesim/internal/infile"
 	"statesim/model"
 )
+
+// maxScenarioBytes bounds a scenario file (a variable so tests can lower it).
+var maxScenarioBytes int64 = infile.MaxScenarioBytes
 
 // InputError is bad input located in a file (or on the command line):
 // "FILE:LINE: field PATH: problem". Callers exit with status 2 on it.
@@ -92,8 +97,12 @@ func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err err
 			return b, "scenarios/" + base + ".yaml", "", true, nil
 		}
 	}
-	if data, err = os.ReadFile(arg); err == nil {
+	if data, err = infile.ReadFile(arg, "scenario file", maxScenarioBytes); err == nil {
 		return data, arg, filepath.Dir(arg), false, nil
+	}
+	var tl *infile.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, arg, "", false, err // names the file already
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, arg, "", false, fmt.Errorf("%s: %w", arg, err)
@@ -108,13 +117,20 @@ func Resolve(arg string) (data []byte, name, dir string, isBuiltin bool, err err
 // relative trace path resolves against the scenario file's directory; a
 // built-in's, against the traces embedded with it.
 func Load(arg string, sets []string) (*Scenario, error) {
+	sc, _, err := Read(arg, sets)
+	return sc, err
+}
+
+// Read is Load that also returns where each field came from, for the
+// rules checked once the scenario is settled (package setup).
+func Read(arg string, sets []string) (*Scenario, *Source, error) {
 	data, name, dir, isBuiltin, err := Resolve(arg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sc, err := Parse(data, name, sets)
+	sc, src, err := Decode(data, name, sets)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if sc.Workload.Kind == "trace" && !filepath.IsAbs(sc.Workload.Path) {
 		switch {
@@ -124,7 +140,7 @@ func Load(arg string, sets []string) (*Scenario, error) {
 			sc.Workload.Path = filepath.Join(dir, sc.Workload.Path)
 		}
 	}
-	return sc, nil
+	return sc, src, nil
 }
 
 func embedded(path string) bool {
@@ -177,42 +193,68 @@ func editDistance(a, b string) int {
 }
 
 // Parse decodes YAML strictly onto Defaults(), applies sets
-// ("engine.gpu_memory_utilization=0.9"), and validates.
+// ("engine.gpu_memory_utilization=0.9"), and validates each field (the
+// rules across fields are package setup's).
 func Parse(data []byte, name string, sets []string) (*Scenario, error) {
+	sc, _, err := Decode(data, name, sets)
+	return sc, err
+}
+
+// Source says where a parsed scenario's fields came from: a line of its
+// file, or a --set argument.
+type Source struct{ d decoder }
+
+// At is a problem with the field at path, located where the field (or
+// its nearest parent) was given: FILE:LINE: field PATH: problem.
+func (s *Source) At(path, msg string) error { return s.d.at(path, msg) }
+
+// Decode is Parse that also returns the fields' Source.
+func Decode(data []byte, name string, sets []string) (*Scenario, *Source, error) {
+	sc, d, err := decode(data, name, sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, &Source{d: *d}, nil
+}
+
+func decode(data []byte, name string, sets []string) (*Scenario, *decoder, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if err == io.EOF {
-			return nil, &InputError{File: name, Msg: "empty scenario"}
+			return nil, nil, &InputError{File: name, Msg: "empty scenario"}
 		}
-		return nil, syntaxError(name, err)
+		return nil, nil, syntaxError(name, err)
 	}
 	if len(root.Content) == 0 {
-		return nil, &InputError{File: name, Msg: "empty scenario"}
+		return nil, nil, &InputError{File: name, Msg: "empty scenario"}
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err != io.EOF {
 		if err != nil {
-			return nil, syntaxError(name, err)
+			return nil, nil, syntaxError(name, err)
 		}
 		line := second.Line
 		if len(second.Content) > 0 {
 			line = second.Content[0].Line
 		}
-		return nil, &InputError{File: name, Line: line, Msg: "a second YAML document (after ---): a scenario is one document; put other scenarios in their own files"}
+		return nil, nil, &InputError{File: name, Line: line, Msg: "a second YAML document (after ---): a scenario is one document; put other scenarios in their own files"}
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
-		return nil, &InputError{File: name, Line: doc.Line, Msg: "a scenario must be a mapping of keys to values"}
+		return nil, nil, &InputError{File: name, Line: doc.Line, Msg: "a scenario must be a mapping of keys to values"}
 	}
 	setArgs := map[string]string{}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			return nil, &InputError{File: name, Set: s, Msg: "want KEY.PATH=VALUE"}
+			return nil, nil, &InputError{File: name, Set: s, Msg: "want KEY.PATH=VALUE"}
+		}
+		if err := checkSet(k, v); err != nil {
+			return nil, nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
 		}
 		if err := setNode(doc, strings.Split(k, "."), v); err != nil {
-			return nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
+			return nil, nil, &InputError{File: name, Set: s, Path: k, Msg: err.Error()}
 		}
 		setArgs[k] = s
 	}
@@ -220,29 +262,29 @@ func Parse(data []byte, name string, sets []string) (*Scenario, error) {
 	if p := lookup(doc, "model", "preset"); p != nil {
 		shape, err := model.Preset(p.Value)
 		if err != nil {
-			return nil, locate(name, p, "model.preset", err.Error(), setArgs)
+			return nil, nil, locate(name, p, "model.preset", err.Error(), setArgs)
 		}
 		sc.Model.Shape = shape
 	}
 	if err := loadHFConfig(doc, &sc, name, setArgs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := decoder{file: name, lines: map[string]*yaml.Node{}, sets: setArgs}
 	if err := d.decode(doc, reflect.ValueOf(&sc).Elem(), ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := d.defaultsFromNames(&sc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := sc.Validate(); err != nil {
 		var f *FieldError
 		if errors.As(err, &f) {
-			return nil, d.at(f.Path, f.Msg)
+			return nil, nil, d.at(f.Path, f.Msg)
 		}
-		return nil, &InputError{File: name, Msg: err.Error()}
+		return nil, nil, &InputError{File: name, Msg: err.Error()}
 	}
 	sc.File = name
-	return &sc, nil
+	return &sc, &d, nil
 }
 
 func syntaxError(name string, err error) error {
@@ -269,6 +311,25 @@ func lookup(n *yaml.Node, path ...string) *yaml.Node {
 		n = next
 	}
 	return n
+}
+
+// checkSet refuses a --set that would silently replace more than the
+// user wrote: a whole top-level section given as a mapping (engine={...}
+// would drop vllm_version and every other engine key back to the
+// defaults), and an index into a list (engine.patches.0), which --set
+// cannot address.
+func checkSet(key, v string) error {
+	path := strings.Split(key, ".")
+	var val yaml.Node
+	if len(path) == 1 && yaml.Unmarshal([]byte(v), &val) == nil && len(val.Content) > 0 && val.Content[0].Kind == yaml.MappingNode {
+		return fmt.Errorf("--set of a whole section would replace every key of %s, resetting the ones not given to their defaults: set each field, e.g. --set %s.KEY=VALUE", key, key)
+	}
+	for i, p := range path {
+		if _, err := strconv.Atoi(p); err == nil && i > 0 {
+			return fmt.Errorf("%s is a list: --set cannot change one item; give the whole list, e.g. --set '%s=[...]'", strings.Join(path[:i], "."), strings.Join(path[:i], "."))
+		}
+	}
+	return nil
 }
 
 // setNode replaces (or adds) the value at path with the YAML scalar v.
@@ -399,6 +460,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(out)
 		return nil
 	}
+	if v.Kind() == reflect.Pointer {
+		// A tri-state (engine.enable_prefix_caching): absent is nil.
+		e := reflect.New(v.Type().Elem())
+		if err := d.decode(n, e.Elem(), path); err != nil {
+			return err
+		}
+		v.Set(e)
+		return nil
+	}
 	if n.Kind != yaml.ScalarNode {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %s", typeName(v), NodeKind(n)), d.sets)
 	}
@@ -418,6 +488,27 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(tmp.Elem())
 		return nil
 	}
+	if k := v.Kind(); (k == reflect.Int || k == reflect.Int64 || k == reflect.Uint64) && n.ShortTag() == "!!int" {
+		// yaml.v3 reads 010 as octal 8 and takes 0x10 and 0o10; vLLM's
+		// --max-num-seqs 010 is 10. Integers are decimal here too.
+		bad := locate(d.file, n, path, fmt.Sprintf("want %s written in decimal, got %q", typeName(v), n.Value), d.sets)
+		if k == reflect.Uint64 {
+			digits, ok := decimalDigits(n.Value)
+			u, err := strconv.ParseUint(digits, 10, 64)
+			if !ok || err != nil {
+				return bad
+			}
+			tmp.Elem().SetUint(u)
+		} else {
+			i, ok := DecimalInt(n.Value)
+			if !ok {
+				return bad
+			}
+			tmp.Elem().SetInt(i)
+		}
+		v.Set(tmp.Elem())
+		return nil
+	}
 	if err := n.Decode(tmp.Interface()); err != nil {
 		return locate(d.file, n, path, fmt.Sprintf("want %s, got %q", typeName(v), n.Value), d.sets)
 	}
@@ -426,6 +517,37 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	}
 	v.Set(tmp.Elem())
 	return nil
+}
+
+// DecimalInt reads an integer as Python's int() does: decimal digits, an
+// optional sign, underscores between digits; a leading zero is not octal
+// ("010" is 10) and 0x / 0o prefixes are not integers.
+func DecimalInt(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	digits, ok := decimalDigits(strings.TrimPrefix(s, "-"))
+	if !ok || neg && strings.HasPrefix(s, "-+") {
+		return 0, false
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	i, err := strconv.ParseInt(digits, 10, 64)
+	return i, err == nil
+}
+
+// decimalDigits is s's digits without a leading "+" and underscores; ok is
+// false unless s is decimal digits with underscores between them.
+func decimalDigits(s string) (string, bool) {
+	t := strings.TrimPrefix(s, "+")
+	if t == "" || t[0] == '_' || t[len(t)-1] == '_' || strings.Contains(t, "__") {
+		return "", false
+	}
+	for _, c := range t {
+		if (c < '0' || c > '9') && c != '_' {
+			return "", false
+		}
+	}
+	return strings.ReplaceAll(t, "_", ""), true
 }
 
 // NodeKind says what a YAML value is, for an error about it: "a mapping",
@@ -512,9 +634,6 @@ func (d *decoder) defaultsFromNames(sc *Scenario) error {
 			}
 			sc.Device.MemoryGiB = gib
 		}
-	}
-	if _, ok := d.lines["engine.enable_prefix_caching"]; !ok {
-		sc.Engine.EnablePrefixCaching = sc.PrefixCachingDefault()
 	}
 	if n, ok := d.lines["workload.rate_scale"]; ok && sc.Workload.RateScale == 0 {
 		return locate(d.file, n, "workload.rate_scale", "must be a finite number > 0, got 0 (leave it out to replay at recorded speed)", d.sets)

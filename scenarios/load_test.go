@@ -51,7 +51,6 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"unknown key", "  num_gpu_blocks_override: 100\n  max_num_seq: 3\n", "t.yaml:9: field engine.max_num_seq: unknown field", nil},
 		{"wrong type", "  num_gpu_blocks_override: lots\n", `t.yaml:8: field engine.num_gpu_blocks_override: want an integer, got "lots"`, nil},
 		{"out of range", "  num_gpu_blocks_override: 100\n  gpu_memory_utilization: 1.5\n", "t.yaml:9: field engine.gpu_memory_utilization: must be in (0, 1]", nil},
-		{"bad version", "  num_gpu_blocks_override: 100\n  vllm_version: v9\n", "t.yaml:9: field engine.vllm_version", nil},
 		{"nested dist", "", "t.yaml:13: field workload.prompt_len.max: must be >= min (4), got 2", []string{}},
 		{"bad set", "", "t.yaml (--set engine.max_num_seqs=0): field engine.max_num_seqs: must be >= 1", []string{"engine.max_num_seqs=0"}},
 		{"set unknown", "", "field engine.nope: unknown field", []string{"engine.nope=1"}},

@@ -50,8 +50,6 @@ func Marshal(sc *Scenario) ([]byte, error) {
 		}
 		base.Model.Shape = shape
 	}
-	// Parse resolves an absent enable_prefix_caching to vLLM's default.
-	base.Engine.EnablePrefixCaching = sc.PrefixCachingDefault()
 	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	if err := emit(doc, reflect.ValueOf(sc).Elem(), reflect.ValueOf(&base).Elem(), ""); err != nil {
 		return nil, err
@@ -100,6 +98,14 @@ func emit(m *yaml.Node, v, base reflect.Value, path string) error {
 				continue
 			}
 			val = sub
+		} else if fv.Kind() == reflect.Pointer { // a tri-state: nil is absent
+			if fv.IsNil() {
+				continue
+			}
+			var err error
+			if val, err = scalar(fv.Elem(), fp); err != nil {
+				return err
+			}
 		} else if fv.Kind() == reflect.Slice { // engine.patches
 			if fv.Len() == 0 {
 				continue

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"statesim/model"
-	"statesim/sched"
-	"statesim/statecache"
 	"statesim/workload"
 )
 
@@ -51,11 +49,13 @@ type Engine struct {
 	LongPrefillTokenThreshold int     `yaml:"long_prefill_token_threshold" json:"long_prefill_token_threshold"`
 	SchedulingPolicy          string  `yaml:"scheduling_policy" json:"scheduling_policy"`
 	// EnablePrefixCaching: attention blocks hashed, cached and shared by
-	// hit. Left out, it takes vLLM's default (PrefixCachingDefault).
-	EnablePrefixCaching bool `yaml:"enable_prefix_caching" json:"enable_prefix_caching"`
+	// hit. Left out (nil), it takes vLLM's default, which package setup
+	// decides (hybrids from v0.28 included) where it settles the run.
+	EnablePrefixCaching *bool `yaml:"enable_prefix_caching" json:"enable_prefix_caching,omitempty"`
 	// MambaCacheMode is vLLM's mamba_cache_mode (none, align, all; left
-	// out: the release's choice, MambaMode); MambaBlockSize its block size
-	// (0: block_size, the only size modelled: page unification).
+	// out: the release's choice, as package setup settles it);
+	// MambaBlockSize its block size (0: block_size, the only size
+	// modelled: page unification; in all mode, the chunk).
 	MambaCacheMode string `yaml:"mamba_cache_mode" json:"mamba_cache_mode,omitempty"`
 	MambaBlockSize int    `yaml:"mamba_block_size" json:"mamba_block_size,omitempty"`
 	// StateIndexBits is the width the prefill kernel forms slot × stride
@@ -95,6 +95,15 @@ type Engine struct {
 	AsyncScheduling bool `yaml:"async_scheduling" json:"async_scheduling,omitempty"`
 }
 
+// The range of engine.state_index_bits, checked here and by the flags and
+// search bounds that draw it: 32 reproduces bug B, 64 is the fix, and
+// 16..31 scale the bug down so that small pools reach the wrap.
+const (
+	MinStateIndexBits  = 16
+	MaxStateIndexBits  = 64
+	StateIndexBitsNote = "(32 = vLLM before PR #35275, 64 = fixed)"
+)
+
 // Speculative is speculative_config plus the acceptance model that stands
 // in for the rejection sampler: accepted (a fixed count per decode row)
 // or acceptance_rate (each draft in turn accepted with that probability
@@ -108,10 +117,6 @@ type Speculative struct {
 	Accepted       int     `yaml:"accepted" json:"accepted,omitempty"`
 	AcceptanceRate float64 `yaml:"acceptance_rate" json:"acceptance_rate,omitempty"`
 }
-
-// maxSpecTokens bounds num_speculative_tokens (vLLM allows more; the
-// 1 + K state columns make every Mamba group that many blocks wide).
-const maxSpecTokens = 16
 
 // Device is the accelerator the memory model sizes the pool for.
 type Device struct {
@@ -232,30 +237,6 @@ func (s *Scenario) Validate() error {
 		return fieldErr("model.", err)
 	}
 	e := &s.Engine
-	v, err := sched.ParseVersion(e.VLLMVersion)
-	if err != nil {
-		return fe("engine.vllm_version", "%v", err)
-	}
-	if _, err := sched.Patched(v, e.Patches); err != nil {
-		return fe("engine.patches", "%v", err)
-	}
-	if err := s.validateServed(); err != nil {
-		return err
-	}
-	if _, err := sched.ParseCUDAGraphMode(e.CUDAGraphMode); err != nil {
-		return fe("engine.cudagraph_mode", "%v", err)
-	}
-	if e.ModelRunner != "" {
-		if _, err := sched.ParseRunner(e.ModelRunner); err != nil {
-			return fe("engine.model_runner", "%v", err)
-		}
-		if v == sched.V0 {
-			return fe("engine.model_runner", "the v0 control has no V1 engine model runner")
-		}
-	}
-	if err := s.validateSpeculative(); err != nil {
-		return err
-	}
 	if e.MaxNumBatchedTokens < 1 {
 		return fe("engine.max_num_batched_tokens", "must be >= 1, got %d", e.MaxNumBatchedTokens)
 	}
@@ -286,14 +267,14 @@ func (s *Scenario) Validate() error {
 	if e.SchedulingPolicy != "fcfs" && e.SchedulingPolicy != "priority" {
 		return fe("engine.scheduling_policy", "unknown %q (want fcfs or priority)", e.SchedulingPolicy)
 	}
-	if e.StateIndexBits < 16 || e.StateIndexBits > 64 {
-		return fe("engine.state_index_bits", "must be in [16, 64] (32 = vLLM before PR #35275, 64 = fixed), got %d", e.StateIndexBits)
+	if e.StateIndexBits < MinStateIndexBits || e.StateIndexBits > MaxStateIndexBits {
+		return fe("engine.state_index_bits", "must be in [%d, %d] %s, got %d", MinStateIndexBits, MaxStateIndexBits, StateIndexBitsNote, e.StateIndexBits)
 	}
 	if err := s.validateCacheArgs(); err != nil {
 		return err
 	}
-	if err := s.validatePrefixCaching(); err != nil {
-		return err
+	if e.MambaBlockSize < 0 || e.MambaBlockSize > e.MaxModelLen {
+		return fe("engine.mamba_block_size", "must be in [0, max_model_len %d] (0: the model's), got %d", e.MaxModelLen, e.MambaBlockSize)
 	}
 	if e.NumGPUBlocksOverride == 0 {
 		if !(s.Device.MemoryGiB > 0) {
@@ -327,17 +308,6 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Backend.Shadow && s.Backend.Kind != "cuda" {
 		return fe("backend.shadow", "only the cuda backend runs a shadow (the mock engine beside it), not %s", s.Backend.Kind)
-	}
-	if e.AsyncScheduling {
-		if v, _ := sched.ParseVersion(e.VLLMVersion); v == sched.V0 {
-			return fe("engine.async_scheduling", "the v0 control has no async scheduler")
-		}
-		if numericBackend(s.Backend.Kind) {
-			// Its model runner samples each step's tokens when the step
-			// runs; the one-step-ahead order is modelled for cache
-			// accesses only.
-			return fe("engine.async_scheduling", "the %s backend does not model async scheduling: use backend.kind symbolic", s.Backend.Kind)
-		}
 	}
 	if !(s.Backend.DivergenceThreshold > 0) {
 		return fe("backend.divergence_threshold", "must be > 0, got %g", s.Backend.DivergenceThreshold)
@@ -379,118 +349,6 @@ func (s *Scenario) Validate() error {
 	return nil
 }
 
-// PrefixCachingDefault is enable_prefix_caching's default for s's model
-// and version, as vLLM resolves it where statesim models it: on for
-// attention-only models under V1 (V1's default since it became the default
-// engine in v0.8.0; EngineArgs leaves it None and V1 turns it on); for
-// hybrids off before PR #50991 and on from the release that shipped it
-// (v0.28), with mamba_cache_mode align (MambaMode); off under V0 (its
-// default), for models without attention layers (statesim's prefix cache
-// needs an attention group) and for the numeric backends (mock, cuda),
-// which do not model shared KV blocks.
-func (s *Scenario) PrefixCachingDefault() bool {
-	if s.Engine.VLLMVersion == "v0" || numericBackend(s.Backend.Kind) {
-		return false
-	}
-	sh := &s.Model.Shape
-	if sh.NumMambaLayers() == 0 {
-		return true
-	}
-	if sh.NumAttentionLayers() == 0 || !s.Engine.EnableChunkedPrefill || s.alignLayout().BlockSize > s.Engine.MaxNumBatchedTokens {
-		// The default align would be refused at start-up (it needs
-		// chunked prefill and a block within the step budget, #34445):
-		// statesim keeps caching off instead.
-		return false
-	}
-	if sp := s.Spec(); sp.On() {
-		return false // align's speculative blocks are not modelled: a known gap
-	}
-	r, ok := s.Release()
-	return ok && r.AtLeast(statecache.Release{Major: 0, Minor: 28})
-}
-
-// Release is vllm_version as a release (the fixed alias is its newest);
-// false for the v0 control.
-func (s *Scenario) Release() (statecache.Release, bool) {
-	if s.Engine.VLLMVersion == "v0" {
-		return statecache.Release{}, false
-	}
-	if r, err := statecache.ParseRelease(s.Engine.VLLMVersion); err == nil {
-		return r, true
-	}
-	r, err := statecache.ParseRelease(s.Version().Release().String())
-	return r, err == nil
-}
-
-// MambaMode is how vLLM settles prefix caching and the Mamba cache mode
-// for s's hybrid model (statecache.ResolveMambaCacheMode): whether prefix
-// caching stays on and in which mode. A model without Mamba layers gets
-// enable_prefix_caching as given, in mode none.
-func (s *Scenario) MambaMode() (statecache.ResolvedMambaMode, error) {
-	if s.Model.Shape.NumMambaLayers() == 0 {
-		return statecache.ResolvedMambaMode{PrefixCaching: s.Engine.EnablePrefixCaching, Mode: statecache.MambaNone}, nil
-	}
-	r, ok := s.Release()
-	if !ok {
-		if s.Engine.MambaCacheMode != "" && s.Engine.MambaCacheMode != "none" {
-			return statecache.ResolvedMambaMode{}, fmt.Errorf("the v0 engine has no mamba_cache_mode")
-		}
-		return statecache.ResolvedMambaMode{PrefixCaching: s.Engine.EnablePrefixCaching}, nil
-	}
-	pc := s.Engine.EnablePrefixCaching
-	return statecache.ResolveMambaCacheMode(statecache.MambaModeConfig{
-		Release: r, PrefixCaching: &pc, Requested: s.Engine.MambaCacheMode,
-		SupportsAll:      statecache.SupportsMambaPrefixCaching(s.Model.Shape.StateKind()),
-		NoChunkedPrefill: !s.Engine.EnableChunkedPrefill, SpecDecode: s.Spec().K > 0,
-	})
-}
-
-// validatePrefixCaching refuses what prefix caching is not modelled for,
-// and the Mamba cache mode vLLM would refuse.
-func (s *Scenario) validatePrefixCaching() error {
-	e := &s.Engine
-	if _, err := statecache.ParseMambaCacheMode(e.MambaCacheMode); err != nil {
-		return fe("engine.mamba_cache_mode", "%v", err)
-	}
-	res, err := s.MambaMode()
-	if err != nil {
-		return fe("engine.mamba_cache_mode", "%v", err)
-	}
-	if e.MambaBlockSize < 0 || e.MambaBlockSize > e.MaxModelLen {
-		return fe("engine.mamba_block_size", "must be in [0, max_model_len %d] (0: the model's), got %d", e.MaxModelLen, e.MambaBlockSize)
-	}
-	// The layout's block size: a hybrid's attention block grows until its
-	// page holds a state (page unification), and the Mamba groups share it.
-	bs := s.Layout().BlockSize
-	switch {
-	case res.PrefixCaching && res.Mode == statecache.MambaAll:
-		// mamba_block_size is the chunk the block rounds to (model.Unify).
-	case e.MambaBlockSize != 0 && e.MambaBlockSize != bs:
-		return fe("engine.mamba_block_size", "must be 0 or the unified block size (%d for block_size %d), got %d: statesim gives every KV cache group one block size (vLLM's page unification)", bs, e.BlockSize, e.MambaBlockSize)
-	}
-	if !res.PrefixCaching {
-		return nil
-	}
-	const f = "engine.enable_prefix_caching"
-	switch {
-	case s.Engine.VLLMVersion == "v0":
-		return fe(f, "not modelled for the v0 engine")
-	case numericBackend(s.Backend.Kind):
-		return fe(f, "the %s backend does not model shared KV blocks: use backend.kind symbolic", s.Backend.Kind)
-	case s.Model.Shape.NumAttentionLayers() == 0:
-		return fe(f, "a model without attention layers: statesim's prefix cache needs an attention group")
-	}
-	if res.Mode == statecache.MambaAll && s.Spec().K > 0 {
-		return fe(f, "%s", statecache.ErrSpecMambaPrefixCaching)
-	}
-	if res.Mode == statecache.MambaAlign {
-		if err := sched.CheckMambaAlignBudget(bs, e.MaxNumBatchedTokens); err != nil {
-			return fe("engine.max_num_batched_tokens", "%v", err)
-		}
-	}
-	return nil
-}
-
 // fieldErr prefixes a "field: problem" error from a sub-validator.
 func fieldErr(prefix string, err error) error {
 	if w, ok := err.(*workload.FieldError); ok {
@@ -503,136 +361,4 @@ func fieldErr(prefix string, err error) error {
 		}
 	}
 	return &FieldError{Path: prefix[:len(prefix)-1], Msg: m}
-}
-
-// kimiK3Release is the first release that serves Kimi-K3: v0.27.0
-// (2026-08-10) lists its model files and kernels (#50089, #50000).
-var kimiK3Release = statecache.Release{Major: 0, Minor: 27}
-
-// validateServed refuses a model the release does not serve (Serves).
-func (s *Scenario) validateServed() error {
-	if err := Serves(&s.Model.Shape, s.Engine.VLLMVersion); err != nil {
-		return fe("engine.vllm_version", "%v", err)
-	}
-	return nil
-}
-
-// Serves reports whether vLLM release version (a vllm_version value)
-// serves the model: Kimi-K3 (KDA layers with a full-rank gate,
-// vllm/models/kimi_k3) only from v0.27; every other model statesim
-// derives in every release it models.
-func Serves(sh *model.Shape, version string) error {
-	if !sh.Mixer.FullRankGate {
-		return nil
-	}
-	sc := Scenario{Engine: Engine{VLLMVersion: version}}
-	if r, ok := sc.Release(); !ok || !r.AtLeast(kimiK3Release) {
-		return fmt.Errorf("vLLM %s does not serve Kimi-K3 (%s): its model files came with #50089, first in %s.0", version, sh.Name, kimiK3Release)
-	}
-	return nil
-}
-
-// Version is the parsed vllm_version (valid after Validate).
-func (s *Scenario) Version() sched.Version {
-	v, _ := sched.ParseVersion(s.Engine.VLLMVersion)
-	if w, err := sched.Patched(v, s.Engine.Patches); err == nil {
-		return w
-	}
-	return v
-}
-
-// validateSpeculative checks engine.speculative.
-func (s *Scenario) validateSpeculative() error {
-	sp := &s.Engine.Speculative
-	const f = "engine.speculative."
-	if _, err := sched.ParseSpecMethod(sp.Method); err != nil {
-		return fe(f+"method", "%v", err)
-	}
-	if sp.Method == "" {
-		if sp.NumSpeculativeTokens != 0 {
-			return fe(f+"method", "num_speculative_tokens is %d but no method is set (mtp, eagle or ngram)", sp.NumSpeculativeTokens)
-		}
-		return nil
-	}
-	if sp.NumSpeculativeTokens < 1 || sp.NumSpeculativeTokens > maxSpecTokens {
-		return fe(f+"num_speculative_tokens", "must be in [1, %d] with method %s, got %d", maxSpecTokens, sp.Method, sp.NumSpeculativeTokens)
-	}
-	if sp.Accepted < -1 {
-		return fe(f+"accepted", "must be >= 0 (a fixed count) or -1 (draw with acceptance_rate), got %d", sp.Accepted)
-	}
-	if !(sp.AcceptanceRate >= 0 && sp.AcceptanceRate <= 1) {
-		return fe(f+"acceptance_rate", "must be in [0, 1], got %g", sp.AcceptanceRate)
-	}
-	e := &s.Engine
-	switch {
-	case e.VLLMVersion == "v0":
-		return fe(f+"method", "speculative decoding is modelled for V1 releases, not the v0 control")
-	case e.StateIndexBits != 64:
-		return fe(f+"method", "speculative decoding with state_index_bits %d (bug B's wrap) is not modelled: use 64", e.StateIndexBits)
-	case e.ForcePrefillPath:
-		return fe(f+"method", "force_prefill_path with speculative decoding is not modelled")
-	}
-	return nil
-}
-
-// Spec is the parsed speculative config (valid after Validate); its Rand
-// is left for the engine to seed.
-func (s *Scenario) Spec() sched.Spec {
-	sp := &s.Engine.Speculative
-	m, _ := sched.ParseSpecMethod(sp.Method)
-	if m == sched.SpecOff {
-		return sched.Spec{}
-	}
-	return sched.Spec{Method: m, K: sp.NumSpeculativeTokens, Accept: sched.Acceptance{Fixed: sp.Accepted, Rate: sp.AcceptanceRate}}
-}
-
-// Layout is the KV cache layout the scenario's model gets, the drafter's
-// attention layers included (model.Shape.LayoutWithDrafter): with EAGLE or
-// MTP they join the target's attention bucket. Without them it is the
-// shape's own layout.
-//
-// In mamba_cache_mode all the block is a multiple of the Mamba kernel's
-// chunk (model.Unify), so the mode is resolved first.
-func (s *Scenario) Layout() model.Layout {
-	sh := s.Model.Shape
-	if res, err := s.MambaMode(); err == nil && res.PrefixCaching && res.Mode == statecache.MambaAll {
-		sh.Cache.MambaCacheMode, sh.Cache.MambaBlockSize = "all", s.Engine.MambaBlockSize
-	}
-	return s.layoutOf(&sh)
-}
-
-// alignLayout is the layout in modes none and align, whatever the mode.
-func (s *Scenario) alignLayout() model.Layout { return s.layoutOf(&s.Model.Shape) }
-
-func (s *Scenario) layoutOf(sh *model.Shape) model.Layout {
-	sp := s.Spec()
-	return sh.LayoutWithDrafter(s.Engine.BlockSize, sp.DraftLayers())
-}
-
-// ModelRunner is the model runner the scenario runs (valid after
-// Validate): engine.model_runner, or the release's default, Model Runner
-// V2 from v0.29.0 (#53183), V1 before and for the v0 control.
-func (s *Scenario) ModelRunner() sched.Runner {
-	if s.Engine.ModelRunner != "" {
-		r, _ := sched.ParseRunner(s.Engine.ModelRunner)
-		return r
-	}
-	if r, ok := s.Release(); ok && r.AtLeast(statecache.Release{Major: 0, Minor: 29}) {
-		return sched.RunnerV2
-	}
-	return sched.RunnerV1
-}
-
-// GuardIgnored reports a scenario whose engine.patches add #53059 under
-// Model Runner V2, where the PR's edit (GPUModelRunner._is_uniform_decode)
-// is not on the dispatch path: the patch changes nothing there.
-func (s *Scenario) GuardIgnored() bool {
-	b := s.Version().Behaviour()
-	return b.GraphGuard && !b.GuardApplies(s.ModelRunner())
-}
-
-// CUDAGraphMode is the parsed cudagraph_mode (valid after Validate).
-func (s *Scenario) CUDAGraphMode() sched.CUDAGraphMode {
-	m, _ := sched.ParseCUDAGraphMode(s.Engine.CUDAGraphMode)
-	return m
 }

@@ -118,7 +118,7 @@ func TestPersistentBatchSteps(t *testing.T) {
 // with no tokens leaves the index where it was, and the request after the
 // one being scheduled is skipped for this step.
 func TestPriorityVictimWithNoTokensSkipsNext(t *testing.T) {
-	cfg := Config{MaxNumBatchedTokens: 1000, MaxNumSeqs: 8, MaxModelLen: 100, EnableChunkedPrefill: true, Policy: PriorityPolicy}
+	cfg := Config{MaxNumBatchedTokens: 1000, MaxNumSeqs: 8, MaxModelLen: 100, EnableChunkedPrefill: true, SchedulingPolicy: Priority}
 	s := newTestSched(t, cfg, Fixed, 11) // 10 usable blocks of 16 tokens
 	mk := func(id, prio, computed int) *Request {
 		r := &Request{ID: RequestID(id), Priority: prio, NumPromptTokens: computed, NumOutputTokens: 1,

@@ -11,11 +11,35 @@ type Builder uint8
 
 const (
 	// BuilderMamba: BaseMambaAttentionMetadataBuilder
-	// (vllm/v1/attention/backends/mamba_attn.py), shared by the Mamba1,
-	// Mamba2, ShortConv and linear-attention (MiniMax) backends. It passes
-	// treat_short_extends_as_decodes=False since #37303 and lets rows with
-	// state decode since #42430.
+	// (vllm/v1/attention/backends/mamba_attn.py) as the Mamba1 and
+	// ShortConv backends use it. It passes treat_short_extends_as_decodes=False since
+	// #37303 and lets rows with state decode since #42430. The runner
+	// never hands it num_accepted_tokens (gpu_model_runner.py
+	// _build_attention_metadata @ 6adad0876 passes it to the Mamba2, GDN
+	// and Bailing builders only; V2's MambaHybridModelState.
+	// get_extra_attn_kwargs to Mamba2 and GDN), so its split's
+	// decode_threshold stays 1 under speculative decoding
+	// (_compute_common_metadata: "reorder_batch_threshold if
+	// num_accepted_tokens is not None else 1", mamba_attn.py since #33726):
+	// a draft row of 1 + K tokens takes the prefill kernel.
 	BuilderMamba Builder = iota
+	// BuilderMamba2: the same builder class as Mamba2AttentionMetadata-
+	// Builder, which the runner hands num_accepted_tokens: its split's
+	// threshold is 1 + K when it gets them (V1: in a step with drafts
+	// scheduled, use_spec_decode = len(scheduled_spec_decode_tokens) > 0;
+	// V2: whenever num_speculative_tokens > 0).
+	BuilderMamba2
+	// BuilderLinear: LinearAttentionMetadataBuilder
+	// (vllm/v1/attention/backends/linear_attn.py), MiniMax's lightning
+	// attention. Not a BaseMambaAttentionMetadataBuilder: it splits with
+	// split_decodes_and_prefills(m, decode_threshold=1) and the default
+	// flags in every release read (its history to 6adad0876 never changed
+	// the call), so a batch of 1-token rows is all decodes, a new one
+	// included; MiniMaxText01LinearAttention zeroes a new sequence's state
+	// only on the prefill path (clear_linear_attention_cache_for_new_
+	// sequences, minimax_linear_attn.py). Never handed num_accepted_tokens
+	// (only its Bailing subclass is).
+	BuilderLinear
 	// BuilderGDN: GDNAttentionMetadataBuilder
 	// (vllm/v1/attention/backends/gdn_attn.py), for Qwen3-Next, Qwen3.5,
 	// OLMo-hybrid, Bailing-v3 and standalone Kimi Linear, whose KDA layers
@@ -33,8 +57,17 @@ const (
 )
 
 func (b Builder) String() string {
-	return [...]string{"mamba", "gdn", "kimi-k3-kda"}[b]
+	return [...]string{"mamba", "mamba2", "linear", "gdn", "kimi-k3-kda"}[b]
 }
+
+// acceptsDrafts reports whether the runner hands builder b
+// num_accepted_tokens under speculative decoding, so that its split can
+// take a row of 1 + K tokens as a decode.
+func (b Builder) acceptsDrafts() bool { return b != BuilderMamba && b != BuilderLinear }
+
+// gdnFamily reports the GDN builder and its Kimi-K3 subclass: they split
+// by the spec mask when a step has draft rows.
+func (b Builder) gdnFamily() bool { return b == BuilderGDN || b == BuilderKimiK3KDA }
 
 // BuilderOf is the builder vLLM picks for a model whose state layers are
 // of kind k ("" for presets, which are Mamba1); fullRankGate is KDA's
@@ -47,6 +80,10 @@ func BuilderOf(k model.StateKind, fullRankGate bool) Builder {
 		return BuilderKimiK3KDA
 	case k == model.GatedDeltaNet, k == model.KDA:
 		return BuilderGDN
+	case k == model.Mamba2:
+		return BuilderMamba2
+	case k == model.LinearAttention:
+		return BuilderLinear
 	}
 	return BuilderMamba
 }

@@ -60,9 +60,11 @@ func TestGDNSplitConformance(t *testing.T) {
 // (#51565, #51483); V0 never decodes.
 func TestSplitPerBuilder(t *testing.T) {
 	want := map[Builder][]int{ // num_decodes per version, in table order
-		BuilderMamba:     {2, 2, 1, 1, 1, 0},
-		BuilderGDN:       {2, 2, 2, 2, 1, 0},
-		BuilderKimiK3KDA: {2, 2, 2, 2, 1, 0},
+		BuilderMamba:     {2, 2, 1, 1, 1, 1, 0},
+		BuilderMamba2:    {2, 2, 1, 1, 1, 1, 0},
+		BuilderLinear:    {2, 2, 2, 2, 2, 2, 0}, // default flags in every release
+		BuilderGDN:       {2, 2, 2, 2, 2, 1, 0},
+		BuilderKimiK3KDA: {2, 2, 2, 2, 2, 1, 0},
 	}
 	for k := Builder(0); k < numBuilders; k++ {
 		for v := Version(0); v < numVersions; v++ {
@@ -76,8 +78,8 @@ func TestSplitPerBuilder(t *testing.T) {
 
 func TestBuilderOf(t *testing.T) {
 	for k, want := range map[model.StateKind]Builder{
-		"": BuilderMamba, model.Mamba1: BuilderMamba, model.Mamba2: BuilderMamba, model.ShortConv: BuilderMamba,
-		model.LinearAttention: BuilderMamba, model.GatedDeltaNet: BuilderGDN,
+		"": BuilderMamba, model.Mamba1: BuilderMamba, model.Mamba2: BuilderMamba2, model.ShortConv: BuilderMamba,
+		model.LinearAttention: BuilderLinear, model.GatedDeltaNet: BuilderGDN,
 		model.KDA: BuilderGDN, // Kimi Linear's KDA layers run on the GDN backend (#51562)
 	} {
 		if got := BuilderOf(k, false); got != want {
@@ -93,12 +95,18 @@ func TestBuilderOf(t *testing.T) {
 	}
 }
 
-// TestAliases: every release from v0.23 to v0.30 behaves as v0.22, and
-// "fixed" is the newest; Since orders releases and leaves V0 out.
+// TestAliases: every release from v0.23 to v0.27 behaves as v0.22, v0.29
+// and v0.30 as v0.28, and "fixed" is the newest; Since orders releases
+// and leaves V0 out.
 func TestAliases(t *testing.T) {
-	for _, n := range []string{"v0.23", "v0.24", "v0.25", "v0.26", "v0.27", "v0.28", "v0.29", "v0.30"} {
+	for _, n := range []string{"v0.23", "v0.24", "v0.25", "v0.26", "v0.27"} {
 		if v, err := ParseVersion(n); err != nil || v != V022 {
 			t.Errorf("%s parses as %v, %v; want v0.22", n, v, err)
+		}
+	}
+	for _, n := range []string{"v0.28", "v0.29", "v0.30"} {
+		if v, err := ParseVersion(n); err != nil || v != V028 {
+			t.Errorf("%s parses as %v, %v; want v0.28", n, v, err)
 		}
 	}
 	if v, _ := ParseVersion("fixed"); v != V031 || Fixed != V031 {

@@ -12,7 +12,7 @@ import (
 // any engine.patches on top of it: the low bits are the release, the bits
 // above baseBits the set of patched PRs (patches.go's prs, by index). An
 // unpatched release is its own value, so V013..V0 compare as before.
-type Version uint16
+type Version uint32
 
 const (
 	// V013: vLLM ≤ 0.13. is_decode = num_scheduled ≤ 1: a new request given
@@ -33,8 +33,14 @@ const (
 	// decodes; only rows with no state are forced to prefill. The GDN and
 	// Kimi-K3 KDA builders still split with the default flags, so a new
 	// 1-token row in a batch of decodes takes their decode kernel. v0.23
-	// to v0.30 change nothing here and are its aliases.
+	// to v0.27 change nothing here and are its aliases.
 	V022
+	// V028: Model Runner V2 sorts the rows with drafts first (#47808,
+	// merged 2026-08-12, two days after v0.27.0: first in v0.28.0,
+	// inferred) and replays a FULL decode graph only when no row is
+	// prefilling (#51865, merged 2026-08-11). v0.29 and v0.30 are its
+	// aliases.
+	V028
 	// V031: the GDN builder (#51565, merged 2026-09-22) and Kimi-K3's KDA
 	// builder (#51483, merged 2026-09-16) send rows with no state to
 	// prefill, as the Mamba builders do since #42430. First in v0.31.0
@@ -125,6 +131,13 @@ type Behaviour struct {
 	// EagleMamba: how the Mamba groups' hit lookup treats the EAGLE drop
 	// (#53912: ignored in every release; open PRs #48375, #57128).
 	EagleMamba statecache.EagleMamba
+	// SpecNonSpecPrefill: in the GDN builder's spec branch the rows
+	// without drafts are all prefills (#34871: "num_decodes and
+	// num_spec_decodes are mutually exclusive", gdn_attn.py @ 116ed130f).
+	SpecNonSpecPrefill bool
+	// DraftsFirst: Model Runner V2's sort puts rows with drafts before
+	// every other row (#47808, sort_batch_req_ids @ 7f7a32cfe).
+	DraftsFirst bool
 }
 
 // Split is the split of builder k.
@@ -134,6 +147,10 @@ func (b *Behaviour) Split(k Builder) Split {
 		return b.GDN
 	case BuilderKimiK3KDA:
 		return b.KDA
+	case BuilderLinear:
+		if b.Reorder != ReorderNone {
+			return splitDefault // the same call in every V1 release
+		}
 	}
 	return b.Mamba
 }
@@ -145,28 +162,43 @@ var (
 	splitOff        = Split{Off: true}              // V0's Mamba1: always prefill
 )
 
-// behaviours holds every release under every patch set, indexed by
-// Version, so that a lookup stays one array index (patches.go fills the
-// patched entries at init). The releases' rows are written out here and
-// checked against their PR sets in TestReleasesArePRSets.
-var behaviours = [numPatched]Behaviour{
-	V013: {"v0.13", ReorderQueryLen, splitDefault, splitDefault, splitDefault, false, false, false, false, false, false, statecache.EagleMambaIgnored},
-	V014: {"v0.14", ReorderNewLast, splitDefault, splitDefault, splitDefault, false, false, false, false, false, false, statecache.EagleMambaIgnored},
-	V019: {"v0.19", ReorderFourRegion, splitPrefilling, splitDefault, splitDefault, false, false, false, false, true, true, statecache.EagleMambaIgnored},
-	V022: {"v0.22", ReorderFourRegion, splitStateless, splitDefault, splitDefault, false, false, false, true, true, true, statecache.EagleMambaIgnored},
-	V031: {"v0.31", ReorderFourRegion, splitStateless, splitStateless, splitStateless, false, false, false, true, true, true, statecache.EagleMambaIgnored},
-	V0:   {"v0", ReorderNone, splitOff, splitOff, splitOff, false, false, false, false, false, false, statecache.EagleMambaIgnored},
+// releases holds each release's row, written out here and checked against
+// its PR set in TestReleasesArePRSets; a patched version's row is built
+// from its PR set when first asked for (behaviour).
+var releases = [numVersions]Behaviour{
+	V013: {Name: "v0.13", Reorder: ReorderQueryLen, Mamba: splitDefault, GDN: splitDefault, KDA: splitDefault},
+	V014: {Name: "v0.14", Reorder: ReorderNewLast, Mamba: splitDefault, GDN: splitDefault, KDA: splitDefault},
+	V019: {Name: "v0.19", Reorder: ReorderFourRegion, Mamba: splitPrefilling, GDN: splitDefault, KDA: splitDefault,
+		AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
+	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
+		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
+	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitStateless, KDA: splitStateless,
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
+}
+
+// behaviour is v's row: a release's from the table, a patched version's
+// built from its PR set (a Scheduler keeps its own, Scheduler.behaviour).
+func (v Version) behaviour() *Behaviour {
+	if v < numVersions {
+		return &releases[v]
+	}
+	b := behaviourOf(prSet(v.Release()) ^ int(v>>baseBits))
+	return &b
 }
 
 // aliases name releases whose batch behaviour is an earlier release's, in
-// release order: v0.23 to v0.30 changed neither the reorder nor any
-// builder's split (docs/model.md). "fixed" is the newest.
+// release order: v0.23 to v0.27 changed neither the reorder nor any
+// builder's split, v0.29 and v0.30 nothing since v0.28 (docs/model.md).
+// "fixed" is the newest.
 var aliases = []struct {
 	name string
 	v    Version
 }{
 	{"v0.23", V022}, {"v0.24", V022}, {"v0.25", V022}, {"v0.26", V022},
-	{"v0.27", V022}, {"v0.28", V022}, {"v0.29", V022}, {"v0.30", V022},
+	{"v0.27", V022}, {"v0.29", V028}, {"v0.30", V028},
 	{"fixed", Fixed},
 }
 
@@ -176,7 +208,7 @@ func (v Version) Since(w Version) bool { return v.Release() != V0 && v.Release()
 
 // Behaviour is the version's reorder and split.
 func (v Version) Behaviour() Behaviour {
-	b := behaviours[v]
+	b := *v.behaviour()
 	b.Name = v.String()
 	return b
 }
@@ -185,13 +217,13 @@ func (v Version) String() string {
 	if set := int(v >> baseBits); set != 0 {
 		return describeSet(v.Release(), set)
 	}
-	return behaviours[v].Name
+	return releases[v].Name
 }
 
 // ParseVersion reads a vllm_version value.
 func ParseVersion(s string) (Version, error) {
 	for i := Version(0); i < numVersions; i++ {
-		if behaviours[i].Name == s {
+		if releases[i].Name == s {
 			return i, nil
 		}
 	}
@@ -207,7 +239,7 @@ func ParseVersion(s string) (Version, error) {
 func VersionNames() []string {
 	var n []string
 	for i := Version(0); i < numVersions; i++ {
-		n = append(n, behaviours[i].Name)
+		n = append(n, releases[i].Name)
 	}
 	for _, a := range aliases {
 		n = append(n, a.name)
@@ -287,20 +319,20 @@ func Classify(v Version, rows, tmp []Row, forcePrefill bool) int {
 
 // ClassifyFor is Classify for a model whose state layers use builder k.
 func ClassifyFor(v Version, k Builder, rows, tmp []Row, forcePrefill bool) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, nil, RunnerV1)
+	nd, _ := classify(v.behaviour(), k, rows, tmp, forcePrefill, nil, RunnerV1)
 	return nd
 }
 
 // ClassifySpec is ClassifyFor under speculative decoding spec (nil: off).
 func ClassifySpec(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec, RunnerV1)
+	nd, _ := classify(v.behaviour(), k, rows, tmp, forcePrefill, spec, RunnerV1)
 	return nd
 }
 
 // ClassifyRunner is ClassifySpec under model runner ru: rows come in
 // scheduling order, and under V2 leave in V2's order (runner.go).
 func ClassifyRunner(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) int {
-	nd, _ := classify(v, k, rows, tmp, forcePrefill, spec, ru)
+	nd, _ := classify(v.behaviour(), k, rows, tmp, forcePrefill, spec, ru)
 	return nd
 }
 
@@ -309,8 +341,7 @@ func ClassifyRunner(v Version, k Builder, rows, tmp []Row, forcePrefill bool, sp
 // under the GDN builder's spec branch, whose spec rows decode wherever
 // they stand (specGDN). Under V2 the region is only a label (at the
 // builders' threshold: V2 runs no reorder).
-func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) (nd int, moved bool) {
-	b := &behaviours[v]
+func classify(b *Behaviour, k Builder, rows, tmp []Row, forcePrefill bool, spec *Spec, ru Runner) (nd int, moved bool) {
 	th := b.thresholds(spec)
 	v2 := ru == RunnerV2 && b.Reorder != ReorderNone
 	if v2 {
@@ -323,7 +354,7 @@ func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Sp
 	}
 	switch {
 	case v2:
-		moved = orderV2(rows, th.Builder, b.UniformFirst)
+		moved = orderV2(rows, th.Builder, b.UniformFirst, b.DraftsFirst)
 	case b.Reorder != ReorderNone:
 		moved = reorder(rows, tmp)
 	}
@@ -331,14 +362,20 @@ func classify(v Version, k Builder, rows, tmp []Row, forcePrefill bool, spec *Sp
 	if forcePrefill {
 		sp.Off = true
 	}
-	if sp.Threshold == 0 {
-		sp.Threshold = th.Builder
+	drafts := spec.On() && hasSpecRow(rows)
+	if k.gdnFamily() && drafts && !sp.Off {
+		return specGDN(sp, b.SpecNonSpecPrefill, rows), moved
 	}
-	if k != BuilderMamba && spec.On() && !sp.Off && hasSpecRow(rows) {
-		return specGDN(sp, rows), moved
+	handed := k.acceptsDrafts() && !k.gdnFamily() && spec.On() && (drafts || v2)
+	if sp.Threshold == 0 {
+		sp.Threshold = decodeThreshold
+		if handed {
+			sp.Threshold = 1 + spec.K
+		}
 	}
 	nd = sp.numDecodes(rows)
 	for i := range rows {
+		rows[i].AcceptedHanded = handed
 		if i < nd {
 			rows[i].Path = PathDecode
 			rows[i].HasInitialState = true
@@ -360,19 +397,31 @@ func hasSpecRow(rows []Row) bool {
 	return false
 }
 
-// specGDN is the GDN builder's split when the batch has spec rows
-// (gdn_attn.py build, spec_sequence_masks = num_decode_draft_tokens >=
-// 0, which the runner sets only for rows past their prompt): spec rows
-// take the spec decode kernel by mask, wherever the reorder put them; the
-// other rows are decodes when one token long (until #51565, whatever
-// their state; with it, only when the row has state: sp.Force), prefills
-// otherwise. It returns the number of decode-path rows.
-func specGDN(sp Split, rows []Row) int {
+// In classify, handed is whether the runner hands the Mamba builders
+// num_accepted_tokens this step, which raises their split's
+// decode_threshold to 1 + K (_compute_common_metadata: "reorder_batch_
+// threshold if num_accepted_tokens is not None else 1"): only the Mamba2
+// builder gets them (V1 only in a step with drafts scheduled, use_spec_
+// decode = len(scheduled_spec_decode_tokens) > 0; V2 whenever K > 0).
+// The GDN builder's non-spec branch passes decode_threshold=1 and no
+// num_accepted_tokens (gdn_attn.py @ 6adad0876).
+
+// specGDN is the GDN builder's split when the batch has draft rows
+// (gdn_attn.py build: the runner's num_decode_draft_tokens is the draft
+// count for a row of exactly 1 + drafts tokens, -1 otherwise; the spec
+// branch runs when some row's count is positive, spec_sequence_masks =
+// count >= 0): spec rows take the spec decode kernel by mask, wherever
+// they stand. Of the other rows, since #34871 every one is a prefill
+// (spec and non-spec decodes are mutually exclusive); before it a
+// 1-token row is a decode (with #51565's flag, only when it has state).
+// It returns the number of decode-path rows.
+func specGDN(sp Split, nonSpecPrefill bool, rows []Row) int {
 	nd := 0
 	for i := range rows {
 		r := &rows[i]
-		decode := r.NumDrafts > 0 && r.NumComputed >= r.PrefillLen
-		if !decode && r.NumScheduled == 1 {
+		decode := r.NumDrafts > 0 && r.NumScheduled == r.NumDrafts+1
+		r.AcceptedHanded = decode // num_accepted_tokens[spec_sequence_masks]
+		if !decode && !nonSpecPrefill && r.NumScheduled == 1 {
 			decode = sp.Force == ForceNone || r.NumComputed > 0
 		}
 		if decode {

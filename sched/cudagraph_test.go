@@ -16,17 +16,19 @@ func graphRows(q, c, p []int) []Row {
 // The uniform-decode rule, cases after vLLM's _is_uniform_decode (K = 0):
 // every row exactly 1 token; #53059 adds "no row still prefilling".
 func TestDispatchUniformDecode(t *testing.T) {
-	v31 := V031.Behaviour()
-	guarded, err := Patched(V031, []string{"+53059"})
+	// v0.31 without V2's own gate (#51865, in from v0.28) as the
+	// shape-only base; g2 is the release as shipped.
+	ungated, err := Patched(V031, []string{"-51865"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v31 := ungated.Behaviour()
+	guarded, err := Patched(V031, []string{"+53059", "-51865"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := guarded.Behaviour()
-	gated, err := Patched(V031, []string{"+51865"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2 := gated.Behaviour()
+	g2 := V031.Behaviour()
 	for _, tc := range []struct {
 		name    string
 		q, c, p []int
@@ -145,11 +147,11 @@ func TestPatches(t *testing.T) {
 	if a := mustPatched(t, V031, "-51565"); a.Behaviour().GDN != V022.Behaviour().GDN {
 		t.Error("v0.31-51565's GDN split is not v0.22's")
 	}
-	w := mustPatched(t, V022, "+51565", "+51483")
+	w := mustPatched(t, V028, "+51565", "+51483")
 	b, want := w.Behaviour(), V031.Behaviour()
 	b.Name = want.Name
 	if b != want {
-		t.Errorf("v0.22+51565+51483 = %+v, want v0.31's %+v", b, want)
+		t.Errorf("v0.28+51565+51483 = %+v, want v0.31's %+v", b, want)
 	}
 }
 

@@ -22,48 +22,76 @@ type pr struct {
 	// does not exist.
 	needs []int
 	what  string
+	// state is what vLLM's tracker says of it; it changes no behaviour.
+	state status
+}
+
+// status is a PR's state upstream, as the stores this project searches had
+// it: merged on main (date, commit, first release and how that is known)
+// or open (the latest date it was seen open). docs/bugs.md, "Patch
+// states", gives the evidence for each.
+type status struct {
+	merged  string // YYYY-MM-DD it merged on main; "" while open
+	commit  string // the merge commit on main, where found
+	release string // first vLLM release that ships it ("v0.19.0"); "" if not established
+	how     string // how release is known, or why it is not
+	asOf    string // open: the latest date it was seen open
+	note    string // a disagreement with in, or a caveat
 }
 
 var prs = []pr{
-	{32118, V014, nil, "reorder: num_computed == 0 is prefill"},
-	{37303, V019, []int{32118}, "four-region reorder; Mamba split forces is_prefilling"},
-	{42430, V022, []int{37303}, "Mamba split forces only stateless rows (short extends decode)"},
-	{51565, V031, []int{42430}, "GDN split forces stateless rows"},
-	{51483, V031, []int{42430}, "Kimi-K3 KDA split forces stateless rows"},
-	{33352, V019, nil, "async scheduling off with Mamba prefix caching"},
-	{33997, V019, []int{33352}, "align mode frees on num_computed - K; async scheduling back on for align"},
-	{53059, numVersions, nil, "uniform-decode CUDA-graph dispatch requires no prefilling row (open)"},
-	{55898, numVersions, nil, "runner reorder threshold: the stateful builders' 1 + K wins over the drafter's 1 (open)"},
-	{48375, numVersions, nil, "MambaManager honours drop_eagle_block: no Mamba state past the EAGLE-dropped attention hit (open)"},
-	{57128, numVersions, nil, "no EAGLE margin for the Mamba group and its finder drops a block: the state a block below the attention hit (open)"},
-	// Merged 2026-07-02, so first in one of v0.23..v0.28; statesim's v0.22
-	// row stands for v0.22..v0.30, so here it is in from v0.22. Only Model
+	{32118, V014, nil, "reorder: num_computed == 0 is prefill",
+		status{merged: "2026-01-12", commit: "8fb2c135b", release: "v0.14.0", how: "VLLM-FACTS §2"}},
+	{37303, V019, []int{32118}, "four-region reorder; Mamba split forces is_prefilling",
+		status{merged: "2026-03-20", commit: "e1d85e5c2", release: "v0.19.0", how: "inferred: v0.18.0 (out by 2026-03-23) was branched before the merge",
+			note: "docs/model.md dates the merge 2026-03-17; the commit on main is dated 2026-03-20"}},
+	{42430, V022, []int{37303}, "Mamba split forces only stateless rows (short extends decode)",
+		status{merged: "2026-05-18", commit: "47829b115", release: "v0.22.0", how: "inferred: v0.21.0 was out by 2026-05-16"}},
+	{51565, V031, []int{42430}, "GDN split forces stateless rows",
+		status{merged: "2026-09-22", release: "v0.31.0", how: "inferred: merged the day v0.30.0 was published, whose rc1 was out by 2026-09-19; no cherry-pick found",
+			note: "a third-party v0.30.0 build log (2026-09-24) calls it v0.30.0's; not checked against the tag"}},
+	{51483, V031, []int{42430}, "Kimi-K3 KDA split forces stateless rows",
+		status{merged: "2026-09-16", commit: "f8b5c1146", release: "v0.31.0", how: "inferred, as #51565",
+			note: "merged before v0.30.0rc1 was out (by 2026-09-19): if the v0.30 branch was cut after 2026-09-16, v0.30.0 has it; not established"}},
+	{33352, V019, nil, "async scheduling off with Mamba prefix caching",
+		status{merged: "2026-01-30", commit: "ec51831a2", how: "one of v0.15.0..v0.18.x, not established; those releases are not modelled, so it is in from v0.19 here"}},
+	{33997, V019, []int{33352}, "align mode frees on num_computed - K; async scheduling back on for align",
+		status{merged: "2026-02-14", commit: "d5fe3f702", how: "one of v0.16.0..v0.18.x, not established; those releases are not modelled, so it is in from v0.19 here"}},
+	{53059, numVersions, nil, "uniform-decode CUDA-graph dispatch requires no prefilling row (open)",
+		status{asOf: "2026-09-13", note: "not in the merged-PR lists read to 2026-10-08"}},
+	{55898, numVersions, nil, "runner reorder threshold: the stateful builders' 1 + K wins over the drafter's 1 (open)",
+		status{asOf: "2026-09-30", note: "not in the merged-PR lists read to 2026-10-08"}},
+	{48375, numVersions, nil, "MambaManager honours drop_eagle_block: no Mamba state past the EAGLE-dropped attention hit (open)",
+		status{asOf: "2026-08-17", note: "not in the merged-PR lists read to 2026-10-08"}},
+	{57128, numVersions, nil, "no EAGLE margin for the Mamba group and its finder drops a block: the state a block below the attention hit (open)",
+		status{asOf: "2026-10-06", note: "not in the merged-PR lists read to 2026-10-08"}},
+	// First in one of v0.24..v0.28 (merged after v0.24.0); statesim's v0.22
+	// row stands for v0.22..v0.27, so here it is in from v0.22. Only Model
 	// Runner V2 reads it (the default from v0.29, which has it).
-	{47381, V022, nil, "Model Runner V2 orders uniform decodes (query length 1 + K) first, then by query length"},
-	// Read in vLLM's V2 runner at 0036d38d; the number is the one a fork's
-	// image check gives it. No release is known to contain it.
-	{51865, numVersions, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)"},
+	{47381, V022, nil, "Model Runner V2 orders uniform decodes (query length 1 + K) first, then by query length",
+		status{merged: "2026-07-09", commit: "85b3a7264", how: "one of v0.24.0..v0.28.0 (v0.24.0 was out by 2026-07-01), not established",
+			note: "docs/model.md dates the merge 2026-07-02; the commit on main is dated 2026-07-09"}},
+	// Merged upstream 2026-08-11 (0a94d85a6, "Require all requests to be
+	// decoding for uniform-decode dispatch": get_uniform_decode_token_count
+	// with has_prefill, vllm/v1/worker/utils.py, still so at 6adad0876):
+	// in v0.28.0 (inferred, as #47808).
+	{51865, V028, nil, "Model Runner V2's uniform-decode dispatch requires no prefilling row (has_prefill)",
+		status{merged: "2026-08-11", commit: "0a94d85a6", release: "v0.28.0", how: "inferred, as #47808: merged the day after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
+	{34871, V019, nil, "GDN spec branch: rows without drafts beside spec decodes are prefills",
+		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
+	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",
+		status{merged: "2026-08-12", commit: "7f7a32cfe", release: "v0.28.0", how: "inferred: merged two days after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
 }
 
 const (
-	baseBits   = 3 // releases V013..V0 fit in 3 bits
-	baseMask   = 1<<baseBits - 1
-	numPRs     = 13                       // len(prs), checked at init
-	numPatched = 1 << (baseBits + numPRs) // every release under every subset of prs
+	baseBits = 3 // releases V013..V0 fit in 3 bits
+	baseMask = 1<<baseBits - 1
+	numPRs   = 15 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
-	if len(prs) != numPRs || numVersions > 1<<baseBits {
-		panic("sched: numPatched assumes numPRs PRs and releases in 3 bits")
-	}
-	// The patched entries' names are made when asked for (Version.String):
-	// building 2^13 × 5 strings here cost every process start tens of ms.
-	for set := 1; set < 1<<len(prs); set++ {
-		for rel := Version(0); rel < numVersions; rel++ {
-			if rel != V0 {
-				behaviours[rel|Version(set)<<baseBits] = behaviourOf(prSet(rel) ^ set)
-			}
-		}
+	if len(prs) != numPRs || numVersions > 1<<baseBits || baseBits+numPRs > 32 {
+		panic("sched: Version holds a release in 3 bits and the PR set above them")
 	}
 }
 
@@ -116,6 +144,8 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.GraphGuardV2 = has(51865)
 	b.ThresholdMax = has(55898)
 	b.UniformFirst = has(47381)
+	b.DraftsFirst = has(47808)
+	b.SpecNonSpecPrefill = has(34871)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
 	switch {

@@ -29,13 +29,19 @@ func (r *Request) PrefillLen(ru Runner) int {
 
 // orderV2 sorts rows, in scheduling order (the order of the scheduler's
 // num_scheduled_tokens), as sort_batch_req_ids does: a stable sort by
-// query length, uniform decodes (query length decodeLen = 1 + K) first
-// when uniformFirst (#47381). It reports whether a row moved.
-func orderV2(rows []Row, decodeLen int, uniformFirst bool) bool {
+// query length; uniform decodes (query length decodeLen = 1 + K) first
+// when uniformFirst (#47381); and ahead of them every row with drafts
+// when draftsFirst (#47808: key (not draft_tokens, num !=
+// decode_query_len, num), gpu/model_runner.py @ 7f7a32cfe). It reports
+// whether a row moved.
+func orderV2(rows []Row, decodeLen int, uniformFirst, draftsFirst bool) bool {
 	key := func(r *Row) int {
 		q := r.NumScheduled
 		if uniformFirst && q == decodeLen {
-			return -1
+			q = -1
+		}
+		if draftsFirst && r.NumDrafts == 0 {
+			q += 1 << 30 // after every row with drafts, in the same order
 		}
 		return q
 	}

@@ -2,11 +2,14 @@ package sched
 
 import "testing"
 
-// A resumed request's last recompute chunk past its prompt: V1 compares
-// num_computed with the prompt, so the 2-token draftless row is a decode
-// under the 1 + K threshold; V2's prefill_len covers the recomputed
-// outputs (the scheduler re-sends all token ids), so the row is prefilling
-// and takes the prefill path.
+// A resumed request's last recompute chunk past its prompt (Mamba2,
+// MTP K = 1). V1 compares num_computed with the prompt, so the 2-token
+// draftless row is not prefilling; whether it decodes depends on the
+// step: the V1 runner hands the Mamba2 builder num_accepted_tokens only
+// in a step with drafts scheduled, so alone it splits at threshold 1 and
+// prefills, beside a draft decode at 1 + K and decodes. V2's prefill_len
+// covers the recomputed outputs (the scheduler re-sends all token ids),
+// so the row is prefilling and takes the prefill path either way.
 func TestResumedRecomputeChunkByRunner(t *testing.T) {
 	st := &State{}
 	r := &Request{ID: 1, NumPromptTokens: 10, NumOutputTokens: 3, NumPreemptions: 1}
@@ -20,14 +23,21 @@ func TestResumedRecomputeChunkByRunner(t *testing.T) {
 	}
 	spec := &Spec{Method: SpecMTP, K: 1}
 	fix := mustPatched(t, V031, "+55898")
+	dec := &Request{ID: 2, NumPromptTokens: 4}
 	for _, c := range []struct {
-		ru   Runner
-		want Path
-	}{{RunnerV1, PathDecode}, {RunnerV2, PathPrefill}} {
+		ru     Runner
+		beside bool
+		want   Path
+	}{{RunnerV1, false, PathPrefill}, {RunnerV1, true, PathDecode}, {RunnerV2, false, PathPrefill}, {RunnerV2, true, PathPrefill}} {
 		rows := []Row{{Req: r, NumScheduled: 2, NumComputed: 11}}
-		ClassifyRunner(fix, BuilderMamba, rows, make([]Row, 0, 1), false, spec, c.ru)
-		if rows[0].Path != c.want {
-			t.Errorf("%s: the resumed row is on the %s path, want %s", c.ru, rows[0].Path, c.want)
+		if c.beside {
+			rows = append(rows, Row{Req: dec, NumScheduled: 2, NumComputed: 6, NumDrafts: 1})
+		}
+		ClassifyRunner(fix, BuilderMamba2, rows, make([]Row, 0, 2), false, spec, c.ru)
+		for _, row := range rows {
+			if row.Req == r && row.Path != c.want {
+				t.Errorf("%s, draft row beside: %v: the resumed row is on the %s path, want %s", c.ru, c.beside, row.Path, c.want)
+			}
 		}
 	}
 }
@@ -46,14 +56,14 @@ func TestV2OrdersUniformDecodesFirst(t *testing.T) {
 		}
 	}
 	spec := &Spec{Method: SpecNgram, K: 2}
-	old := mustPatched(t, V031, "-47381")
+	old := mustPatched(t, V031, "-47808", "-47381")
 	for _, c := range []struct {
 		v     Version
 		first RequestID
 		nd    int
 	}{{V031, 2, 1}, {old, 1, 0}} {
 		rs := rows()
-		nd := ClassifyRunner(c.v, BuilderMamba, rs, make([]Row, 0, 2), false, spec, RunnerV2)
+		nd := ClassifyRunner(c.v, BuilderMamba2, rs, make([]Row, 0, 2), false, spec, RunnerV2)
 		if rs[0].Req.ID != c.first || nd != c.nd {
 			t.Errorf("%s under V2: row 0 is request %d, %d decodes; want request %d, %d", c.v, rs[0].Req.ID, nd, c.first, c.nd)
 		}
@@ -61,8 +71,42 @@ func TestV2OrdersUniformDecodesFirst(t *testing.T) {
 	// The V1 reorder (threshold 1 + K: ngram has no drafter group) puts
 	// the draft decode first either way.
 	rs := rows()
-	if nd := ClassifyRunner(old, BuilderMamba, rs, make([]Row, 0, 2), false, spec, RunnerV1); nd != 1 || rs[0].Req != dec {
+	if nd := ClassifyRunner(old, BuilderMamba2, rs, make([]Row, 0, 2), false, spec, RunnerV1); nd != 1 || rs[0].Req != dec {
 		t.Errorf("V1: %d decodes, row 0 request %d", nd, rs[0].Req.ID)
+	}
+}
+
+// #47808: with #47381 alone a prompt chunk of exactly 1 + K tokens ties
+// with a draft decode and, scheduled first, leads: the Mamba2 split stops
+// at it (still prefilling) and the draft decode behind it prefills, the
+// state after its drafts in column 0. Rows with drafts first (v0.28 on)
+// put the draft decode ahead, on the decode path. The example is
+// regression mtp-uniform-chunk-nemotron-v2's step 1.
+func TestV2DraftsFirst(t *testing.T) {
+	chunk := &Request{ID: 0, NumPromptTokens: 4}
+	dec := &Request{ID: 1, NumPromptTokens: 1}
+	spec := &Spec{Method: SpecMTP, K: 1}
+	for _, c := range []struct {
+		v          Version
+		first      RequestID
+		decodePath bool
+	}{{V022, 0, false}, {V028, 1, true}, {V031, 1, true}} {
+		rows := []Row{
+			{Req: chunk, NumScheduled: 2, NumComputed: 2},
+			{Req: dec, NumScheduled: 2, NumComputed: 1, NumDrafts: 1},
+		}
+		ClassifyRunner(c.v, BuilderMamba2, rows, make([]Row, 0, 2), false, spec, RunnerV2)
+		if rows[0].Req.ID != c.first {
+			t.Errorf("%s: row 0 is request %d, want %d", c.v, rows[0].Req.ID, c.first)
+		}
+		for _, r := range rows {
+			if r.Req == dec && (r.Path == PathDecode) != c.decodePath {
+				t.Errorf("%s: the draft decode is on the %s path", c.v, r.Path)
+			}
+			if r.Req == chunk && r.Path != PathPrefill {
+				t.Errorf("%s: the prompt chunk is on the %s path", c.v, r.Path)
+			}
+		}
 	}
 }
 

@@ -3,18 +3,21 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"statesim/model"
 	"statesim/sim"
 	"statesim/statecache"
 )
 
-// SchedulingPolicy is vLLM's scheduling_policy.
+// SchedulingPolicy is vLLM's scheduling_policy: the order of the waiting
+// queue and of preemption victims (vllm/v1/core/sched/request_queue.py),
+// not a Policy, which decides a whole step.
 type SchedulingPolicy uint8
 
 const (
 	FCFS SchedulingPolicy = iota
-	PriorityPolicy
+	Priority
 )
 
 // Config holds the engine knobs the scheduler reads, under vLLM's names.
@@ -24,7 +27,7 @@ type Config struct {
 	MaxModelLen               int
 	EnableChunkedPrefill      bool
 	LongPrefillTokenThreshold int // 0 = off
-	Policy                    SchedulingPolicy
+	SchedulingPolicy          SchedulingPolicy
 	// StateKind is the model's state layers' kind: with FullRankGate
 	// (KDA's use_full_rank_gate, Kimi-K3) it picks the metadata builder
 	// whose split sets each row's path (BuilderOf).
@@ -73,6 +76,11 @@ type Row struct {
 	// decoding: scheduled_spec_decode_tokens); NumAccepted, set when the
 	// step's output is applied, how many of them the sampler accepted.
 	NumDrafts, NumAccepted int
+	// AcceptedHanded: the state layers' builder was handed
+	// num_accepted_tokens for this row (classify), so its decode kernel
+	// reads state column num_accepted_tokens - 1; otherwise every kernel
+	// reads column 0 (block_table[:, 0]).
+	AcceptedHanded bool
 }
 
 // Output is one step's scheduling result.
@@ -239,7 +247,7 @@ func (st *State) PreemptVictim() *Request {
 	if len(st.Running) == 0 {
 		return nil
 	}
-	if st.Cfg.Policy == FCFS {
+	if st.Cfg.SchedulingPolicy == FCFS {
 		return st.Running[len(st.Running)-1]
 	}
 	v := st.Running[0]
@@ -255,7 +263,7 @@ func (st *State) PreemptVictim() *Request {
 // AddRequest appends a new arrival to the waiting queue.
 func (st *State) AddRequest(r *Request) {
 	r.Status = Waiting
-	if st.Cfg.Policy == FCFS {
+	if st.Cfg.SchedulingPolicy == FCFS {
 		st.appendWaiting(r)
 		return
 	}
@@ -280,7 +288,7 @@ func (st *State) appendWaiting(r *Request) {
 }
 
 func (st *State) pushWaitingFront(r *Request) {
-	if st.Cfg.Policy == FCFS {
+	if st.Cfg.SchedulingPolicy == FCFS {
 		st.appendWaiting(nil)
 		copy(st.Waiting[1:], st.Waiting)
 		st.Waiting[0] = r
@@ -296,7 +304,15 @@ func prioLess(a, b *Request) bool {
 	if a.ArrivalTime != b.ArrivalTime {
 		return a.ArrivalTime < b.ArrivalTime
 	}
-	return a.ID < b.ID
+	return idLess(a.ID, b.ID)
+}
+
+// idLess orders request ids as vLLM's Request.__lt__ orders its string
+// request_id (vllm/v1/request.py @ 6adad0876): statesim's id written in
+// decimal, compared as text, so "10" comes before "9".
+func idLess(a, b RequestID) bool {
+	var x, y [20]byte
+	return string(strconv.AppendInt(x[:0], int64(a), 10)) < string(strconv.AppendInt(y[:0], int64(b), 10))
 }
 
 func (st *State) insertByPriority(r *Request) {
@@ -318,14 +334,14 @@ func (st *State) PopWaiting() *Request {
 	return r
 }
 
-// V1 is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
+// V1Policy is vLLM V1's Scheduler.schedule (vllm/v1/core/sched/scheduler.py):
 // running requests first while budget remains, then waiting requests if
 // nothing was preempted, with no minimum chunk.
-type V1 struct{}
+type V1Policy struct{}
 
-func (V1) Name() string { return "v1" }
+func (V1Policy) Name() string { return "v1" }
 
-func (V1) Schedule(st *State, out *Output) error {
+func (V1Policy) Schedule(st *State, out *Output) error {
 	cfg := &st.Cfg
 	budget := cfg.MaxNumBatchedTokens
 	la := st.Spec.Lookahead()
@@ -445,7 +461,7 @@ func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i,
 			return true, nil
 		}
 		victim := st.PreemptVictim()
-		if st.Cfg.Policy == PriorityPolicy && indexOf(st.Running, victim) < *i {
+		if st.Cfg.SchedulingPolicy == Priority && indexOf(st.Running, victim) < *i {
 			// Only a victim with tokens this step steps the index back
 			// (scheduler.py's req_index -= 1 sits inside "if preempted_req
 			// in scheduled_running_reqs"): one skipped with 0 tokens
@@ -567,12 +583,23 @@ type Scheduler struct {
 	// runnerPending: the last scheduled step, whose accepted counts the
 	// runner has (it ran) but the requests do not yet (applyRunner).
 	runnerPending *Output
+	// beh is Version's row, built once (behOf says for which Version).
+	beh   *Behaviour
+	behOf Version
+}
+
+// behaviour is the row of s.Version, rebuilt only when Version changes.
+func (s *Scheduler) behaviour() *Behaviour {
+	if s.beh == nil || s.behOf != s.Version {
+		s.beh, s.behOf = s.Version.behaviour(), s.Version
+	}
+	return s.beh
 }
 
 // New builds a scheduler. Policy nil picks V1 (or V0 for Version V0).
 func New(cfg Config, kv *statecache.KVCacheManager, v Version, p Policy) *Scheduler {
 	if p == nil {
-		p = V1{}
+		p = V1Policy{}
 		if v == V0 {
 			p = V0Policy{}
 		}
@@ -622,7 +649,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		s.tmp = make([]Row, 0, 2*len(out.Rows))
 	}
 	// engineV1: a V1-engine release, not the V0 control (either runner).
-	engineV1 := behaviours[s.Version].Reorder != ReorderNone
+	engineV1 := s.behaviour().Reorder != ReorderNone
 	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	if persistent {
 		s.updateBatch(out, stamp)
@@ -631,13 +658,13 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if s.Spec.On() {
 		spec = &s.Spec
 	}
-	nd, moved := classify(s.Version, BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
+	nd, moved := classify(s.behaviour(), BuilderOf(s.Cfg.StateKind, s.Cfg.FullRankGate), out.Rows, s.tmp, s.ForcePrefill, spec, s.Runner)
 	out.NumDecodes = nd
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
 	if engineV1 {
-		s.Graphs.Step(&behaviours[s.Version], out.Rows, nd, 1+s.Spec.K)
+		s.Graphs.Step(s.behaviour(), out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {
 		s.drawAccepted(out)

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"slices"
 	"testing"
 
 	"statesim/model"
@@ -152,7 +153,7 @@ func TestPreemptsLastRunningRequest(t *testing.T) {
 
 // Priority preemption picks the largest (priority, arrival_time).
 func TestPriorityVictim(t *testing.T) {
-	s := newTestSched(t, Config{MaxNumBatchedTokens: 1000, MaxNumSeqs: 8, MaxModelLen: 1000, EnableChunkedPrefill: true, Policy: PriorityPolicy}, Fixed, 64)
+	s := newTestSched(t, Config{MaxNumBatchedTokens: 1000, MaxNumSeqs: 8, MaxModelLen: 1000, EnableChunkedPrefill: true, SchedulingPolicy: Priority}, Fixed, 64)
 	x := &Request{ID: 0, Priority: 5, ArrivalTime: 1}
 	y := &Request{ID: 1, Priority: 9, ArrivalTime: 0}
 	z := &Request{ID: 2, Priority: 9, ArrivalTime: 0}
@@ -243,4 +244,21 @@ func TestV0SeparatesPrefillAndDecode(t *testing.T) {
 	s.Update(out, 2)
 	out, _ = s.Schedule(2) // nothing waiting: a decode-only step
 	checkRows(t, out, []rowWant{{0, 1, 60}, {1, 1, 30}})
+}
+
+// Under the priority policy, requests of equal priority and arrival time
+// leave the waiting queue in vLLM's request_id order, which is text:
+// request 10 before request 9 (Request.__lt__, vllm/v1/request.py).
+func TestPriorityTieBreakIsTextual(t *testing.T) {
+	st := &State{Cfg: Config{SchedulingPolicy: Priority}}
+	for _, id := range []RequestID{9, 10, 2, 100} {
+		st.insertByPriority(&Request{ID: id, Priority: 1, ArrivalTime: 5})
+	}
+	var got []RequestID
+	for len(st.Waiting) > 0 {
+		got = append(got, st.PopWaiting().ID)
+	}
+	if want := []RequestID{10, 100, 2, 9}; !slices.Equal(got, want) {
+		t.Errorf("popped %v, want %v", got, want)
+	}
 }

@@ -127,12 +127,12 @@ func TestDraftDecodeBehindChunkTakesPrefillPath(t *testing.T) {
 	}
 	spec := &Spec{Method: SpecMTP, K: 3}
 	rs := rows()
-	if nd := ClassifySpec(V031, BuilderMamba, rs, make([]Row, 0, 2), false, spec); nd != 0 || rs[1].Path != PathPrefill {
+	if nd := ClassifySpec(V031, BuilderMamba2, rs, make([]Row, 0, 2), false, spec); nd != 0 || rs[1].Path != PathPrefill {
 		t.Fatalf("v0.31: %d decodes, draft row path %s; want 0 and prefill", nd, rs[1].Path)
 	}
 	fix := mustPatched(t, V031, "+55898")
 	rs = rows()
-	if nd := ClassifySpec(fix, BuilderMamba, rs, make([]Row, 0, 2), false, spec); nd != 1 || rs[0].Req != dec || rs[0].Path != PathDecode {
+	if nd := ClassifySpec(fix, BuilderMamba2, rs, make([]Row, 0, 2), false, spec); nd != 1 || rs[0].Req != dec || rs[0].Path != PathDecode {
 		t.Fatalf("v0.31+55898: %d decodes, first row %d on %s; want the draft row decoding first", nd, rs[0].Req.ID, rs[0].Path)
 	}
 	// GDN picks spec rows by mask: the draft row decodes wherever it is.
@@ -158,7 +158,7 @@ func TestShortNewPromptUnderMTP(t *testing.T) {
 		path Path
 	}{{V014, PathDecode}, {V013, PathDecode}, {V019, PathPrefill}, {V022, PathPrefill}, {V031, PathPrefill}} {
 		rs := mk()
-		ClassifySpec(c.v, BuilderMamba, rs, make([]Row, 0, 2), false, spec)
+		ClassifySpec(c.v, BuilderMamba2, rs, make([]Row, 0, 2), false, spec)
 		for _, r := range rs {
 			if r.Req.ID == 2 && r.Path != c.path {
 				t.Errorf("%s: the new 3-token prompt takes %s, want %s", c.v, r.Path, c.path)

@@ -25,9 +25,9 @@ import (
 func (s *Scheduler) SteadySteps() int {
 	out := s.Out()
 	n := len(out.Rows)
-	if _, v1 := s.Policy.(V1); !v1 || s.ForcePrefill || n == 0 || n != len(s.Running) || len(s.Waiting) > 0 ||
+	if _, v1 := s.Policy.(V1Policy); !v1 || s.ForcePrefill || n == 0 || n != len(s.Running) || len(s.Waiting) > 0 ||
 		len(out.Preempted) > 0 || out.NumDecodes != n || out.NumScheduledTokens != n || n > s.Cfg.MaxNumBatchedTokens ||
-		behaviours[s.Version].Reorder == ReorderNone || s.Cfg.AsyncScheduling ||
+		s.behaviour().Reorder == ReorderNone || s.Cfg.AsyncScheduling ||
 		s.Spec.On() { // every speculative step draws its acceptances and moves the state columns
 		return 0
 	}

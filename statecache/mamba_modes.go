@@ -113,8 +113,9 @@ type MambaModeConfig struct {
 	// PrefixCaching is enable_prefix_caching; nil leaves it at the
 	// release's default for a hybrid model.
 	PrefixCaching *bool
-	// Requested is mamba_cache_mode as given ("" = unset = "none").
-	Requested string
+	// Requested is mamba_cache_mode as given (unset: none), parsed once
+	// by the caller (ParseMambaCacheMode).
+	Requested MambaCacheMode
 	// SupportsAll: the model class declares SupportsMambaPrefixCaching
 	// (model.supports_mamba_prefix_caching), which "all" needs.
 	SupportsAll bool
@@ -136,13 +137,9 @@ type ResolvedMambaMode struct {
 // ResolveMambaCacheMode applies vLLM's mode resolution for release
 // c.Release. An error is a configuration vLLM refuses at start-up.
 func ResolveMambaCacheMode(c MambaModeConfig) (ResolvedMambaMode, error) {
-	req, err := ParseMambaCacheMode(c.Requested)
-	if err != nil {
-		return ResolvedMambaMode{}, err
-	}
-	r := c.Release
+	req, r := c.Requested, c.Release
 	if req != MambaNone && !r.AtLeast(relAlignMode) {
-		return ResolvedMambaMode{}, fmt.Errorf("mamba_cache_mode %q: vLLM %s has no such option (it came with #30877, %s)", c.Requested, r, relAlignMode)
+		return ResolvedMambaMode{}, fmt.Errorf("mamba_cache_mode %q: vLLM %s has no such option (it came with #30877, %s)", req, r, relAlignMode)
 	}
 	pc := r.AtLeast(relHybridPrefixDefault)
 	why := "prefix caching off by default for hybrid models"
@@ -214,7 +211,7 @@ type MambaSpec struct {
 	Mode MambaCacheMode
 	// BlockSize is the Mamba group's block size B in tokens: the
 	// attention block size in "align" and "all" (page unification makes
-	// them one), max_model_len in "none" (MambaNoneBlockSize).
+	// them one), max_model_len in "none", so that every request fits one block.
 	BlockSize int
 	// NumSpeculativeBlocks is K (num_speculative_blocks); 0 without
 	// speculative decoding.
@@ -223,10 +220,6 @@ type MambaSpec struct {
 	// (#33997).
 	SpecSafeFree bool
 }
-
-// MambaNoneBlockSize is the Mamba block size without Mamba prefix caching:
-// max_model_len, so that every request fits one block.
-func MambaNoneBlockSize(maxModelLen int) int { return maxModelLen }
 
 // MaxBlocksPerRequest is MambaSpec.max_memory_usage_bytes in pages: what
 // one request may hold at most. "all" counts no speculative blocks, as the

@@ -23,23 +23,22 @@ func TestResolveMambaCacheMode(t *testing.T) {
 		{"v0.22: prefix caching off by default for hybrids", MambaModeConfig{Release: rel(22), SupportsAll: true}, false, MambaNone, false},
 		{"v0.22: on, Mamba2 model: all", MambaModeConfig{Release: rel(22), PrefixCaching: on(true), SupportsAll: true}, true, MambaAll, false},
 		{"v0.22: on, GDN model: align", MambaModeConfig{Release: rel(22), PrefixCaching: on(true)}, true, MambaAlign, false},
-		{"v0.22: all asked, no support: falls back to align", MambaModeConfig{Release: rel(22), PrefixCaching: on(true), Requested: "all"}, true, MambaAlign, false},
-		{"v0.22: align asked on a Mamba2 model", MambaModeConfig{Release: rel(22), PrefixCaching: on(true), Requested: "align", SupportsAll: true}, true, MambaAlign, false},
-		{"v0.22: off with a mode asked: forced none", MambaModeConfig{Release: rel(22), PrefixCaching: on(false), Requested: "align"}, false, MambaNone, false},
+		{"v0.22: all asked, no support: falls back to align", MambaModeConfig{Release: rel(22), PrefixCaching: on(true), Requested: MambaAll}, true, MambaAlign, false},
+		{"v0.22: align asked on a Mamba2 model", MambaModeConfig{Release: rel(22), PrefixCaching: on(true), Requested: MambaAlign, SupportsAll: true}, true, MambaAlign, false},
+		{"v0.22: off with a mode asked: forced none", MambaModeConfig{Release: rel(22), PrefixCaching: on(false), Requested: MambaAlign}, false, MambaNone, false},
 		{"v0.21: spec decode, Mamba2: align (#40454)", MambaModeConfig{Release: rel(21), PrefixCaching: on(true), SupportsAll: true, SpecDecode: true}, true, MambaAlign, false},
 		{"v0.27: spec decode, Mamba2: all (#52317)", MambaModeConfig{Release: rel(27), PrefixCaching: on(true), SupportsAll: true, SpecDecode: true}, true, MambaAll, false},
 		{"v0.28: on by default, align by default (#50991)", MambaModeConfig{Release: rel(28), SupportsAll: true}, true, MambaAlign, false},
-		{"v0.28: all asked on a Mamba2 model", MambaModeConfig{Release: rel(28), Requested: "all", SupportsAll: true}, true, MambaAll, false},
+		{"v0.28: all asked on a Mamba2 model", MambaModeConfig{Release: rel(28), Requested: MambaAll, SupportsAll: true}, true, MambaAll, false},
 		{"v0.28: switched off", MambaModeConfig{Release: rel(28), PrefixCaching: on(false), SupportsAll: true}, false, MambaNone, false},
 		{"v0.28: align needs chunked prefill", MambaModeConfig{Release: rel(28), NoChunkedPrefill: true}, false, 0, true},
-		{"v0.28: all without chunked prefill is fine", MambaModeConfig{Release: rel(28), Requested: "all", SupportsAll: true, NoChunkedPrefill: true}, true, MambaAll, false},
+		{"v0.28: all without chunked prefill is fine", MambaModeConfig{Release: rel(28), Requested: MambaAll, SupportsAll: true, NoChunkedPrefill: true}, true, MambaAll, false},
 		{"v0.15: align refuses spec decode (until #33705)", MambaModeConfig{Release: rel(15), PrefixCaching: on(true), SpecDecode: true}, false, 0, true},
 		{"v0.16: align with spec decode", MambaModeConfig{Release: rel(16), PrefixCaching: on(true), SpecDecode: true}, true, MambaAlign, false},
 		{"v0.14: no modes; a supporting model caches every boundary", MambaModeConfig{Release: rel(14), PrefixCaching: on(true), SupportsAll: true}, true, MambaAll, false},
 		{"v0.14: no support: prefix caching disabled", MambaModeConfig{Release: rel(14), PrefixCaching: on(true)}, false, MambaNone, false},
-		{"v0.13: mamba_cache_mode does not exist", MambaModeConfig{Release: rel(13), Requested: "align"}, false, 0, true},
+		{"v0.13: mamba_cache_mode does not exist", MambaModeConfig{Release: rel(13), Requested: MambaAlign}, false, 0, true},
 		{"v0.11: hybrids never cache", MambaModeConfig{Release: rel(11), PrefixCaching: on(true), SupportsAll: true}, false, MambaNone, false},
-		{"unknown mode", MambaModeConfig{Release: rel(28), Requested: "some"}, false, 0, true},
 	}
 	for _, c := range cases {
 		got, err := ResolveMambaCacheMode(c.c)
@@ -441,7 +440,7 @@ func TestMambaAllLifecycle(t *testing.T) {
 // nothing cached, a pool without prefix caching.
 func TestMambaNoneOneBlock(t *testing.T) {
 	const maxModelLen = 64
-	h := newHarness(t, MambaNone, MambaNoneBlockSize(maxModelLen), 8)
+	h := newHarness(t, MambaNone, maxModelLen, 8)
 	var tb MambaTable
 	for c, n := 0, 16; c < maxModelLen-1; c, n = c+n, 1 {
 		h.newStep()
@@ -595,5 +594,16 @@ func TestMambaAlignRunnerCopy(t *testing.T) {
 	}
 	if err := m.Free(1, &tb); err != nil || len(tb.RunnerBlocks()) != 0 {
 		t.Errorf("after free: %v, runner's copy %v", err, tb.RunnerBlocks())
+	}
+}
+
+func TestParseMambaCacheMode(t *testing.T) {
+	for s, want := range map[string]MambaCacheMode{"": MambaNone, "none": MambaNone, "align": MambaAlign, "all": MambaAll} {
+		if got, err := ParseMambaCacheMode(s); err != nil || got != want {
+			t.Errorf("ParseMambaCacheMode(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	if _, err := ParseMambaCacheMode("some"); err == nil {
+		t.Error(`ParseMambaCacheMode("some") took an unknown mode`)
 	}
 }

@@ -1,6 +1,7 @@
 package statecache
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -231,12 +232,12 @@ type ManagerOptions struct {
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
 // caching and no Mamba cache mode: vLLM never runs that pair
 // (VLLM-FACTS-CURRENT §2.1: prefix caching on resolves to align or all).
-const ErrHybridPrefixCaching = "prefix caching on a hybrid model needs mamba_cache_mode align or all"
+var ErrHybridPrefixCaching = errors.New("prefix caching on a hybrid model needs mamba_cache_mode align or all")
 
 // ErrSpecMambaPrefixCaching: speculative blocks in all mode are not
 // modelled; vLLM treats all + spec decode as broken (#39809) and resolves
 // a spec run's mode to align since #40454.
-const ErrSpecMambaPrefixCaching = "speculative decoding with mamba_cache_mode all is not modelled (vLLM picks align for spec decode since #40454; all + MTP was broken, #39809): use mamba_cache_mode align"
+var ErrSpecMambaPrefixCaching = errors.New("speculative decoding with mamba_cache_mode all is not modelled (vLLM picks align for spec decode since #40454; all + MTP was broken, #39809): use mamba_cache_mode align")
 
 type groupRef struct {
 	mamba bool
@@ -277,10 +278,10 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		return m, nil
 	}
 	if nm > 0 && o.MambaCacheMode == MambaNone {
-		return nil, fmt.Errorf("%s", ErrHybridPrefixCaching)
+		return nil, ErrHybridPrefixCaching
 	}
 	if nm > 0 && o.NumSpeculativeBlocks > 0 && o.MambaCacheMode == MambaAll {
-		return nil, fmt.Errorf("%s", ErrSpecMambaPrefixCaching)
+		return nil, ErrSpecMambaPrefixCaching
 	}
 	if na == 0 {
 		return nil, fmt.Errorf("prefix caching needs an attention group")

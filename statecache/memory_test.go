@@ -17,7 +17,7 @@ func TestHostBytesPerBlock(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	pool := NewBlockPool(n)
+	pool := NewBlockPoolWith(n, PoolOptions{})
 	ps := NewProvenances(n)
 	runtime.ReadMemStats(&after)
 	per := float64(after.TotalAlloc-before.TotalAlloc) / n

@@ -242,21 +242,14 @@ type BlockPool struct {
 	HighWater int32
 }
 
-// PoolOptions are the pool's switches; the zero value is what NewBlockPool
-// builds.
+// PoolOptions are the pool's switches; the zero value is a pool without
+// prefix caching, freeing to the tail (free queue 1, 2, ..., numBlocks-1).
 type PoolOptions struct {
 	EnablePrefixCaching bool
 	FreeOrder           FreeOrder
 	// Groups is the KV cache groups that cache blocks by hash in the
 	// pool (0: one); it lays the cached-block table out (newBlockTable).
 	Groups int
-}
-
-// NewBlockPool returns a pool of numBlocks ids with block 0 reserved,
-// without prefix caching, freeing to the tail. The initial free queue is
-// 1, 2, ..., numBlocks-1.
-func NewBlockPool(numBlocks int) *BlockPool {
-	return NewBlockPoolWith(numBlocks, PoolOptions{})
 }
 
 // NewBlockPoolWith returns a pool with the given options.

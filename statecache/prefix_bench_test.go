@@ -98,7 +98,7 @@ func BenchmarkPrefixCacheRollouts(b *testing.B) {
 // BenchmarkPoolPopPush is the no-prefix-caching path every current run
 // takes: pop a table's worth of blocks, free them reversed.
 func BenchmarkPoolPopPush(b *testing.B) {
-	p := NewBlockPool(1 << 16)
+	p := NewBlockPoolWith(1<<16, PoolOptions{})
 	held := make([]int32, 64)
 	b.ReportAllocs()
 	for range b.N {

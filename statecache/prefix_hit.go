@@ -62,9 +62,7 @@ func (f FullAttention) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, max
 // lookups on a trace that shares little miss at once). hitWindowOn is the
 // windows after a whole window hit: a runs table (runTag) has a window of
 // hitWindow on one line, so a long hit's lines are touched four at a time
-// (Mooncake's attention-only replay: the same instructions and misses,
-// 3–6 % less user CPU than windows of 8 in two sets of alternated rounds,
-// within this host's noise; docs/performance.md).
+// (docs/performance.md, "Design choices measured").
 const (
 	hitWindow   = 8
 	hitWindowOn = 32

@@ -63,10 +63,8 @@ func newBlockTable(numBlocks, groups int, rec []kvCacheBlock) blockTable {
 // eighth, probe runs and deletion's backward shifts stay short although
 // keys come a line at a time. Over several groups one hash's keys fill a
 // line (tag), on one group a run's (runTag); with fewer lines full, fewer
-// adjoin. Against four slots a block, Mooncake's hybrid in all mode took
-// 4 % fewer instructions (sixteen: 6 %, but more misses in align mode),
-// and its attention-only replay 6 % fewer (sixteen: 2 % fewer, but 3 %
-// more misses and no faster; docs/performance.md). Block ids are int32,
+// adjoin. Eight did better than four and as well as sixteen at half the
+// table (docs/performance.md, "Design choices measured"). Block ids are int32,
 // so a pool has fewer than 2^31 blocks and 2^32 slots, the most a 32-bit
 // tag homes, keep the load under a half.
 func tableSlots(numBlocks int) int {
@@ -85,10 +83,9 @@ func tableSlots(numBlocks int) int {
 //     line (eight slots), one each. A hybrid caches, looks up and evicts
 //     a boundary's blocks in every group together (the coordinator's
 //     groups in turn; the free queue's run of one boundary's blocks), and
-//     those probes share a line instead of missing once per group: on
-//     Mooncake's hybrid in all mode, 37 % fewer last-level misses for 4 %
-//     more instructions, 11 % less time (docs/performance.md, "One line
-//     per boundary").
+//     those probes share a line instead of missing once per group
+//     (fewer misses for a few more instructions: docs/performance.md,
+//     "Design choices measured").
 //   - g itself, below the home, keeps the groups' tags apart (2^shift of
 //     them fit, 4096 on a pool of 100k blocks; past that two tags may
 //     agree and the record still tells the keys apart), so a probe reads
@@ -110,9 +107,8 @@ func (t *blockTable) tag(k BlockKey) uint32 {
 //
 // A chain is cached, looked up and (freed tail first) evicted in order,
 // so on a single group's table, where every key once had a home of its
-// own anywhere, one line now serves runLen of them: on Mooncake's
-// attention-only replay, a third fewer last-level misses and a quarter
-// less time (docs/performance.md, "A chain's blocks on one line"). Runs
+// own anywhere, one line now serves runLen of them (docs/performance.md,
+// "Design choices measured"). Runs
 // that meet on a line interleave there and push past it, so the table
 // has eight slots a block (tableSlots).
 func (t *blockTable) runTag(r, p uint32) uint32 {
@@ -179,8 +175,8 @@ func (t *blockTable) prefetch(k BlockKey) int32 { return t.slots[t.home(t.tag(k)
 // prefetchEntry reads the slot of the entry block b heads, if any, and
 // the next, where a deletion's backward shift looks first and mostly
 // ends: on the same cache line but for the line's last slot. (A slot a
-// whole line on cost a second miss per eviction: 11 % of Mooncake's
-// last-level read misses, cachegrind.)
+// whole line on costs a second miss per eviction: docs/performance.md,
+// "Design choices measured".)
 func (t *blockTable) prefetchEntry(b int32) int32 {
 	if a := uint64(t.at[b]); a != 0 {
 		return t.slots[a-1].head ^ t.slots[a&t.mask].head

@@ -225,7 +225,7 @@ func (ps *Provenances) AdoptKV(b int32, req RequestID, filled int, step int64) {
 // AccessKV is attention group g's access for one row of req through t:
 // write K/V for positions [computed, end), then read [0, end). It returns
 // the index in t.Attn[g] of the first block that does not hold req's K/V
-// for the read (the read is stale from there), or -1; ErrShort when t
+// for the read (the read is stale from there), or -1; MissingBlock when t
 // holds too few blocks. Blocks verified full by an earlier access are not
 // re-read unless a wrapped write happened since, and the partly filled
 // last block stays leased to t while only req writes it, so a decode
@@ -255,7 +255,7 @@ func (ps *Provenances) AccessKV(t *BlockTable, g int, req RequestID, computed, e
 	}
 	blocks := t.Attn[g]
 	if last >= len(blocks) {
-		return ErrShort
+		return MissingBlock
 	}
 	for bi := first; bi <= last; bi++ {
 		ps.WriteKV(blocks[bi], req, max(0, computed-bi*blockSize), min(blockSize, end-bi*blockSize), step)
@@ -291,8 +291,8 @@ func (p *Provenance) isKVOf(req RequestID) bool {
 	return p.Content == KV && p.Writer == req && !p.Tainted && !p.Clobber && !p.leased
 }
 
-// ErrShort is AccessKV's answer when the table lacks a block to access.
-const ErrShort = -2
+// MissingBlock is AccessKV's answer when the table lacks a block to access.
+const MissingBlock = -2
 
 // settleTail writes t's lease of attention group g's last block back.
 func (ps *Provenances) settleTail(t *BlockTable, kg *kvGroup, g int) {

@@ -8,7 +8,7 @@ import (
 )
 
 func TestFreeQueueOrder(t *testing.T) {
-	p := NewBlockPool(6) // blocks 1..5; 0 is the null block
+	p := NewBlockPoolWith(6, PoolOptions{}) // blocks 1..5; 0 is the null block
 	if got := p.FreeQueue(); !slices.Equal(got, []int32{1, 2, 3, 4, 5}) {
 		t.Fatalf("initial free queue %v", got)
 	}

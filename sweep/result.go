@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 
-	"statesim/check"
 	"statesim/engine"
+	"statesim/invariant"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 )
 
@@ -24,7 +25,7 @@ type Result struct {
 	NumGPUBlocks      int     `json:"num_gpu_blocks"`
 	HighestSlot       int64   `json:"highest_slot"`
 	FirstWrappingSlot int64   `json:"first_wrapping_slot"`
-	Violations        []int64 `json:"violations"` // per invariant, check.All order
+	Violations        []int64 `json:"violations"` // per invariant, invariant.All order
 	Imposters         int64   `json:"imposters"`
 	Misclassified     int64   `json:"misclassified_rows"`
 	Corrupted         int64   `json:"corrupted_requests"`
@@ -54,7 +55,7 @@ type Wrap struct {
 
 // RunCell runs one cell.
 func (s *Spec) RunCell(c Cell) (*Result, error) {
-	sc, err := scenarios.Load(s.Scenario, s.sets(c))
+	st, err := setup.Load(s.Scenario, s.sets(c))
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +68,12 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 			wrap = firstWrap(rec)
 		}
 	}}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
 	var ie *scenarios.InputError
 	if errors.As(err, &ie) {
 		// An infeasible point of the grid, not a broken sweep.
 		r := &Result{Cell: c, Key: s.Key(c), Divergent: -1, FirstWrappingSlot: -1, Error: err.Error()}
-		r.Violations = make([]int64, check.NumInvariants)
+		r.Violations = make([]int64, invariant.NumInvariants)
 		return r, nil
 	}
 	if err != nil {
@@ -86,7 +87,7 @@ func (s *Spec) RunCell(c Cell) (*Result, error) {
 	if rep.Divergence != nil {
 		r.Divergent = rep.Divergence.RequestsDivergent
 	}
-	for _, inv := range check.All() {
+	for _, inv := range invariant.All() {
 		r.Violations = append(r.Violations, rep.Count(inv))
 	}
 	// The report keeps a bounded list of imposters; the records count
@@ -139,8 +140,8 @@ func per1000(count func(r *Result) int64) func([]*Result) float64 {
 var Metrics = []Metric{
 	{"corrupted", "corrupted requests per 1,000", per1000(func(r *Result) int64 { return r.Corrupted })},
 	{"imposters", "imposters (stale decode reads by new requests) per 1,000 requests", per1000(func(r *Result) int64 { return r.Imposters })},
-	{"stale-reads", "stale-slot reads per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[check.StaleSlotRead] })},
-	{"misrouted", "new requests on the Mamba decode path per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[check.NoDecodeBeforePrefill] })},
+	{"stale-reads", "stale-slot reads per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[invariant.StaleSlotRead] })},
+	{"misrouted", "new requests on the Mamba decode path per 1,000 requests", per1000(func(r *Result) int64 { return r.Violations[invariant.NoDecodeBeforePrefill] })},
 	{"divergent", "divergent requests per 1,000", per1000(func(r *Result) int64 { return r.Divergent })},
 	{"first-wrap", "first training step with a wrapped state write", func(rs []*Result) float64 {
 		// The earliest over seeds; NaN when no seed wrapped.

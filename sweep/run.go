@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"statesim/internal/infile"
 )
 
 // Options steer one sweep invocation; none of them changes a result.
@@ -25,11 +27,38 @@ type Options struct {
 	Progress func(done, total int, r *Result, resumed bool)
 }
 
+// DirError is a failure of the output directory (it cannot be created or
+// written, or holds another sweep or a corrupt sweep.json): the user's
+// --out is at fault, not the sweep.
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return e.Err.Error() }
+func (e *DirError) Unwrap() error { return e.Err }
+
+// dirErr wraps a failure of dir as a DirError (nil stays nil).
+func dirErr(dir string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &DirError{Dir: dir, Err: err}
+}
+
 // ErrInterrupted means the context was cancelled; finished cells are on
 // disk and a rerun resumes after them.
 var ErrInterrupted = errors.New("sweep interrupted")
 
 const manifestName = "sweep.json"
+
+// Bounds on the files a sweep directory holds: a manifest is the sweep's
+// definition (its values, a few KiB), a cell one run's result (about 2
+// KiB). A corrupt or planted file larger than this is refused unread.
+var (
+	maxManifestBytes int64 = 16 << 20
+	maxCellBytes     int64 = 1 << 20
+)
 
 // manifest identifies a sweep directory's grid so that a resume or a merge
 // never mixes cells of different sweeps.
@@ -81,7 +110,7 @@ func writeAtomic(path string, data []byte) error {
 func (s *Spec) prepareDir(dir string, cells []Cell) error {
 	want := s.manifestBytes(cells)
 	p := filepath.Join(dir, manifestName)
-	have, err := os.ReadFile(p)
+	have, err := infile.ReadFile(p, "sweep manifest", maxManifestBytes)
 	if err == nil {
 		if !bytes.Equal(have, want) {
 			if err := checkManifest(p, have); err != nil {
@@ -122,7 +151,7 @@ func (s *Spec) loadCell(dir string, c Cell) (*Result, bool) {
 // naming the file when it is there but corrupt or another cell's.
 func (s *Spec) readCell(dir string, c Cell) (*Result, error) {
 	p := cellPath(dir, c)
-	b, err := os.ReadFile(p)
+	b, err := infile.ReadFile(p, "sweep cell file", maxCellBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -148,16 +177,16 @@ func encodeResult(r *Result) []byte {
 // opt.Dir, and returns their results in grid order. On cancellation it
 // returns the finished results and ErrInterrupted.
 func (s *Spec) Run(ctx context.Context, opt Options) ([]*Result, error) {
-	cells, err := s.Plan()
+	cells, err := s.PlanContext(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if opt.Dir != "" {
 		if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
-			return nil, err
+			return nil, dirErr(opt.Dir, err)
 		}
 		if err := s.prepareDir(opt.Dir, cells); err != nil {
-			return nil, err
+			return nil, dirErr(opt.Dir, err)
 		}
 	}
 	var mine []Cell
@@ -199,7 +228,7 @@ func (s *Spec) Run(ctx context.Context, opt Options) ([]*Result, error) {
 			for i := range jobs {
 				r, err := s.RunCell(mine[i])
 				if err == nil && opt.Dir != "" {
-					err = writeAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r))
+					err = dirErr(opt.Dir, writeAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r)))
 				}
 				if err != nil {
 					errs[i] = fmt.Errorf("cell %s: %w", s.Key(mine[i]), err)
@@ -252,7 +281,7 @@ func Merge(dirs []string) (spec *Spec, results []*Result, missing []string, err 
 	var first []byte
 	var m manifest
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, manifestName))
+		b, err := infile.ReadFile(filepath.Join(d, manifestName), "sweep manifest", maxManifestBytes)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: not a sweep output directory: %w", d, err)
 		}

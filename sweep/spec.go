@@ -1,11 +1,14 @@
 package sweep
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // Axis is one varied scenario field and its values, in sweep order.
@@ -87,6 +90,20 @@ func ParseVary(s string) (Axis, error) {
 	return Axis{Key: k, Values: vals}, nil
 }
 
+// MaxCells bounds a sweep's grid (values of every axis times seeds): each
+// cell is a run and a file, and the grid is listed in memory before the
+// first runs. Checked before anything is allocated.
+const MaxCells = 1 << 20
+
+// sameValue is a value's identity as a scenario field reads it: 4, "4"
+// and 4.0 set an integer field alike, so they are one grid point.
+func sameValue(v string) string {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && !strings.ContainsAny(v, "xXoObB_") {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return v
+}
+
 // Validate checks the spec's shape (not the values: Plan loads every cell).
 func (s *Spec) Validate() error {
 	if s.Scenario == "" {
@@ -94,6 +111,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Seeds < 1 {
 		return fmt.Errorf("sweep %s: seeds must be >= 1, got %d", s.Name, s.Seeds)
+	}
+	if s.Seeds > MaxCells {
+		return fmt.Errorf("sweep %s: %d seeds, more than the %d cells a sweep may hold", s.Name, s.Seeds, MaxCells)
 	}
 	if len(s.Axes) == 0 {
 		return fmt.Errorf("sweep %s: nothing to vary: give at least one --vary KEY=v1,v2,...", s.Name)
@@ -110,6 +130,28 @@ func (s *Spec) Validate() error {
 		if len(a.Values) == 0 {
 			return fmt.Errorf("sweep %s: key %s has no values", s.Name, a.Key)
 		}
+		seen := map[string]string{}
+		for _, v := range a.Values {
+			if w, ok := seen[sameValue(v)]; ok {
+				return fmt.Errorf("sweep %s: key %s: values %q and %q are the same value (one grid point)", s.Name, a.Key, w, v)
+			}
+			seen[sameValue(v)] = v
+		}
+	}
+	for _, set := range s.Sets {
+		if k, _, _ := strings.Cut(set, "="); keys[strings.TrimSpace(k)] {
+			return fmt.Errorf("sweep %s: %s is both set (%s) and varied: a varied key takes each of its values, so drop one", s.Name, strings.TrimSpace(k), set)
+		}
+	}
+	cells := s.Seeds
+	for _, a := range s.Axes {
+		if cells > MaxCells/len(a.Values) {
+			return fmt.Errorf("sweep %s: more than the %d cells a sweep may hold (values of every key times seeds): split it into shards of fewer values", s.Name, MaxCells)
+		}
+		cells *= len(a.Values)
+	}
+	if cells > MaxCells {
+		return fmt.Errorf("sweep %s: %d cells, more than the %d a sweep may hold (values of every key times seeds)", s.Name, cells, MaxCells)
 	}
 	if _, err := MetricByName(s.Metric); err != nil {
 		return fmt.Errorf("sweep %s: %v", s.Name, err)
@@ -147,20 +189,27 @@ func (s *Spec) sets(c Cell) []string {
 
 // Plan lists every cell in grid order, loading each grid point's scenario
 // so a bad key or value fails before anything runs.
-func (s *Spec) Plan() ([]Cell, error) {
+func (s *Spec) Plan() ([]Cell, error) { return s.PlanContext(context.Background()) }
+
+// PlanContext is Plan, stopping with ErrInterrupted when ctx is done: a
+// large grid takes a while to load.
+func (s *Spec) PlanContext(ctx context.Context) ([]Cell, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	base, err := scenarios.Load(s.Scenario, s.Sets)
+	base, err := setup.Load(s.Scenario, s.Sets)
 	if err != nil {
 		return nil, s.locate(err)
 	}
-	cells := s.cells(base.Seed)
+	cells := s.cells(base.Scenario.Seed)
 	for _, c := range cells {
-		if c.Seed != base.Seed {
+		if c.Seed != base.Scenario.Seed {
 			continue // seeds do not change what validates
 		}
-		if _, err := scenarios.Load(s.Scenario, s.sets(c)); err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
+		if _, err := setup.Load(s.Scenario, s.sets(c)); err != nil {
 			return nil, s.locate(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"statesim/check"
+	"statesim/invariant"
 )
 
 // shortNames label the invariant columns of the text table; the CSV and
@@ -102,7 +102,7 @@ func WriteTable(w io.Writer, spec *Spec, rs []*Result) error {
 		fmt.Fprintf(&b, "error in %s: %s\n", r.Key, r.Error)
 	}
 	fmt.Fprintf(&b, "\ninvariants: ")
-	for i, inv := range check.All() {
+	for i, inv := range invariant.All() {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -129,7 +129,7 @@ func WriteCSV(w io.Writer, spec *Spec, rs []*Result) error {
 		head = append(head, a.Key)
 	}
 	head = append(head, "seed", "requests", "finished", "steps", "preemptions", "num_gpu_blocks", "highest_slot", "first_wrapping_slot")
-	for _, inv := range check.All() {
+	for _, inv := range invariant.All() {
 		head = append(head, inv.String())
 	}
 	head = append(head, "imposters", "misclassified_rows", "corrupted_requests", "corrupted_per_1000", "divergent_requests",

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 	"statesim/step"
 )
@@ -340,7 +340,7 @@ func (t *Writer) finish(q *step.Finished) {
 
 // Violations marks invariant violations (a report's kept ones) on their
 // request's track, or on the scheduler's when they name no request.
-func (t *Writer) Violations(vs []check.Violation) {
+func (t *Writer) Violations(vs []invariant.Violation) {
 	for _, v := range vs {
 		pid, track := pidRequests, tid(v.RequestID)
 		if v.RequestID < 0 {

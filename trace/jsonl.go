@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"time"
 )
@@ -23,6 +24,9 @@ type jsonl struct {
 	// none read); ids the last record's, hasIDs whether it had them.
 	hashField string
 	hashBlock int
+	// hashNamed: the caller named hashField (HashField), so a first
+	// record without it is a misspelt key, not a trace without ids.
+	hashNamed bool
 	ids       []uint64
 	hasIDs    bool
 	records   int
@@ -65,6 +69,7 @@ func NewJSONL(r io.Reader, name string, opt Options) (Reader, error) {
 			or(opt.OutputField, f.Output),
 		}}
 	j.hashField, j.hashBlock = or(opt.HashField, f.HashField), opt.HashBlock
+	j.hashNamed = opt.HashField != ""
 	if j.hashBlock == 0 {
 		j.hashBlock = f.HashBlock
 	}
@@ -232,6 +237,14 @@ func (j *jsonl) hashIDs(prompt int) error {
 		return nil
 	}
 	raw, ok := j.get(j.hashField)
+	if !ok && j.hashNamed && j.records == 0 {
+		keys := make([]string, 0, len(j.obj))
+		for k := range j.obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return j.fail(j.hashField, fmt.Errorf("not in the first record (its keys: %s): a misspelt hash_field would share no prefix", strings.Join(keys, ", ")))
+	}
 	if !ok || string(raw) == "null" {
 		return nil
 	}

@@ -8,9 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"statesim/internal/infile"
 )
 
 // Record is one request of a trace.
@@ -112,6 +113,12 @@ func FormatNames() []string {
 const (
 	RejectEmptyPrompt = "empty_prompt" // 0 prompt tokens
 	RejectOutOfOrder  = "out_of_order" // timestamp earlier than the previous record's
+	// RejectEmptyOutput is a record asking for 0 output tokens, where the
+	// workload reads output lengths from the trace: vLLM refuses
+	// max_tokens < 1 (SamplingParams._verify_args,
+	// vllm/sampling_params.py@00388f65). Rejected by the workload, which
+	// knows whether the output column is used.
+	RejectEmptyOutput = "empty_output"
 )
 
 // RejectError is a record that is well formed but cannot be served. The
@@ -165,7 +172,7 @@ func OpenFS(fsys fs.FS, path string, opt Options) (Reader, io.Closer, error) {
 	if fsys != nil {
 		f, err = fsys.Open(path)
 	} else {
-		f, err = os.Open(path)
+		f, err = infile.Open(path) // a FIFO without a writer must not hang
 	}
 	if err != nil {
 		return nil, nil, err
@@ -173,12 +180,13 @@ func OpenFS(fsys fs.FS, path string, opt Options) (Reader, io.Closer, error) {
 	var src io.Reader = f
 	closer := io.Closer(f)
 	if gz {
-		z, err := gzip.NewReader(f)
+		in := &infile.Counter{R: f}
+		z, err := gzip.NewReader(in)
 		if err != nil {
 			f.Close()
 			return nil, nil, &ParseError{Name: path, Line: 1, Err: fmt.Errorf("not gzip: %v", err)}
 		}
-		src, closer = z, multiCloser{z, f}
+		src, closer = &infile.ExpansionReader{R: z, In: in, Ratio: MaxGzipRatio, Slack: gzipSlack}, multiCloser{z, f}
 	}
 	r, err := open(src, path, opt)
 	if err != nil {
@@ -187,6 +195,16 @@ func OpenFS(fsys fs.FS, path string, opt Options) (Reader, io.Closer, error) {
 	}
 	return r, closer, nil
 }
+
+// MaxGzipRatio bounds how far a gzipped trace may expand: real traces'
+// rows compress about 4 times (both built-in traces), a crafted file up
+// to gzip's 1032. Past it the trace is refused rather than read as
+// gigabytes of rows from a small file.
+const MaxGzipRatio = 64
+
+// gzipSlack lets a small file expand past the ratio (a header, a short
+// trace of identical rows).
+var gzipSlack int64 = 1 << 20
 
 type multiCloser []io.Closer
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"statesim/sim"
@@ -251,6 +252,9 @@ func (s *Spec) Validate() error {
 	if err != nil {
 		return err
 	}
+	if err := s.inapplicable(); err != nil {
+		return err
+	}
 	tr := s.Kind == "trace" || s.Kind == "synthetic"
 	if s.RateScale != 0 && !tr {
 		return ferr("rate_scale", "only trace and synthetic workloads replay at a scale (this is %s)", s.Kind)
@@ -260,6 +264,47 @@ func (s *Spec) Validate() error {
 	}
 	if err := s.OutputLen.Validate(tr); err != nil {
 		return &FieldError{Path: "output_len." + fieldOf(err), Err: errAfterField(err)}
+	}
+	return nil
+}
+
+// inapplicable refuses a key of another kind (batch_size on a poisson
+// workload, path on anything but a trace): ignoring it would run
+// something other than what was written. kind, prompt_len, output_len and
+// strict apply to every kind; rate_scale has its own message below.
+func (s *Spec) inapplicable() error {
+	for _, k := range []struct {
+		key   string
+		set   bool
+		kinds string
+	}{
+		{"num_prompts", s.NumPrompts != 0, "batches"},
+		{"batch_size", s.BatchSize != 0, "batches"},
+		{"rate", s.Rate != 0, "poisson synthetic"},
+		{"count", s.Count != 0, "poisson synthetic"},
+		{"prompts", s.Prompts != 0, "rollouts"},
+		{"rollouts_per_prompt", s.RolloutsPerPrompt != 0, "rollouts"},
+		{"steps", s.Steps != 0, "rollouts"},
+		{"train_time_s", s.TrainTimeS != 0, "rollouts"},
+		{"sessions", s.Sessions != 0, "sessions"},
+		{"turns_per_session", s.TurnsPerSession != 0, "sessions"},
+		{"think_time_s", s.ThinkTimeS != 0, "sessions"},
+		{"system_prompt_tokens", s.SystemPromptTokens != 0, "sessions"},
+		{"path", s.Path != "", "trace"},
+		{"limit", s.Limit != 0, "trace synthetic"},
+		{"format", s.Format != "", "trace"},
+		{"time_field", s.TimeField != "", "trace"},
+		{"prompt_field", s.PromptField != "", "trace"},
+		{"output_field", s.OutputField != "", "trace"},
+		{"time_unit", s.TimeUnit != "", "trace"},
+		{"hash_field", s.HashField != "", "trace"},
+		{"hash_block_tokens", s.HashBlockTokens != 0, "trace"},
+		{"prompt_median", s.PromptMedian != 0, "synthetic"},
+		{"output_median", s.OutputMedian != 0, "synthetic"},
+	} {
+		if k.set && !slices.Contains(strings.Fields(k.kinds), s.Kind) {
+			return ferr(k.key, "does not apply to a %s workload (only %s read it): remove it", s.Kind, strings.Join(strings.Fields(k.kinds), " and "))
+		}
 	}
 	return nil
 }
@@ -505,6 +550,10 @@ func newTraceSource(s *Spec, rng *rand.Rand, seed uint64, baseDir string) (*trac
 	return &traceSource{spec: s, rng: rng, seed: seed, r: r, ids: ids, closer: c}, nil
 }
 
+// maxTraceRequests bounds a trace's records (MaxRequests; a variable for
+// tests).
+var maxTraceRequests = MaxRequests
+
 // syntheticSalt separates the synthetic trace's seed from the workload
 // stream's, so both can derive from the scenario seed.
 const syntheticSalt = 0x73796e7468
@@ -538,6 +587,12 @@ func (t *traceSource) Next() (Arrival, bool, error) {
 		t.finish()
 		return Arrival{}, false, nil
 	}
+	if err == nil && t.n >= maxTraceRequests {
+		// A trace file (or a pipe) that never ends is bounded as a
+		// count knob is: MaxRequests in one run.
+		t.finish()
+		return Arrival{}, false, &trace.ParseError{Name: t.spec.Path, Line: rec.Line, Err: fmt.Errorf("more than %d requests, the most a run replays (use workload.limit to replay a prefix)", maxTraceRequests)}
+	}
 	if err != nil {
 		if rej, ok := err.(*trace.RejectError); ok && !t.spec.Strict {
 			t.n++
@@ -545,6 +600,16 @@ func (t *traceSource) Next() (Arrival, bool, error) {
 		}
 		t.finish()
 		return Arrival{}, false, err
+	}
+	if rec.OutputTokens == 0 && t.spec.Kind == "trace" && t.spec.OutputLen.Kind == "trace" {
+		// vLLM refuses the request alone (trace.RejectEmptyOutput).
+		why := fmt.Sprintf("%s:%d: 0 output tokens; vLLM refuses max_tokens < 1", t.spec.Path, rec.Line)
+		t.n++
+		if t.spec.Strict {
+			t.finish()
+			return Arrival{}, false, &trace.ParseError{Name: t.spec.Path, Line: rec.Line, Err: fmt.Errorf("0 output tokens; vLLM refuses max_tokens < 1 (workload.strict)")}
+		}
+		return Arrival{At: sim.Time(rec.ArrivalNS), Group: -1, Line: rec.Line, Reject: trace.RejectEmptyOutput, Why: why}, true, nil
 	}
 	a := Arrival{At: sim.Time(rec.ArrivalNS), PromptLen: rec.PromptTokens, OutputLen: max(rec.OutputTokens, 1),
 		Group: -1, Seed: sim.Mix(t.seed ^ sim.Mix(uint64(t.n)+1)), Line: rec.Line, OutputID: outputID(t.seed, t.n), PrivateTail: true}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"statesim/sim"
+	"statesim/trace"
 )
 
 func drain(t *testing.T, s *Spec) []Arrival {
@@ -77,8 +79,9 @@ func TestTraceJSONLFieldsAndLimit(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("limit 2 gave %d arrivals", len(got))
 	}
-	// 1.5 s at three times the rate is 0.5 s; zero output tokens become 1.
-	if got[1].At != 500*sim.Millisecond || got[1].PromptLen != 20 || got[1].OutputLen != 1 || got[1].Line != 2 {
+	// 1.5 s at three times the rate is 0.5 s; zero output tokens are a
+	// request vLLM refuses (max_tokens < 1), rejected alone.
+	if got[1].At != 500*sim.Millisecond || got[1].Reject != trace.RejectEmptyOutput || got[1].Line != 2 {
 		t.Errorf("second arrival %+v", got[1])
 	}
 }
@@ -122,5 +125,44 @@ func TestSyntheticSpanBounded(t *testing.T) {
 	s.RateScale = 2
 	if err := s.Validate(); err != nil {
 		t.Errorf("rate_scale 2: %v", err)
+	}
+}
+
+// A trace replays at most maxTraceRequests records: at the bound it ends
+// cleanly, one record past it is an error naming the line.
+func TestTraceRequestBound(t *testing.T) {
+	defer func(n int) { maxTraceRequests = n }(maxTraceRequests)
+	maxTraceRequests = 3
+	dir := t.TempDir()
+	write := func(rows int) string {
+		p := filepath.Join(dir, fmt.Sprintf("t%d.csv", rows))
+		data := "timestamp,input_tokens,output_tokens\n" + strings.Repeat("1,10,2\n", rows)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	spec := func(p string) *Spec {
+		return &Spec{Kind: "trace", Path: p, TimeField: "timestamp", PromptField: "input_tokens", OutputField: "output_tokens",
+			PromptLen: Dist{Kind: "trace"}, OutputLen: Dist{Kind: "trace"}}
+	}
+	if got := drain(t, spec(write(3))); len(got) != 3 {
+		t.Fatalf("3 records, bound 3: %d arrivals", len(got))
+	}
+	src, err := New(spec(write(4)), sim.NewStreams(1), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		_, ok, err := src.Next()
+		if err != nil {
+			if i != 3 || !strings.Contains(err.Error(), ":5: more than 3 requests") {
+				t.Fatalf("after %d arrivals: %v", i, err)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("4 records, bound 3: ended after %d without an error", i)
+		}
 	}
 }

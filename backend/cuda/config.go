@@ -24,12 +24,13 @@ type Config struct {
 }
 
 // ConfigOf is what the backend takes from a run: the mock's configuration
-// (same weights, sampling and threshold), the symbolic backend's index
-// width and the scenario's backend.shadow.
+// (same weights, sampling and threshold), and the settled index width and
+// backend.shadow.
 func ConfigOf(env *backend.Env) Config {
 	m := mock.ConfigOf(env)
-	return Config{Shape: m.Shape, Layout: m.Layout, NumBlocks: m.NumBlocks, IndexBits: env.Sym.Index.Bits,
-		WeightSeed: m.WeightSeed, Temperature: m.Temperature, Threshold: m.Threshold, Shadow: env.Scenario.Backend.Shadow}
+	b := &env.Setup.Backend
+	return Config{Shape: m.Shape, Layout: m.Layout, NumBlocks: m.NumBlocks, IndexBits: b.IndexBits,
+		WeightSeed: m.WeightSeed, Temperature: m.Temperature, Threshold: m.Threshold, Shadow: b.Shadow}
 }
 
 // check rejects what the kernels cannot run, before anything is allocated.

@@ -5,28 +5,26 @@ import (
 	"testing"
 
 	"statesim/backend"
-	"statesim/scenarios"
-	"statesim/statecache"
+	"statesim/setup"
 )
 
-// The backend's configuration comes from the run alone: the scenario's
-// backend.shadow and seed, the symbolic backend's index width.
+// The backend's configuration comes from the settled run alone: its
+// backend.shadow, seed and index width in effect.
 func TestConfigOfReadsTheRun(t *testing.T) {
-	sc, err := scenarios.Load("imposter", []string{"backend.kind=cuda", "backend.shadow=true", "engine.state_index_bits=32"})
+	st, err := setup.Load("imposter", []string{"backend.kind=cuda", "backend.shadow=true", "engine.state_index_bits=32"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout := sc.Model.Shape.Layout(sc.Engine.BlockSize)
-	sym := &backend.Symbolic{Index: statecache.StateIndex{Bits: 32}}
-	cfg := ConfigOf(&backend.Env{Scenario: sc, Shape: &sc.Model.Shape, Layout: layout, NumBlocks: 50, Sym: sym})
+	sc, layout := st.Scenario, st.Layout
+	cfg := ConfigOf(&backend.Env{Setup: st, Shape: &st.Shape, Layout: layout, NumBlocks: 50})
 	if !cfg.Shadow || cfg.IndexBits != 32 || cfg.NumBlocks != 50 || cfg.WeightSeed != sc.Seed {
 		t.Errorf("config %+v: want shadow, 32-bit index, 50 blocks, weight seed = scenario seed %d", cfg, sc.Seed)
 	}
 	if err := cfg.check(); err != nil {
 		t.Errorf("the imposter model is one the kernels run: %v", err)
 	}
-	sc.Backend.Shadow = false
-	if ConfigOf(&backend.Env{Scenario: sc, Shape: &sc.Model.Shape, Layout: layout, NumBlocks: 50, Sym: sym}).Shadow {
+	st.Backend.Shadow = false
+	if ConfigOf(&backend.Env{Setup: st, Shape: &st.Shape, Layout: layout, NumBlocks: 50}).Shadow {
 		t.Error("shadow on without backend.shadow")
 	}
 	for _, c := range []struct {

@@ -42,7 +42,7 @@ var (
 // usesStateKernels: a shape whose state kind is not Mamba1, or drafts
 // (the full-GPU engine models neither).
 func usesStateKernels(env *backend.Env) bool {
-	return env.Shape.NumMambaLayers() > 0 && env.Shape.StateKind() != model.Mamba1 || env.Scenario.Engine.Speculative.Method != ""
+	return env.Shape.NumMambaLayers() > 0 && env.Shape.StateKind() != model.Mamba1 || env.Setup.Spec.On()
 }
 
 // NewStateBackend builds the hybrid engine on dev.

@@ -3,7 +3,7 @@ package mock
 import (
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 )
 
@@ -28,9 +28,9 @@ func imposterSchedule(t *testing.T, v sched.Version, forcePrefill bool) *engine 
 
 func TestBugAImposterDiverges(t *testing.T) {
 	e := imposterSchedule(t, sched.V013, false)
-	var stale *check.Violation
+	var stale *invariant.Violation
 	for i, v := range e.viol {
-		if v.Invariant == check.StaleSlotRead && v.RequestID == 2 {
+		if v.Invariant == invariant.StaleSlotRead && v.RequestID == 2 {
 			stale = &e.viol[i]
 			break
 		}
@@ -42,7 +42,7 @@ func TestBugAImposterDiverges(t *testing.T) {
 		t.Fatalf("stale read %v: want slot 1, left by request 0", stale)
 	}
 	t.Log(stale)
-	if e.rec.Count(check.NoDecodeBeforePrefill) == 0 {
+	if e.rec.Count(invariant.NoDecodeBeforePrefill) == 0 {
 		t.Fatalf("no no-decode-before-prefill violation recorded")
 	}
 	divs := e.divergent()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/sched"
 )
 
@@ -28,7 +28,7 @@ func TestBugBWrappedWriteDiverges(t *testing.T) {
 	}
 	writers := map[int64]bool{}
 	for _, v := range e.viol {
-		if v.Invariant == check.WrongAddressWrite {
+		if v.Invariant == invariant.WrongAddressWrite {
 			writers[v.RequestID] = true
 		}
 	}
@@ -58,7 +58,7 @@ func TestBugBWrappedWriteDiverges(t *testing.T) {
 	// diverges too.
 	victims := 0
 	for _, v := range e.viol {
-		if v.Invariant == check.StaleSlotRead && v.PrevOwner != v.RequestID && strings.Contains(v.Detail, "clobbered") {
+		if v.Invariant == invariant.StaleSlotRead && v.PrevOwner != v.RequestID && strings.Contains(v.Detail, "clobbered") {
 			if _, ok := divs[v.RequestID]; !ok {
 				t.Errorf("request %d read a slot clobbered by request %d but did not diverge", v.RequestID, v.PrevOwner)
 			}
@@ -74,7 +74,7 @@ func TestBugBWrappedWriteDiverges(t *testing.T) {
 		}
 	}
 	t.Logf("%d wrapped writers, %d divergent of %d; violations: %d wrong-address writes, %d stale reads",
-		len(writers), len(divs), e.mk.Stats().RequestsCompared, e.rec.Count(check.WrongAddressWrite), e.rec.Count(check.StaleSlotRead))
+		len(writers), len(divs), e.mk.Stats().RequestsCompared, e.rec.Count(invariant.WrongAddressWrite), e.rec.Count(invariant.StaleSlotRead))
 }
 
 func TestBugB64BitClean(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"statesim/check"
 	"statesim/internal/testtier"
+	"statesim/invariant"
 	"statesim/sched"
 )
 
@@ -34,7 +34,7 @@ func TestClobberedKVBlockRewrittenByOwner(t *testing.T) {
 			version: sched.Fixed, bits: 16, weightSeed: seed})
 		e.run(randomArrivals(rng, 80, 60, 30, 1))
 		for _, v := range e.viol {
-			if v.Invariant == check.WrongAddressWrite && strings.Contains(v.Detail, "clobbering KV") {
+			if v.Invariant == invariant.WrongAddressWrite && strings.Contains(v.Detail, "clobbering KV") {
 				kvClobbers++
 			}
 		}

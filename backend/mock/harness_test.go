@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"statesim/backend"
-	"statesim/check"
+	"statesim/invariant"
 	"statesim/model"
 	"statesim/sched"
 	"statesim/sim"
@@ -43,12 +43,12 @@ type engine struct {
 	layout model.Layout
 	kv     *statecache.KVCacheManager
 	s      *sched.Scheduler
-	rec    *check.Recorder
+	rec    *invariant.Recorder
 	sym    *backend.Symbolic
 	mk     *Mock
 	step   int
 	reqs   []*sched.Request
-	viol   []check.Violation
+	viol   []invariant.Violation
 	// results keeps each finished request's engine tokens and log-probs
 	// (copied before the mock frees them).
 	tokens   map[int64][]int32
@@ -83,9 +83,9 @@ func newEngine(tb testing.TB, c engineCfg) *engine {
 		EnableChunkedPrefill: !c.noChunking,
 	}
 	e := &engine{tb: tb, shape: shape, layout: layout, kv: kv, s: sched.New(cfg, kv, c.version, nil),
-		rec: check.NewRecorder(0), tokens: map[int64][]int32{}, logprobs: map[int64][]float64{}}
+		rec: invariant.NewRecorder(0), tokens: map[int64][]int32{}, logprobs: map[int64][]float64{}}
 	e.s.ForcePrefill = c.forcePrefill
-	e.rec.Hook = func(v check.Violation) { e.viol = append(e.viol, v) }
+	e.rec.Hook = func(v invariant.Violation) { e.viol = append(e.viol, v) }
 	e.sym = backend.NewSymbolic(&shape, layout, kv.Pool, c.bits, e.rec)
 	mk, err := New(Config{Shape: shape, Layout: layout, WeightSeed: c.weightSeed, Temperature: c.temperature, TraceIDs: c.trace}, e.sym)
 	if err != nil {
@@ -189,7 +189,7 @@ const smallLoss = 2
 func (e *engine) staleDecodeReadersSplit() (strict, small map[int64]bool) {
 	strict, small = map[int64]bool{}, map[int64]bool{}
 	for _, v := range e.viol {
-		if v.Invariant != check.StaleSlotRead || !strings.HasPrefix(v.Detail, "decode") {
+		if v.Invariant != invariant.StaleSlotRead || !strings.HasPrefix(v.Detail, "decode") {
 			continue
 		}
 		var computed int

@@ -10,6 +10,7 @@ import (
 
 	"statesim/backend"
 	"statesim/model"
+	"statesim/report"
 	"statesim/sched"
 	"statesim/sim"
 	"statesim/statecache"
@@ -55,8 +56,8 @@ type Config struct {
 // Stats and Divergence are the differential check's values; they live in
 // package backend so that reports carry them without importing the mock.
 type (
-	Stats      = backend.DivergenceStats
-	Divergence = backend.Divergence
+	Stats      = report.DivergenceStats
+	Divergence = report.Divergence
 )
 
 // TokenTrace is one generated token seen by both runs.

@@ -1,6 +1,9 @@
 package mock
 
-import "statesim/backend"
+import (
+	"statesim/backend"
+	"statesim/report"
+)
 
 // The mock joins the backend registry as kind "mock" from its own package:
 // linking it (any import) makes `backend: {kind: mock}` runnable.
@@ -14,22 +17,17 @@ var (
 	_ backend.TokenTracer = (*Mock)(nil)
 )
 
-// ConfigOf is what the mock takes from a scenario: the shape and layout
-// the run uses, the pool size, the weight seed (backend.weight_seed, or
-// the scenario seed when 0), the sampling temperature and the divergence
-// threshold.
+// ConfigOf is what the mock takes from a run: the shape and layout it
+// uses, the pool size, and the settled backend settings (the weight
+// seed, the sampling temperature and the divergence threshold).
 func ConfigOf(env *backend.Env) Config {
-	sc := env.Scenario
-	seed := sc.Backend.WeightSeed
-	if seed == 0 {
-		seed = sc.Seed
-	}
+	b := &env.Setup.Backend
 	cfg := Config{
 		Shape: *env.Shape, Layout: env.Layout, NumBlocks: env.NumBlocks,
-		WeightSeed: seed, Temperature: sc.Sampling.Temperature, Threshold: sc.Backend.DivergenceThreshold,
+		WeightSeed: b.WeightSeed, Temperature: b.Temperature, Threshold: b.DivergenceThreshold,
 	}
-	if sp := &sc.Engine.Speculative; sp.Method != "" {
-		cfg.NumSpec = sp.NumSpeculativeTokens
+	if env.Setup.Spec.On() {
+		cfg.NumSpec = env.Setup.Spec.K
 	}
 	return cfg
 }
@@ -39,14 +37,14 @@ func FromEnv(env *backend.Env) (backend.Backend, error) { return New(ConfigOf(en
 
 // TokenTrace is a kept request's generated tokens with engine and
 // reference log-probs, or nil.
-func (m *Mock) TokenTrace(id int64) []backend.TokenTrace {
+func (m *Mock) TokenTrace(id int64) []report.TokenTrace {
 	tr, ok := m.Trace(id)
 	if !ok {
 		return nil
 	}
-	out := make([]backend.TokenTrace, len(tr.Tokens))
+	out := make([]report.TokenTrace, len(tr.Tokens))
 	for i, t := range tr.Tokens {
-		out[i] = backend.TokenTrace{Index: t.Index, Token: t.EngineToken, EngineLP: t.EngineLogProb, ReferenceL: t.RefLogProb}
+		out[i] = report.TokenTrace{Index: t.Index, Token: t.EngineToken, EngineLP: t.EngineLogProb, ReferenceLP: t.RefLogProb}
 	}
 	return out
 }

@@ -2,15 +2,16 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
 	"statesim/engine"
+	"statesim/internal/infile"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim calibrate: want exactly one STEPS.csv (columns %s), got %d arguments\n", strings.Join(calibrateColumns, ","), len(pos))
 		return exitBadInput
 	}
-	f, err := os.Open(pos[0])
+	f, err := infile.Open(pos[0]) // a FIFO without a writer must not hang
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
@@ -75,13 +76,26 @@ func cmdCalibrate(args []string, stdout, stderr io.Writer) int {
 	return exitClean
 }
 
+// Bounds on a STEPS.csv, which is held in memory to fit (README,
+// "Bounds"): lines (a measured step each, 40 bytes held) and a line's
+// length (a step is five numbers). Variables for tests.
+var (
+	maxCalibrateLines    = 1 << 22
+	maxCalibrateLineSize = 64 << 10
+)
+
 // readSteps reads the measured steps: a header naming calibrateColumns,
 // then one step per line; errors are FILE:LINE: problem.
 func readSteps(r io.Reader, name string) ([]engine.MeasuredStep, error) {
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, min(4096, maxCalibrateLineSize+1)), maxCalibrateLineSize+1) // +1: the newline
 	var col map[string]int
 	var steps []engine.MeasuredStep
-	for line := 1; sc.Scan(); line++ {
+	line := 0
+	for line = 1; sc.Scan(); line++ {
+		if line > maxCalibrateLines {
+			return nil, fmt.Errorf("%s:%d: more than %d lines, the most a STEPS.csv may hold", name, line, maxCalibrateLines)
+		}
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || text[0] == '#' {
 			continue
@@ -120,6 +134,9 @@ func readSteps(r io.Reader, name string) ([]engine.MeasuredStep, error) {
 		})
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: longer than %d KiB, the most a STEPS.csv line may hold", name, line, maxCalibrateLineSize>>10)
+		}
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	if col == nil {

@@ -42,3 +42,27 @@ func TestCalibrateRecoversTheDefaults(t *testing.T) {
 		t.Errorf("bad value: exit %d, %q", code, errb.String())
 	}
 }
+
+// A STEPS.csv is held in memory: its lines and their length are bounded,
+// tested at each bound and one past it.
+func TestCalibrateBounds(t *testing.T) {
+	defer func(n, s int) { maxCalibrateLines, maxCalibrateLineSize = n, s }(maxCalibrateLines, maxCalibrateLineSize)
+	head := strings.Join(calibrateColumns, ",") + "\n"
+	row := "1,2,3,4,5\n"
+	maxCalibrateLines = 3
+	if steps, err := readSteps(strings.NewReader(head+row+row), "s.csv"); err != nil || len(steps) != 2 {
+		t.Fatalf("3 lines, bound 3: %d steps, %v", len(steps), err)
+	}
+	if _, err := readSteps(strings.NewReader(head+row+row+row), "s.csv"); err == nil || !strings.Contains(err.Error(), "s.csv:4: more than 3 lines") {
+		t.Fatalf("4 lines, bound 3: %v", err)
+	}
+	maxCalibrateLines = 1 << 22
+	maxCalibrateLineSize = len(head) - 1
+	if _, err := readSteps(strings.NewReader(head+row), "s.csv"); err != nil {
+		t.Fatalf("a header of the bound's length: %v", err)
+	}
+	maxCalibrateLineSize--
+	if _, err := readSteps(strings.NewReader(head+row), "s.csv"); err == nil || !strings.Contains(err.Error(), "s.csv:1: longer than") {
+		t.Fatalf("a header one past the bound: %v", err)
+	}
+}

@@ -45,6 +45,8 @@ func TestCheckBadFlags(t *testing.T) {
 		{"--property", "no-such-property"},
 		{"--set", "engine.max_num_seqs=-3"},
 		{"--set", "engine.no_such_knob=1"},
+		{"--set", "engine.vllm_version=v9"},       // a rule package setup applies
+		{"--set", "engine.mamba_cache_mode=some"}, // the same
 		{"imposter"},
 		{"--no-such-flag"},
 		{"--model-runner", "v3"},
@@ -98,11 +100,12 @@ func TestCheckModelFlag(t *testing.T) {
 	}
 }
 
-// TestCheckModelRunner: at v0.31 + #53059 the search finds the stale
-// CUDA-graph replay under the default runner (V2) and says why, and finds
-// nothing on V1, where the patch's edit is on the dispatch path.
+// TestCheckModelRunner: at v0.31 + #53059 without V2's own gate (#51865)
+// the search finds the stale CUDA-graph replay under the default runner
+// (V2) and says why, and finds nothing on V1, where the patch's edit is on
+// the dispatch path.
 func TestCheckModelRunner(t *testing.T) {
-	base := []string{"check", "--version", "v0.31", "--model", "qwen3-next-80b-a3b", "--patches", "+53059",
+	base := []string{"check", "--version", "v0.31", "--model", "qwen3-next-80b-a3b", "--patches", "+53059,-51865",
 		"--set", "engine.cudagraph_mode=full_and_piecewise", "--property", "stale-slot-read", "--trials", "40"}
 	code, out, errs := runCLI(append(base, "--out", t.TempDir())...)
 	if code != exitViolations || !strings.Contains(out, "note: +53059 changes nothing under model runner v2") {

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"statesim/explain"
-	"statesim/scenarios"
+	"statesim/setup"
 )
 
 func init() {
@@ -36,12 +36,12 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "statesim explain: --request ID is required (a non-negative request id)")
 		return exitBadInput
 	}
-	sc, err := scenarios.Load(pos[0], sets)
+	st, err := setup.Load(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	life, rep, err := explain.Explain(sc, *id)
+	life, rep, err := explain.Explain(st, *id)
 	if err != nil {
 		return reportRunError(stderr, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	_ "statesim/backend/mock" // backend kind "mock"
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // Exit statuses.
@@ -51,7 +52,8 @@ const exitStatusHelp = `Exit status:
   1    violations found (check: a counterexample, written to --out)
   2    bad input: a scenario, flag, trace or file the command cannot use,
        with FILE:LINE: field PATH: problem where there is a file; also an
-       output path that cannot be written (--out, --trace, --timeline)
+       output that cannot be written, with its path (--out, --trace,
+       --timeline, stdout), or an output path that is an input
   3    internal error: a bug in statesim (please report it with the command)
   130  sweep interrupted (Ctrl-C); run the same command again to resume
 `
@@ -72,18 +74,33 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage())
 		return exitBadInput
 	}
+	out := &checkedWriter{w: stdout}
+	code := command1(args, out, stderr)
+	if out.err != nil {
+		fmt.Fprintf(stderr, "statesim: stdout: cannot write the output: %v\n", out.err)
+		return exitBadInput
+	}
+	return code
+}
+
+func command1(args []string, stdout, stderr io.Writer) int {
 	if c, ok := commands[args[0]]; ok {
 		return c.run(args[1:], stdout, stderr)
 	}
 	switch args[0] {
+	case completeCmd: // the shell completion scripts' helper (completion.go)
+		for _, c := range complete(args[1:]) {
+			fmt.Fprintln(stdout, c)
+		}
+		return exitClean
 	case "scenarios":
 		for _, n := range scenarios.Builtins() {
-			sc, err := scenarios.Load(n, nil)
+			st, err := setup.Load(n, nil)
 			if err != nil {
 				fmt.Fprintf(stderr, "statesim: %v\n", err)
 				return exitInternal
 			}
-			fmt.Fprintf(stdout, "%-28s %s\n", n, sc.Description)
+			fmt.Fprintf(stdout, "%-28s %s\n", n, st.Scenario.Description)
 		}
 		return exitClean
 	case "-h", "--help", "help":

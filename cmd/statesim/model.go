@@ -13,6 +13,7 @@ import (
 
 	"statesim/model"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/statecache"
 )
 
@@ -52,11 +53,17 @@ type modelView struct {
 	Bits          int                 `json:"state_index_bits"`
 	FirstWrap     int64               `json:"first_wrapping_slot_32bit"`
 	WrapReachable bool                `json:"first_wrap_within_pool"`
+	hookLines     int                 // leading Log lines from the config hooks
 }
 
+// groupView is one KV cache group: its kind, layers, the block size its
+// spec carries and the spec (model.GroupSpec).
 type groupView struct {
-	Kind   string `json:"kind"`
-	Layers []int  `json:"layers"`
+	Kind      string `json:"kind"`
+	Layers    []int  `json:"layers"`
+	BlockSize int    `json:"block_size"`
+	PageBytes int64  `json:"page_bytes"`
+	Spec      string `json:"spec"`
 }
 
 func cmdModel(args []string, stdout, stderr io.Writer) int {
@@ -73,12 +80,12 @@ func cmdModel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim model: want exactly one CONFIG (a config.json, a preset name or a scenario), got %d\n", len(pos))
 		return exitBadInput
 	}
-	sc, err := modelScenario(pos[0], sets)
+	st, err := modelSetup(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
 	}
-	v := describeModel(sc)
+	v := describeModel(st)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -93,10 +100,10 @@ func cmdModel(args []string, stdout, stderr io.Writer) int {
 	return exitClean
 }
 
-// modelScenario builds the scenario a CONFIG stands for: a .json file or
+// modelSetup settles the scenario a CONFIG stands for: a .json file or
 // a built-in config's name is model.hf_config, a preset name
 // model.preset, anything else a scenario.
-func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
+func modelSetup(arg string, sets []string) (*setup.Setup, error) {
 	key := ""
 	if strings.HasSuffix(arg, ".json") {
 		if _, err := os.Stat(arg); err != nil {
@@ -109,7 +116,7 @@ func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 		key = "hf_config"
 	}
 	if key == "" {
-		return scenarios.Load(arg, sets)
+		return setup.Load(arg, sets)
 	}
 	// The workload is a placeholder: the command runs nothing.
 	doc, err := yaml.Marshal(map[string]any{"name": "model " + arg, "model": map[string]string{key: arg},
@@ -117,27 +124,29 @@ func modelScenario(arg string, sets []string) (*scenarios.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.Parse(doc, arg, sets)
+	return setup.Parse(doc, arg, sets)
 }
 
-func describeModel(sc *scenarios.Scenario) modelView {
-	sh := &sc.Model.Shape
-	l := sc.Layout() // the drafter's attention layers included under EAGLE/MTP
+func describeModel(st *setup.Setup) modelView {
+	sc, sh := st.Scenario, &st.Shape
+	l := &st.Layout // the drafter's attention layers included under EAGLE/MTP
 	v := modelView{
 		Name: sh.Name, ModelType: sh.ModelType, Layers: sh.NumLayers,
 		Attention: sh.NumAttentionLayers(), State: sh.NumMambaLayers(),
 		NumParameters: sh.NumParameters, WeightsGiB: sh.WeightsGiB, TP: max(1, sh.Cache.TensorParallelSize),
 		WeightsRank: sh.WeightsPerRankGiB(), States: sh.StateTensors(), Unify: l.Unify,
 		GroupSize: l.GroupSize, BlockBytes: l.BlockBytes(), MaxModelLen: sc.Engine.MaxModelLen,
-		Stride: l.StateStrideElems, Bits: sc.Engine.StateIndexBits, FirstWrap: -1,
+		Stride: l.StateStrideElems, Bits: int(st.IndexBits), FirstWrap: -1,
 	}
 	if v.State > 0 {
 		v.StateKind = sh.StateKind()
 		v.Index = sh.IndexModel()
 	}
-	for _, g := range l.Groups {
-		v.Groups = append(v.Groups, groupView{g.Kind.String(), g.Layers})
+	for _, g := range sh.GroupSpecs(l, mambaBlockSize(st, l)) {
+		v.Groups = append(v.Groups, groupView{g.Kind.String(), g.Layers, g.BlockSize, g.PageBytes, g.Spec})
 	}
+	v.Log = append(v.Log, sh.Cache.Rules.Log...) // the config hooks run before the block size is set
+	v.hookLines = len(v.Log)
 	u := &l.Unify
 	if u.Raised {
 		v.Log = append(v.Log, fmt.Sprintf("Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", u.BlockSize))
@@ -145,16 +154,11 @@ func describeModel(sc *scenarios.Scenario) modelView {
 	if u.PaddingPct > 0 {
 		v.Log = append(v.Log, fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", u.PaddingPct))
 	}
-	if n := sc.Engine.NumGPUBlocksOverride; n > 0 {
-		v.NumGPUBlocks, v.FromOverride = n, true
-	} else if len(l.Groups) > 0 {
-		mem := statecache.Memory{DeviceGiB: sc.Device.MemoryGiB, GPUMemoryUtilization: sc.Engine.GPUMemoryUtilization,
-			WeightsGiB: sh.WeightsPerRankGiB(), ActivationGiB: sc.Device.ActivationGiB}
-		n, err := mem.NumGPUBlocks(l.BlockBytes())
-		if err != nil {
-			v.MemoryError = err.Error()
+	if len(l.Groups) > 0 || st.Pool.FromOverride {
+		v.NumGPUBlocks, v.FromOverride = st.Pool.NumBlocks, st.Pool.FromOverride
+		if st.Pool.Err != nil {
+			v.MemoryError = st.Pool.Err.Error()
 		}
-		v.NumGPUBlocks = n
 	}
 	if len(l.Groups) > 0 && v.NumGPUBlocks > 0 {
 		// _report_kv_cache_config: tokens = num_blocks // groups × the
@@ -165,9 +169,9 @@ func describeModel(sc *scenarios.Scenario) modelView {
 		// cdiv(max_model_len, block_size) blocks per attention group and
 		// the Mamba spec's max_memory_usage_bytes in pages per Mamba
 		// group (its mode's: MambaSpec.MaxBlocksPerRequest).
-		spec := statecache.MambaSpec{BlockSize: l.BlockSize, NumSpeculativeBlocks: sc.Spec().K}
-		if res, err := sc.MambaMode(); err == nil && res.PrefixCaching {
-			spec.Mode = res.Mode
+		spec := statecache.MambaSpec{BlockSize: l.BlockSize, NumSpeculativeBlocks: st.Spec.K}
+		if st.Mamba.PrefixCaching {
+			spec.Mode = st.Mamba.Mode
 		}
 		full := int64((sc.Engine.MaxModelLen + l.BlockSize - 1) / l.BlockSize)
 		per := int64(l.NumMambaGroups())*int64(spec.MaxBlocksPerRequest(sc.Engine.MaxModelLen)) + int64(l.NumAttnGroups())*full
@@ -180,6 +184,23 @@ func describeModel(sc *scenarios.Scenario) modelView {
 		v.WrapReachable = v.FirstWrap >= 0 && v.FirstWrap < int64(v.NumGPUBlocks)
 	}
 	return v
+}
+
+// mambaBlockSize is cache_config.mamba_block_size as vLLM resolves it:
+// without prefix caching the mamba_block_size given, else max_model_len
+// (MambaModelConfig.verify_and_update_config); in align mode the block
+// size, in all mode the chunk-rounded attention block, which Layout
+// already made the block size (Platform._align_hybrid_block_size,
+// vllm/platforms/interface.py @ 6adad0876).
+func mambaBlockSize(st *setup.Setup, l *model.Layout) int {
+	sc := st.Scenario
+	if st.Mamba.PrefixCaching {
+		return l.BlockSize
+	}
+	if sc.Engine.MambaBlockSize > 0 {
+		return sc.Engine.MambaBlockSize
+	}
+	return sc.Engine.MaxModelLen
 }
 
 func thousands(n int64) string {
@@ -224,12 +245,13 @@ func writeModelText(w io.Writer, v *modelView) error {
 		p("mamba_cache_mode all: the block is a multiple of %d tokens, lcm(the Mamba chunk, the alignment)", v.Unify.Chunk)
 	}
 	for _, ln := range v.Log[:min(len(v.Log), logHead(v))] {
-		p("INFO %s", ln)
+		p("%s", logLine(ln))
 	}
 	p("block size %d tokens (requested %d), page %s B", v.Unify.BlockSize, v.Unify.Requested, thousands(v.Unify.PageBytes))
 	p("KV cache groups, in vLLM's order (group size %d: a block id spans %d tensors, %s B):", v.GroupSize, v.GroupSize, thousands(v.BlockBytes))
 	for i, g := range v.Groups {
-		p("  group %-2d %-9s layers %s", i, g.Kind, joinInts(g.Layers))
+		p("  group %-2d %-9s block size %-6d layers %s", i, g.Kind, g.BlockSize, joinLayers(g.Layers, v.Layers))
+		p("           %s", g.Spec)
 	}
 	switch {
 	case v.FromOverride:
@@ -240,7 +262,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 		p("num_gpu_blocks %s (memory model)", thousands(int64(v.NumGPUBlocks)))
 	}
 	for _, ln := range v.Log[logHead(v):] {
-		p("INFO %s", ln)
+		p("%s", logLine(ln))
 	}
 	if v.State > 0 {
 		if v.Index.Prefill32 {
@@ -261,7 +283,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 // logHead is how many log lines come before the pool size (the block size
 // decisions); the rest report the pool.
 func logHead(v *modelView) int {
-	n := 0
+	n := v.hookLines
 	if v.Unify.Raised {
 		n++
 	}
@@ -271,10 +293,23 @@ func logHead(v *modelView) int {
 	return min(n, len(v.Log))
 }
 
-func joinInts(xs []int) string {
+// logLine is a vLLM log line with its level: INFO unless it says WARNING.
+func logLine(ln string) string {
+	if strings.HasPrefix(ln, "WARNING ") {
+		return ln
+	}
+	return "INFO " + ln
+}
+
+// joinLayers lists a group's layers, marking the drafter's (EAGLE/MTP
+// layers registered after the target's num_layers).
+func joinLayers(xs []int, numLayers int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
+		if x >= numLayers {
+			s[i] += " (draft)"
+		}
 	}
 	return strings.Join(s, ", ")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,15 +11,18 @@ import (
 )
 
 // Every test config lays out; the block sizes are the ones worked by hand
-// in model/hfconfig_test.go, here as the log line vLLM prints.
+// in model/hfconfig_test.go, here as the log line vLLM prints, at the
+// newest release: its config hooks give Nemotron-H a float32 SSM state
+// (1312 tokens, #39032) and Qwen3.5 its config's float32 (528).
 func TestModelCommandEveryConfig(t *testing.T) {
 	want := map[string]string{
-		"jamba-v0.1.json": "Setting attention block size to 80 tokens", "nemotron-nano-9b-v2.json": "Setting attention block size to 672 tokens",
-		"bamba-9b.json": "Setting attention block size to 528 tokens", "granite-4.0-h-small.json": "Setting attention block size to 528 tokens",
+		"jamba-v0.1.json": "Setting attention block size to 80 tokens", "nemotron-nano-9b-v2.json": "Setting attention block size to 1312 tokens",
+		"qwen3.5-4b.json": "Setting attention block size to 528 tokens",
+		"bamba-9b.json":   "Setting attention block size to 528 tokens", "granite-4.0-h-small.json": "Setting attention block size to 528 tokens",
 		"falcon-h1-1.5b.json": "Setting attention block size to 1568 tokens", "qwen3-next-80b-a3b.json": "Setting attention block size to 544 tokens",
 		"lfm2-1.2b.json": "Padding mamba page size by 300.00%", "minimax-text-01.json": "Setting attention block size to 512 tokens",
 		"kimi-linear-48b-a3b.json": "Setting attention block size to 1920 tokens",
-		"kimi-k3.json":             "Setting attention block size to 5696 tokens",
+		"kimi-k3.json":             "Setting attention block size to 5760 tokens",
 	}
 	files, _ := filepath.Glob("../../scenarios/models/*.json")
 	if len(files) < 8 {
@@ -111,8 +115,11 @@ func TestRunEveryConfig(t *testing.T) {
 	for _, f := range files {
 		abs, _ := filepath.Abs(f)
 		version := "v0.13"
-		if filepath.Base(f) == "kimi-k3.json" {
+		switch filepath.Base(f) {
+		case "kimi-k3.json":
 			version = "v0.31" // vLLM serves Kimi-K3 from v0.27 (#50089)
+		case "qwen3.5-4b.json":
+			version = "v0.19" // and Qwen3.5 from v0.19 here (#34110)
 		}
 		doc := "name: e2e\nmodel:\n  hf_config: " + abs + "\nengine:\n  vllm_version: " + version + "\n  num_gpu_blocks_override: 4096\n  max_num_batched_tokens: 2048\n  state_index_bits: 32\n" +
 			"workload:\n  kind: poisson\n  rate: 50\n  count: 60\n  prompt_len: {dist: uniform, min: 1, max: 600}\n  output_len: {dist: constant, value: 8}\n"
@@ -124,5 +131,70 @@ func TestRunEveryConfig(t *testing.T) {
 		if code != exitClean || !strings.Contains(out, "60 finished") {
 			t.Errorf("%s: exit %d\n%s%s", f, code, out, errs)
 		}
+	}
+}
+
+// The block sizes vLLM logged, from the configs, at the logs' settings,
+// with every KV cache group's block size:
+//   - Qwen3.5-4B, 528 tokens: vllm-project/vllm#40696, vLLM 0.19.1, `vllm
+//     serve Qwen/Qwen3.5-4B --enable-prefix-caching --max-model-len 1024
+//     --dtype bfloat16` (align mode: the Mamba groups' block is the block);
+//   - NVIDIA-Nemotron-Nano-9B-v2, 672 tokens: vllm-project/vllm#24280,
+//     before #39032 made Nemotron-H's SSM state float32 (v0.19 is the last
+//     release statesim models without it; no prefix caching, so the Mamba
+//     groups' block is max_model_len).
+func TestModelCommandLoggedBlockSizes(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		args        []string
+		block       int
+		mambaBlock  int
+		groups      int
+		wantLogLine string
+	}{
+		{"qwen3.5-4b #40696", []string{"../../scenarios/models/qwen3.5-4b.json", "--set", "engine.vllm_version=v0.19",
+			"--set", "engine.enable_prefix_caching=true", "--set", "engine.max_model_len=1024", "--set", "model.dtype=bfloat16"}, 528, 528, 4, ""},
+		{"nemotron-nano-9b-v2 #24280", []string{"nemotron-nano-9b-v2", "--set", "engine.vllm_version=v0.19"}, 672, 32768, 8,
+			"Updating mamba_ssm_cache_dtype to 'float16' for NemotronH model"},
+		// The flag against Qwen3.5's config: vLLM keeps the flag and warns.
+		{"qwen3.5-4b bf16 SSM", []string{"qwen3.5-4b", "--set", "engine.vllm_version=v0.19", "--set", "engine.mamba_ssm_cache_dtype=bfloat16"}, 272, 32768, 4,
+			"WARNING Qwen3.5 model specifies mamba_ssm_dtype='float32' in its config, but --mamba-ssm-cache-dtype='bfloat16' was passed."},
+	} {
+		code, out, errs := runCLI(append([]string{"model"}, c.args...)...)
+		if code != exitClean || !strings.Contains(out, fmt.Sprintf("Setting attention block size to %d tokens", c.block)) ||
+			(c.wantLogLine != "" && !strings.Contains(out, c.wantLogLine)) {
+			t.Errorf("%s: exit %d\n%s%s", c.name, code, out, errs)
+			continue
+		}
+		code, js, errs := runCLI(append([]string{"model", "--json"}, c.args...)...)
+		var v modelView
+		if err := json.Unmarshal([]byte(js), &v); code != exitClean || err != nil {
+			t.Fatalf("%s: exit %d, %v: %s", c.name, code, err, errs)
+		}
+		if len(v.Groups) != c.groups {
+			t.Errorf("%s: %d groups, want %d", c.name, len(v.Groups), c.groups)
+		}
+		for i, g := range v.Groups {
+			want := c.block
+			if g.Kind == "mamba" {
+				want = c.mambaBlock
+			}
+			if g.BlockSize != want || !strings.Contains(g.Spec, fmt.Sprintf("(block_size=%d,", want)) ||
+				!strings.Contains(out, fmt.Sprintf("group %-2d %-9s block size %-6d", i, g.Kind, want)) {
+				t.Errorf("%s: group %d %+v, want block size %d", c.name, i, g, want)
+			}
+		}
+	}
+}
+
+// GDN + MTP: the conv state holds 3 + K columns and the drafter's layer
+// joins the attention group. Qwen3-Next at TP 4, K = 3: conv 6·2048·2 =
+// 24,576 + recurrent 8·128·128·2 = 262,144 B against 1024 B/token:
+// 16·cdiv(286720, 16384) = 288 tokens (272 with vLLM's 3 columns alone).
+func TestModelCommandSpecWidensConv(t *testing.T) {
+	code, out, errs := runCLI("model", "azure-conv-qwen3-next-mtp")
+	if code != exitClean || !strings.Contains(out, "conv [6 2048] bfloat16 24,576 B") || !strings.Contains(out, "Setting attention block size to 288 tokens") ||
+		!strings.Contains(out, "47, 48 (draft)") || !strings.Contains(out, "num_speculative_blocks=3") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
 	}
 }

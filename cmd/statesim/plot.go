@@ -4,13 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"statesim/engine"
+	"statesim/internal/infile"
 	"statesim/plot"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/statecache"
 	"statesim/step"
 )
@@ -51,20 +52,23 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "statesim plot: want exactly one SCENARIO (or --trace FILE), got %d\n", len(pos))
 			return exitBadInput
 		}
-		sc, err := scenarios.Load(pos[0], sets)
+		st, err := setup.Load(pos[0], sets)
 		if err != nil {
 			fmt.Fprintf(stderr, "statesim: %v\n", err)
 			return exitBadInput
 		}
 		rec := plot.NewRecorder()
 		// Holdings: each request's blocks, for the held-per-request chart.
-		rep, err := engine.Run(sc, engine.Options{Observe: rec.Observe, Detail: step.Holdings})
+		rep, err := engine.RunSetup(st, engine.Options{Observe: rec.Observe, Detail: step.Holdings})
 		if err != nil {
 			return reportRunError(stderr, err)
 		}
-		run = rec.Done(rep, sc.Engine.MaxNumBatchedTokens)
+		run = rec.Done(rep, st.Scenario.Engine.MaxNumBatchedTokens)
 	}
 	files, err := plot.Write(run, *out)
+	if isFileError(err) {
+		return outputFailed(stderr, "--out", *out, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim plot: %v\n", err)
 		return exitInternal
@@ -81,7 +85,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 // plotTrace reads a --trace file; an optional scenario supplies the
 // engine settings the trace does not record.
 func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
-	f, err := os.Open(path)
+	f, err := infile.Open(path) // a FIFO without a writer must not hang
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %v", err)
 	}
@@ -92,16 +96,17 @@ func plotTrace(path string, pos, sets []string) (*plot.Run, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if len(pos) == 1 {
-		sc, err := scenarios.Load(pos[0], sets)
+		st, err := setup.Load(pos[0], sets)
 		if err != nil {
 			return nil, err
 		}
-		run.MaxNumBatchedTokens = sc.Engine.MaxNumBatchedTokens
-		run.StateIndexBits = sc.Engine.StateIndexBits
-		sh := sc.Model.Shape
-		if sh.NumMambaLayers() > 0 {
-			l := sh.Layout(sc.Engine.BlockSize)
-			ix := statecache.StateIndex{Stride: l.StateStrideElems, Bits: uint(sc.Engine.StateIndexBits)}
+		if sc := st.Scenario; sc.Name != run.TraceScenario || sc.Seed != run.TraceSeed {
+			return nil, &scenarios.InputError{File: path, Msg: fmt.Sprintf("written by scenario %q seed %d, not %q seed %d: its budget and slot bounds would be drawn from another run", run.TraceScenario, run.TraceSeed, sc.Name, sc.Seed)}
+		}
+		run.MaxNumBatchedTokens = st.Sched.Config.MaxNumBatchedTokens
+		run.StateIndexBits = int(st.IndexBits)
+		if st.Shape.NumMambaLayers() > 0 {
+			ix := statecache.StateIndex{Stride: st.Layout.StateStrideElems, Bits: st.IndexBits}
 			run.FirstWrappingSlot = ix.FirstWrappingSlot()
 		}
 	}

@@ -6,10 +6,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"statesim/engine"
 	"statesim/scenarios"
+	"statesim/setup"
 	"statesim/step"
 	"statesim/timeline"
 )
@@ -70,9 +73,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim run: want exactly one SCENARIO, got %d\n", len(pos))
 		return exitBadInput
 	}
-	sc, err := scenarios.Load(pos[0], sets)
+	st, err := setup.Load(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
+	if err := distinctOutputs([][2]string{{"--trace", *tracePath}, {"--timeline", *timelinePath}}, scenarioInputs(pos[0], st.Scenario)); err != nil {
+		fmt.Fprintf(stderr, "statesim run: %v\n", err)
 		return exitBadInput
 	}
 	var opt engine.Options
@@ -80,32 +87,31 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *tracePath != "" {
 		traceFile, err = os.Create(*tracePath)
 		if err != nil {
-			fmt.Fprintf(stderr, "statesim: --trace: %v\n", err)
-			return exitBadInput
+			return outputFailed(stderr, "--trace", *tracePath, err)
 		}
 		defer traceFile.Close()
 		opt.Trace = traceFile
 	}
 	tl, tlDone, err := startTimeline(*timelinePath, &opt)
 	if err != nil {
-		fmt.Fprintf(stderr, "statesim: --timeline: %v\n", err)
-		return exitBadInput
+		return outputFailed(stderr, "--timeline", *timelinePath, err)
 	}
-	rep, err := engine.Run(sc, opt)
+	rep, err := engine.RunSetup(st, opt)
+	if err != nil && traceFile != nil && isFileError(err) {
+		return outputFailed(stderr, "--trace", *tracePath, err)
+	}
 	if err != nil {
 		return reportRunError(stderr, err)
 	}
 	if tl != nil {
 		tl.Violations(rep.Violations)
 		if err := tlDone(); err != nil {
-			fmt.Fprintf(stderr, "statesim: --timeline: %v\n", err)
-			return exitInternal
+			return outputFailed(stderr, "--timeline", *timelinePath, err)
 		}
 	}
 	if traceFile != nil {
 		if err := traceFile.Close(); err != nil {
-			fmt.Fprintf(stderr, "statesim: --trace: %v\n", err)
-			return exitInternal
+			return outputFailed(stderr, "--trace", *tracePath, err)
 		}
 	}
 	if *asJSON {
@@ -121,6 +127,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitViolations
 	}
 	return exitClean
+}
+
+// scenarioInputs are the files a run reads: the scenario file (not a
+// built-in), its trace and its config.json.
+func scenarioInputs(arg string, sc *scenarios.Scenario) []string {
+	var in []string
+	if sc.File == arg {
+		in = append(in, arg)
+	}
+	if sc.Workload.Kind == "trace" && sc.Workload.FS == nil {
+		in = append(in, sc.Workload.Path)
+	}
+	if p := sc.Model.HFConfig; strings.Contains(p, "/") || strings.HasSuffix(p, ".json") {
+		in = append(in, p, filepath.Join(filepath.Dir(arg), p))
+	}
+	return in
 }
 
 // rateScaleFlag checks --rate-scale before it becomes a --set: 0, a

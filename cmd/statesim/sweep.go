@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"statesim/internal/infile"
 	"statesim/scenarios"
-	"statesim/scenarios/sweeps"
 	"statesim/sweep"
 )
 
@@ -49,8 +49,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		case "merge":
 			return cmdSweepMerge(args[1:], stdout, stderr)
 		case "list":
-			for _, n := range sweeps.Names() {
-				s, _, err := sweeps.Load(n)
+			for _, n := range sweep.Names() {
+				s, _, err := sweep.Load(n)
 				if err != nil {
 					fmt.Fprintf(stderr, "statesim: %v\n", err)
 					return exitInternal
@@ -69,7 +69,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 0, "run `N` seeds per grid point: the scenario's seed and the next N-1 (default 1, or the built-in sweep's)")
 	workers := fs.Int("workers", runtime.NumCPU(), "cells run in parallel")
 	out := fs.String("out", "", "output `DIR` (default out/sweep-NAME); finished cells there are skipped")
-	shardArg := fs.String("shard", "", "run shard `i/n` of the cells (0 <= i < n), e.g. from a Kubernetes Indexed Job")
+	shardArg := fs.String("shard", "", "run shard `i/n` of the cells (0 <= i < n); without it, JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
 	metric := fs.String("metric", "", "incidence to chart: corrupted, imposters, stale-reads, misrouted, divergent or first-wrap (default corrupted)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	pos, err := parseInterleaved(fs, args)
@@ -80,7 +80,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim sweep: want exactly one SCENARIO or built-in sweep, got %d\n", len(pos))
 		return exitBadInput
 	}
-	spec, defined, err := sweeps.Load(pos[0])
+	spec, defined, err := sweep.Load(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitBadInput
@@ -92,21 +92,31 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		}
 		spec.Sets = append(spec.Sets, sets...)
 	} else {
-		if _, _, _, _, rerr := scenarios.Resolve(pos[0]); rerr != nil {
+		var tl *infile.TooLargeError
+		if _, _, _, _, rerr := scenarios.Resolve(pos[0]); errors.As(rerr, &tl) {
+			fmt.Fprintf(stderr, "statesim: %v\n", rerr) // a file past its bound: say so
+			return exitBadInput
+		} else if rerr != nil {
 			// Neither a sweep nor a scenario: most likely a typo of one.
-			known := append(sweeps.Names(), scenarios.Builtins()...)
+			known := append(sweep.Names(), scenarios.Builtins()...)
 			fmt.Fprintf(stderr, "statesim sweep: unknown sweep %q: not a built-in sweep (%s), a sweep .yaml file or a scenario%s\n",
-				pos[0], strings.Join(sweeps.Names(), ", "), scenarios.Suggest(pos[0], known))
+				pos[0], strings.Join(sweep.Names(), ", "), scenarios.Suggest(pos[0], known))
 			return exitBadInput
 		}
 		if len(vary) == 0 {
 			fmt.Fprintf(stderr, "statesim sweep: %s is a scenario, not a sweep: give at least one --vary KEY=v1,v2,... (built-in sweeps: %s)%s\n",
-				pos[0], strings.Join(sweeps.Names(), ", "), scenarios.Suggest(pos[0], sweeps.Names()))
+				pos[0], strings.Join(sweep.Names(), ", "), scenarios.Suggest(pos[0], sweep.Names()))
 			return exitBadInput
 		}
 		spec = &sweep.Spec{Name: sweepName(pos[0]), Scenario: pos[0], Sets: sets, Axes: vary, Seeds: 1}
 	}
-	if *seeds != 0 {
+	seedsSet := false
+	fs.Visit(func(f *flag.Flag) { seedsSet = seedsSet || f.Name == "seeds" })
+	if seedsSet {
+		if *seeds < 1 {
+			fmt.Fprintf(stderr, "statesim sweep: --seeds must be >= 1, got %d\n", *seeds)
+			return exitBadInput
+		}
 		spec.Seeds = *seeds
 	}
 	if *metric != "" {
@@ -116,19 +126,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statesim sweep: --workers must be >= 1, got %d\n", *workers)
 		return exitBadInput
 	}
-	var shard sweep.Shard
-	if *shardArg != "" {
-		if shard, err = sweep.ParseShard(*shardArg); err != nil {
-			fmt.Fprintf(stderr, "statesim sweep: %v\n", err)
-			return exitBadInput
-		}
+	shard, err := shardOf(*shardArg, "sweep", stderr)
+	if err != nil {
+		return exitBadInput
 	}
 	if *out == "" {
 		*out = filepath.Join("out", "sweep-"+spec.Name)
-	}
-	if _, err := spec.Plan(); err != nil {
-		fmt.Fprintf(stderr, "statesim: %v\n", err)
-		return exitBadInput
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -138,6 +141,14 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
+	// Loading a large grid's scenarios takes a while: Ctrl-C stops it too.
+	if _, err := spec.PlanContext(ctx); errors.Is(err, sweep.ErrInterrupted) {
+		fmt.Fprintln(stderr, "\nstatesim sweep: interrupted while checking the grid; nothing ran")
+		return 130
+	} else if err != nil {
+		fmt.Fprintf(stderr, "statesim: %v\n", err)
+		return exitBadInput
+	}
 	opt := sweep.Options{Dir: *out, Workers: *workers, Shard: shard}
 	tty := isTerminal(stderr)
 	if !*quiet && tty {
@@ -166,6 +177,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nstatesim sweep: interrupted after %d cells; run the same command again to resume from %s\n", len(rs), *out)
 		return 130
 	}
+	var de *sweep.DirError
+	if errors.As(err, &de) {
+		return outputFailed(stderr, "--out", de.Dir, de.Err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal
@@ -186,6 +201,9 @@ func writeSweep(stdout, stderr io.Writer, dir string, spec *sweep.Spec, rs []*sw
 		write = sweep.WriteTables
 	}
 	files, err := write(dir, spec, rs)
+	if isFileError(err) {
+		return outputFailed(stderr, "--out", dir, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "statesim: %v\n", err)
 		return exitInternal

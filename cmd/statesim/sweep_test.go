@@ -91,6 +91,13 @@ func TestPlotCLI(t *testing.T) {
 	if code != exitClean || !strings.Contains(out, filepath.Join(dir, "t-cache.svg")) {
 		t.Fatalf("plot --trace: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// The scenario given must be the one that wrote the trace.
+	for _, other := range [][]string{{"wrap32"}, {"imposter", "--set", "seed=9"}} {
+		args := append([]string{"plot", "--trace", tr, "--out", dir}, other...)
+		if code, _, errOut := runCLI(args...); code != exitBadInput || !strings.Contains(errOut, `written by scenario "imposter" seed 3`) {
+			t.Errorf("%v: exit %d, %q", other, code, errOut)
+		}
+	}
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"step\":1}\nnot json\n"), 0o644)
 	if code, _, errOut := runCLI("plot", "--trace", bad); code != exitBadInput || !strings.Contains(errOut, "line 2") {

@@ -1,0 +1,110 @@
+package setup
+
+import (
+	"statesim/model"
+	"statesim/scenarios"
+	"statesim/sched"
+	"statesim/statecache"
+)
+
+// Setup is a scenario settled: what every part of a run reads.
+type Setup struct {
+	// Scenario is where it came from; its name, seed, workload, timing,
+	// checks and device are read as given.
+	Scenario *scenarios.Scenario
+	// Version is vllm_version with engine.patches applied. V1 is false
+	// for the v0 control; Release is the release the V1 rules read (the
+	// newest for the fixed alias).
+	Version sched.Version
+	Release statecache.Release
+	V1      bool
+	// Runner is engine.model_runner, or the release's default.
+	Runner sched.Runner
+	// GuardIgnored: engine.patches add #53059 under Model Runner V2,
+	// where the PR's edit (GPUModelRunner._is_uniform_decode) is not on
+	// the dispatch path, so it changes nothing.
+	GuardIgnored bool
+	CUDAGraphs   sched.CUDAGraphMode
+	// Spec is speculative_config (off: K 0); its Rand is left for the
+	// engine to seed.
+	Spec sched.Spec
+	// Mamba is prefix caching as vLLM settles it for the model and
+	// release, with the Mamba cache mode (none for a model without Mamba
+	// layers).
+	Mamba statecache.ResolvedMambaMode
+	// Shape is the model; Layout its KV cache layout as run (the
+	// drafter's attention layers included; in mamba_cache_mode all, the
+	// block rounded to the Mamba kernel's chunk).
+	Shape  model.Shape
+	Layout model.Layout
+	// IndexBits is the width the prefill kernel forms slot × stride in:
+	// state_index_bits where that kind's kernel used 32 bits, else 64
+	// (model.Shape.IndexBits): the width in effect, not the one asked.
+	IndexBits uint
+	Pool      Pool
+	Sched     Sched
+	Cache     statecache.ManagerOptions
+	Backend   Backend
+	// AsyncOff is the warning vLLM logs when it turns asked-for async
+	// scheduling off for Mamba prefix caching; empty when it runs as asked.
+	AsyncOff string
+}
+
+// Pool is the block pool's size: num_gpu_blocks_override, or what the
+// memory model leaves for the layout's blocks.
+type Pool struct {
+	NumBlocks    int
+	FromOverride bool
+	// Err is why the memory model could not size it (the model command
+	// reports it; a run refuses it).
+	Err error
+}
+
+// Sched is the scheduler's settings beyond sched.Config.
+type Sched struct {
+	Config       sched.Config
+	ForcePrefill bool
+	// GraphMaxBS is decode_cudagraph_max_bs: max_num_seqs, with capture
+	// sizes up to 512.
+	GraphMaxBS int
+}
+
+// Backend is what a backend takes from the run besides the shape, the
+// layout and the pool.
+type Backend struct {
+	Kind string
+	// WeightSeed seeds the numeric model's weights: backend.weight_seed,
+	// or the scenario seed when that is 0.
+	WeightSeed          uint64
+	Temperature         float64
+	DivergenceThreshold float64
+	// Shadow (cuda) also runs the mock engine on every batch.
+	Shadow bool
+	// IndexBits is Setup.IndexBits.
+	IndexBits uint
+}
+
+// Load reads a scenario by built-in name or path (scenarios.Load) and
+// settles it; a rule across fields names the line of the field it
+// refuses.
+func Load(arg string, sets []string) (*Setup, error) {
+	sc, src, err := scenarios.Read(arg, sets)
+	if err != nil {
+		return nil, err
+	}
+	return resolve(sc, src)
+}
+
+// Parse is Load for a scenario's bytes (scenarios.Parse).
+func Parse(data []byte, name string, sets []string) (*Setup, error) {
+	sc, src, err := scenarios.Decode(data, name, sets)
+	if err != nil {
+		return nil, err
+	}
+	return resolve(sc, src)
+}
+
+// Resolve settles a scenario built or edited in code (its fields already
+// checked: scenarios.Scenario.Validate); errors name the file and field,
+// without a line.
+func Resolve(sc *scenarios.Scenario) (*Setup, error) { return resolve(sc, nil) }
