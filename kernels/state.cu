@@ -28,6 +28,11 @@
 #ifndef REC_ROWS
 #define REC_ROWS 4     // value rows per warp
 #endif
+#ifdef REC_MIN_BLOCKS  // a variant's register cap: this many resident blocks per multiprocessor
+#define REC_BOUNDS __launch_bounds__(32 * REC_WARPS, REC_MIN_BLOCKS)
+#else
+#define REC_BOUNDS __launch_bounds__(32 * REC_WARPS)
+#endif
 #define MAX_DK 128     // key channels: four per lane
 #define CHUNK_MAX 64   // tokens per chunk at most
 #define CHUNK_MAX_DV 128
@@ -120,7 +125,7 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
     }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * REC_WARPS)
+extern "C" __global__ void REC_BOUNDS
 gdn_recurrent_decode(float* state, long long page_elems, long long state_offset, const int* cu_seqlens,
                      const int* read_slot, const int* write_slots, int write_stride, int per_token, const float* q,
                      const float* k, const float* v, const float* g, const float* beta, int gate_per_channel, float* o,
@@ -129,7 +134,7 @@ gdn_recurrent_decode(float* state, long long page_elems, long long state_offset,
                     v, g, beta, gate_per_channel, o, heads, dk, dv);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * REC_WARPS)
+extern "C" __global__ void REC_BOUNDS
 mamba2_state_update(float* state, long long page_elems, long long state_offset, const int* cu_seqlens,
                     const int* read_slot, const int* write_slots, int write_stride, int per_token, const float* q,
                     const float* k, const float* v, const float* g, const float* beta, int gate_per_channel, float* o,

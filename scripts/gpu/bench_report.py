@@ -121,7 +121,8 @@ if len(sys.argv) > 4:
         which = f"; the backend's is {geo[0]} × {geo[1]}" if geo else ""
         p(f"\nThe same source at other launch geometries (warps per block × value rows per warp{which}),")
         p("back to back, % of copy:\n")
-        p("| batch | " + " | ".join(v.replace("ours_w", "").replace("_r", " × ") for v in gd["variants"]) + " |")
+        head = [v.replace("ours_w", "").replace("_r", " × ").replace("_b", ", ≥ ") + (" blocks" if "_b" in v else "") for v in gd["variants"]]
+        p("| batch | " + " | ".join(head) + " |")
         p("|---:|" + "---:|" * len(gd["variants"]))
         for r in gd["decode"]:
             p(f"| {r['batch']} | " + " | ".join(f"{100 * r[v]['gbs_b2b'] / gcopy:.0f}%" for v in gd["variants"]) + " |")

@@ -153,7 +153,9 @@ def main():
     variants = []
     for a in sys.argv[3:]:
         path, w, r = a.rsplit(":", 2)
-        variants.append((f"ours_w{w}_r{r}", Driver(path, int(w), int(r))))
+        # The name is the PTX's (state_w4_r8_b8.ptx: ours_w4_r8_b8).
+        name = "ours_" + path.rsplit("/", 1)[-1].removeprefix("state_").removesuffix(".ptx")
+        variants.append((name, Driver(path, int(w), int(r))))
     props = torch.cuda.get_device_properties(0)
     out = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
            "triton": triton.__version__, "heads": HV, "dk": DK, "dv": DV, "decode": [], "check": [],

@@ -14,10 +14,13 @@ tmp=$(mktemp -d)
 # The GDN decode kernel as the backend builds it (4 warps × 4 rows: kernels.StateRecThreads,
 # StateRecRows), and launch-geometry variants.
 vars=()
-for wr in 4:8 8:4 2:8 8:2; do
-	w=${wr%:*} r=${wr#*:}
-	"$NVCC" -arch=sm_90 -std=c++17 -ptx -DREC_WARPS=$w -DREC_ROWS=$r kernels/state.cu -o "$tmp/state_w${w}_r$r.ptx"
-	vars+=("$tmp/state_w${w}_r$r.ptx:$w:$r")
+# warps:rows[:min resident blocks, a register cap]
+for v in 4:8 8:4 2:8 8:2 1:8 1:8:32 2:8:16 4:8:8 1:16; do
+	IFS=: read -r w r b <<<"$v"
+	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r"
+	if [ -n "$b" ]; then name+=_b$b flags+=" -DREC_MIN_BLOCKS=$b"; fi
+	"$NVCC" -arch=sm_90 -std=c++17 -ptx $flags kernels/state.cu -o "$tmp/state_$name.ptx"
+	vars+=("$tmp/state_$name.ptx:$w:$r")
 done
 PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx:4:4 "${vars[@]}"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
