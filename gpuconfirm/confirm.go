@@ -115,20 +115,65 @@ func Confirm(opt Options) (*Confirmation, error) {
 			r.DecodeReadStale, r.DecodeVsStale, r.DecodeVsFinal, passFail(ok))
 		c.BugB = append(c.BugB, r)
 	}
-	c.Pass = parityOK && a.Pass && c.BugBPass
+	// The state kernels: parity, the GDN imposter, speculative decoding.
+	c.StatesPass = true
+	for _, sr := range stateRuns {
+		r, err := runWith(sr.scenario, slices.Concat([]string{"backend.kind=cuda", "backend.shadow=true"}, sr.sets), true)
+		r.Label, r.Kind = sr.label, sr.kind
+		if err != nil {
+			r.Note = err.Error()
+			c.StatesPass = false
+			log("state  %-34s failed to run: %v", sr.label, err)
+			c.States = append(c.States, r)
+			continue
+		}
+		r.Pass = statePass(&r, c.Tolerance)
+		c.StatesPass = c.StatesPass && r.Pass
+		pm := 0.0
+		if r.GPU.Parity != nil {
+			pm = r.GPU.Parity.MaxDelta
+		}
+		log("state  %-34s %4d requests, %6d tokens, %d launches: max |Δ| GPU−reference %.2e, GPU−mock %.2e; stale readers %v, divergent GPU %v, mock %v: %s",
+			sr.label, r.Stats.RequestsCompared, r.Stats.TokensCompared, r.GPU.StateKernelLaunches, r.Stats.MaxDelta, pm, r.StaleReaders, r.DivergentGPU, r.DivergentMock, passFail(r.Pass))
+		c.States = append(c.States, r)
+	}
+	c.Pass = parityOK && a.Pass && c.BugBPass && c.StatesPass
 	c.Elapsed = time.Since(start)
 	return c, nil
 }
 
+// stateRuns are the state kernels' scenarios (run from the repository
+// root, as make confirm does): parity on Qwen3-Next and Nemotron-H cut to
+// 8 layers, the GDN imposter (#51562), and two speculative-decoding bugs
+// whose wrong tokens come from a state column, with their fixed twins:
+// #55894 (a draft row through the Mamba2 prefill kernel) and #53051 (the
+// GDN decode graph replayed over a stale column index).
+var stateRuns = []struct {
+	label, kind, scenario string
+	sets                  []string
+}{
+	{"GDN parity (fixed)", "parity", "gpuconfirm/testdata/gdn-parity.yaml", nil},
+	{"Mamba2 parity (fixed)", "parity", "gpuconfirm/testdata/mamba2-parity.yaml", nil},
+	{"GDN imposter, v0.22 (#51562)", "bug", "gpuconfirm/testdata/gdn-imposter.yaml", nil},
+	{"GDN imposter, fixed", "clean", "gpuconfirm/testdata/gdn-imposter.yaml", []string{"engine.vllm_version=fixed"}},
+	{"Mamba2 MTP draft through prefill (#55894)", "bug", "scenarios/regressions/mtp-min-threshold-nemotron.yaml", nil},
+	{"Mamba2 MTP, #55898", "clean", "scenarios/regressions/mtp-min-threshold-nemotron-55898.yaml", nil},
+	{"GDN MTP stale graph column (#53051)", "bug", "scenarios/regressions/cudagraph-stale-qwen3-next-mtp.yaml", nil},
+	{"GDN MTP, #53059 on V1", "clean", "scenarios/regressions/cudagraph-stale-qwen3-next-mtp-53059.yaml", nil},
+}
+
 // run replays one built-in scenario with sets on the GPU and reads the
 // outcome from its report only.
-func run(name string, sets []string) (Run, error) {
+func run(name string, sets []string) (Run, error) { return runWith(name, sets, false) }
+
+// runWith is run, keeping every violation when all (the stale readers).
+func runWith(name string, sets []string, all bool) (Run, error) {
 	r := Run{Scenario: name, Sets: sets}
 	sc, err := scenarios.Load(name, sets)
 	if err != nil {
 		return r, err
 	}
-	rep, err := engine.Run(sc, engine.Options{})
+	rep, err := engine.Run(sc, engine.Options{KeepAll: all})
 	if err != nil {
 		return r, err
 	}
@@ -146,6 +191,21 @@ func run(name string, sets []string) (Run, error) {
 	}
 	for _, d := range gpu.ShadowDivergences {
 		r.DivergentMock = append(r.DivergentMock, d.RequestID)
+	}
+	if all {
+		for _, v := range rep.Violations {
+			if v.Name != "stale-slot-read" {
+				continue
+			}
+			if !slices.Contains(r.StaleReaders, v.RequestID) {
+				r.StaleReaders = append(r.StaleReaders, v.RequestID)
+			}
+			if v.PrevOwner >= 0 && !slices.Contains(r.StaleWritten, v.RequestID) {
+				r.StaleWritten = append(r.StaleWritten, v.RequestID)
+			}
+		}
+		slices.Sort(r.StaleReaders)
+		slices.Sort(r.StaleWritten)
 	}
 	slices.Sort(r.DivergentGPU)
 	slices.Sort(r.DivergentMock)

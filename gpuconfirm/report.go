@@ -31,8 +31,17 @@ type Run struct {
 	// GPU engine and of the mock engine, each against the reference.
 	DivergentGPU  []int64 `json:"divergent_gpu"`
 	DivergentMock []int64 `json:"divergent_mock"`
-	Pass          bool    `json:"pass"`
-	Note          string  `json:"note,omitempty"`
+	// Kind, StaleReaders and StaleWritten: a state-kernel run's rule
+	// ("parity", "bug" or "clean", statePass); the requests the symbolic
+	// check saw read state not theirs, and those of them that read bytes
+	// some request wrote (the others read never-written zeros, which is a
+	// fresh state's start: right for a new request, wrong for one with
+	// tokens computed).
+	Kind         string  `json:"kind,omitempty"`
+	StaleReaders []int64 `json:"stale_readers,omitempty"`
+	StaleWritten []int64 `json:"stale_written,omitempty"`
+	Pass         bool    `json:"pass"`
+	Note         string  `json:"note,omitempty"`
 }
 
 // BugB is one run of the prefill scan kernel on a slot past the 32-bit
@@ -84,15 +93,19 @@ type Confirmation struct {
 	PTX       string  `json:"ptx_compiler"`
 	// Build is the commit the binary was built from (Go's VCS stamp),
 	// "+modified" when the working tree had uncommitted changes.
-	Build     string        `json:"build,omitempty"`
-	Command   string        `json:"command"`
-	Tolerance float64       `json:"tolerance"`
-	Parity    []Run         `json:"parity"`
-	BugA      Run           `json:"bug_a"`
-	BugB      []BugB        `json:"bug_b"`
-	BugBPass  bool          `json:"bug_b_pass"`
-	Pass      bool          `json:"pass"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
+	Build     string  `json:"build,omitempty"`
+	Command   string  `json:"command"`
+	Tolerance float64 `json:"tolerance"`
+	Parity    []Run   `json:"parity"`
+	BugA      Run     `json:"bug_a"`
+	BugB      []BugB  `json:"bug_b"`
+	BugBPass  bool    `json:"bug_b_pass"`
+	// States are the state kernels' runs (Mamba2, GDN, speculative
+	// decoding's columns); StatesPass their verdict.
+	States     []Run         `json:"states,omitempty"`
+	StatesPass bool          `json:"states_pass,omitempty"`
+	Pass       bool          `json:"pass"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
 }
 
 // parityPass: no divergent request, and every compared token within tol
@@ -114,6 +127,34 @@ func bugAPass(r *Run) bool {
 		}
 	}
 	return true
+}
+
+// statePass is a state-kernel run's rule: parity as parityPass; in a bug
+// run the GPU engine and the mock engine diverge on the same requests,
+// some, every one a stale reader, and every reader of written bytes among
+// them; a clean run has no stale reader, no divergent request and parity
+// within tol.
+func statePass(r *Run, tol float64) bool {
+	switch r.Kind {
+	case "parity", "clean":
+		return len(r.StaleReaders) == 0 && parityPass(r, tol)
+	case "bug":
+		if len(r.DivergentGPU) == 0 || !slices.Equal(r.DivergentGPU, r.DivergentMock) {
+			return false
+		}
+		for _, id := range r.DivergentGPU {
+			if !slices.Contains(r.StaleReaders, id) {
+				return false
+			}
+		}
+		for _, id := range r.StaleWritten {
+			if !slices.Contains(r.DivergentGPU, id) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // bugBPass: the final state is where the simulator predicts; under 32 bits
@@ -234,5 +275,35 @@ func Markdown(c *Confirmation) string {
 	p("with the 32-bit product they are other slots' pages (the victim's state clobbered) and the intended slot keeps")
 	p("its old bytes, which the next decode step (64-bit index) reads; with the 64-bit product the state lands in")
 	p("the slot itself, the victim is untouched and the decode continues from the final state: %s.", passFail(c.BugBPass))
+	if len(c.States) > 0 {
+		stateMarkdown(p, c)
+	}
 	return b.String()
+}
+
+// stateMarkdown renders the state kernels' section.
+func stateMarkdown(p func(string, ...any), c *Confirmation) {
+	p("\n## Mamba2 and Gated DeltaNet: the state kernels (kernels/state.cu)\n")
+	p("The mock's tiny stand-in of each model (docs/numeric-model.md §8) with every state layer's recurrence on the")
+	p("GPU: the decode kernel (gdn_recurrent_decode, mamba2_state_update) token by token, the prefill's chunked scan")
+	p("(gdn_chunk_prefill, mamba2_ssd_scan), over recurrent-state caches in device memory addressed from the slot,")
+	p("speculative decoding's state columns included; projections, conv and attention run on the CPU. Against the mock's")
+	p("CPU reference and the mock engine run on the same batches (tolerance %.0e); bug runs hold the requests the", c.Tolerance)
+	p("symbolic check names as stale readers to the divergent ones, on the GPU and in the mock (a reader of")
+	p("never-written zeros may match: that is a fresh state's start).\n")
+	p("| run | scenario | requests | tokens | launches | max \\|Δ\\| GPU−reference | max \\|Δ\\| GPU−mock | stale readers | divergent GPU | divergent mock | result |")
+	p("|---|---|---:|---:|---:|---:|---:|---|---|---|---|")
+	for _, r := range c.States {
+		if r.Note != "" {
+			p("| %s | %s | | | | | | | | | skipped: %s |", r.Label, r.Scenario, r.Note)
+			continue
+		}
+		pm := 0.0
+		if r.GPU.Parity != nil {
+			pm = r.GPU.Parity.MaxDelta
+		}
+		p("| %s | %s | %d | %d | %d | %.2e | %.2e | %v | %v | %v | %s |", r.Label, r.Scenario, r.Stats.RequestsCompared, r.Stats.TokensCompared,
+			r.GPU.StateKernelLaunches, r.Stats.MaxDelta, pm, r.StaleReaders, r.DivergentGPU, r.DivergentMock, passFail(r.Pass))
+	}
+	p("\nState kernels: %s.", passFail(c.StatesPass))
 }

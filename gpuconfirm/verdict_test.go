@@ -116,3 +116,28 @@ func TestReferenceScanFromZero(t *testing.T) {
 		t.Error("relErr: 0 for equal vectors, +Inf for a NaN")
 	}
 }
+
+func TestStatePassReadsTheRunKind(t *testing.T) {
+	par := cuda.Summary{Parity: &cuda.Parity{TokensCompared: 10, MaxDelta: 1e-5}}
+	st := report.DivergenceStats{TokensCompared: 10, MaxDelta: 1e-5}
+	for _, c := range []struct {
+		name string
+		r    Run
+		want bool
+	}{
+		{"parity within tolerance", Run{Kind: "parity", Stats: st, GPU: par}, true},
+		{"parity with a stale reader", Run{Kind: "parity", Stats: st, GPU: par, StaleReaders: []int64{2}}, false},
+		{"clean twin, a divergent request", Run{Kind: "clean", Stats: report.DivergenceStats{TokensCompared: 10, RequestsDivergent: 1}, GPU: par}, false},
+		{"bug: readers = divergent on both", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1, 4}, DivergentGPU: []int64{1, 4}, DivergentMock: []int64{1, 4}}, true},
+		{"bug: a zeros reader need not diverge", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1}, DivergentGPU: []int64{1}, DivergentMock: []int64{1}}, true},
+		{"bug: the engines disagree", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1, 4}, DivergentGPU: []int64{1, 4}, DivergentMock: []int64{1}}, false},
+		{"bug: a reader of written bytes the GPU misses", Run{Kind: "bug", StaleReaders: []int64{1, 4}, StaleWritten: []int64{1, 4}, DivergentGPU: []int64{1}, DivergentMock: []int64{1}}, false},
+		{"bug: a divergent request without a stale read", Run{Kind: "bug", StaleReaders: []int64{1}, StaleWritten: []int64{1}, DivergentGPU: []int64{1, 3}, DivergentMock: []int64{1, 3}}, false},
+		{"bug: nothing diverges", Run{Kind: "bug", StaleReaders: []int64{1}}, false},
+		{"no kind", Run{Stats: st, GPU: par}, false},
+	} {
+		if got := statePass(&c.r, 1e-3); got != c.want {
+			t.Errorf("%s: pass %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,9 @@ var mambaPTX string
 //go:embed layers.ptx
 var layersPTX string
 
+//go:embed state.ptx
+var statePTX string
+
 // Module is one PTX module and the kernels the backend takes from it.
 type Module struct {
 	Name    string // the .cu source's base name
@@ -26,7 +29,29 @@ var (
 		"embed_tokens", "rms_norm", "matmul_nt", "add_inplace",
 		"reshape_and_cache", "paged_attention", "log_softmax",
 	}}
+	// State is the recurrence of the kinds beyond Mamba1: GDN's (and
+	// KDA's) recurrent decode and chunked prefill, Mamba2's (and linear
+	// attention's) state update and SSD scan.
+	State = Module{Name: "state", PTX: statePTX, Kernels: []string{
+		"gdn_recurrent_decode", "mamba2_state_update", "gdn_chunk_prefill", "mamba2_ssd_scan",
+	}}
 )
+
+// Launch geometry of the state kernels (kernels/state.cu): the recurrent
+// kernels run StateRecThreads threads a block, StateRecRows value rows a
+// block; the chunked ones StateChunkThreads threads, one value row each,
+// with StateChunkShared floats of shared memory for a chunk of l tokens.
+const (
+	StateRecThreads   = 128
+	StateRecRows      = 16 // REC_WARPS × REC_ROWS
+	StateChunkThreads = 128
+	StateMaxDK        = 128
+	StateMaxChunk     = 64
+)
+
+// StateChunkShared is the chunked kernels' dynamic shared memory in bytes
+// for chunks of l tokens and dk key channels.
+func StateChunkShared(l, dk int) int { return 4 * (5*l*dk + 2*l*l + l) }
 
 // Launch geometry of the selective_state_update kernels: about
 // SSUWaves waves of blocks, each walking at most SSUMaxRows decode rows,
@@ -103,4 +128,4 @@ func SSU16Launch(nrows, di, sms int, v SSU16Variant) (name string, gridX, gridY,
 }
 
 // Modules are every module the backend loads.
-func Modules() []Module { return []Module{Mamba, Layers} }
+func Modules() []Module { return []Module{Mamba, Layers, State} }

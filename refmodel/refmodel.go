@@ -35,6 +35,7 @@ type Model struct {
 
 type layer struct {
 	norm  []float64
+	st    *stateW // Mamba2, GDN, KDA, linear attention, ShortConv
 	mamba *mambaW
 	attn  *attnW
 }
@@ -69,6 +70,8 @@ func New(shape model.Shape, weightSeed uint64) (*Model, error) {
 		lw := &w.Layers[i]
 		l := layer{norm: vector(lw.Norm)}
 		switch {
+		case lw.State != nil:
+			l.st = newStateW(lw.State, H)
 		case lw.Mamba != nil:
 			mw := lw.Mamba
 			l.mamba = &mambaW{
@@ -160,6 +163,7 @@ func (m *Model) Score(prompt, generated []int32) ([]Point, error) {
 
 // state is one request's recurrent and attention caches, per layer.
 type state struct {
+	sc   []*stateCache // the other state kinds
 	win  [][][]float64 // Mamba: the last d_conv−1 conv inputs, oldest first
 	h    [][][]float64 // Mamba: SSM state [d_inner][d_state]
 	keys [][][]float64 // attention: per position, [kv_heads·head_dim]
@@ -169,8 +173,12 @@ type state struct {
 func (m *Model) newState() *state {
 	s := &m.shape
 	n := len(m.layers)
-	st := &state{win: make([][][]float64, n), h: make([][][]float64, n), keys: make([][][]float64, n), vals: make([][][]float64, n)}
+	st := &state{win: make([][][]float64, n), h: make([][][]float64, n), keys: make([][][]float64, n), vals: make([][][]float64, n), sc: make([]*stateCache, n)}
 	for i, l := range m.layers {
+		if l.st != nil {
+			st.sc[i] = newStateCache(&l.st.d)
+			continue
+		}
 		if l.mamba != nil {
 			st.win[i] = zeros(s.MambaDConv-1, s.DInner())
 			st.h[i] = zeros(s.DInner(), s.MambaDState)
@@ -198,7 +206,9 @@ func (m *Model) step(st *state, tok int32, pos int, wantLogits bool) ([]float64,
 	for i, l := range m.layers {
 		x := rmsNorm(hid, l.norm)
 		var mix []float64
-		if l.mamba != nil {
+		if l.st != nil {
+			mix = l.st.step(st.sc[i], x)
+		} else if l.mamba != nil {
 			mix = m.mambaStep(l.mamba, st.win[i], st.h[i], x)
 		} else {
 			mix = m.attend(l.attn, st, i, x, pos)

@@ -208,3 +208,49 @@ func TestPromptTokenMatchesTheMock(t *testing.T) {
 		}
 	}
 }
+
+// TestAgreesWithTheMockStateKinds: for every state kind beyond Mamba1 (the
+// mock's tiny stand-ins), the float64 token-by-token reference gives every
+// token of a healthy request the log-prob of the mock's reference, run
+// through the recurrent prefill and through the chunked one (prompts
+// spanning several chunks), within Tolerance.
+func TestAgreesWithTheMockStateKinds(t *testing.T) {
+	worst := 0.0
+	for _, kind := range []model.StateKind{model.Mamba2, model.GatedDeltaNet, model.KDA, model.LinearAttention, model.ShortConv} {
+		base := model.Shape{Name: string(kind), NumLayers: 4, AttnLayerPeriod: 4, AttnLayerOffset: 2, HiddenSize: 64, VocabSize: 256,
+			NumAttentionHeads: 4, NumKVHeads: 2, HeadDim: 16, DType: "bfloat16", Mixer: model.Mixer{Kind: kind}}
+		shape := mock.TinyShape(&base)
+		for _, chunked := range []bool{false, true} {
+			mk, err := mock.New(mock.Config{Shape: shape, Layout: shape.Layout(16), NumBlocks: 2, WeightSeed: 5, ChunkedPrefill: chunked}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := New(shape, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, prompt := range []int{1, 19} {
+				toks, err := greedy(mk, 77, prompt, 6)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := mk.Reference(77, prompt, toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := ref.Score(ref.Prompt(77, prompt), toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := range toks {
+					d := math.Abs(got[k].LogProb - want[k].LogProb)
+					worst = math.Max(worst, d)
+					if d > Tolerance {
+						t.Errorf("%s (chunked prefill %t), prompt %d, token %d: |Δ log-prob| %.3g > %g", kind, chunked, prompt, k, d, Tolerance)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("largest |Δ log-prob| float64 vs the mock's state kinds: %.3g", worst)
+}

@@ -162,11 +162,6 @@ func (s *Scenario) validateCacheArgs() error {
 		return fe("engine.kernel_block_alignment_size", "must be 0 (the backend's: 16, 64 for MLA) or in [1, 4096], got %d", e.KernelBlockAlignmentSize)
 	}
 	if k := s.Backend.Kind; k != "symbolic" {
-		// The mock computes every state kind (a tiny stand-in for shapes
-		// it cannot run at full size); the CUDA backend, Mamba1 only.
-		if k == "cuda" && sh.NumMambaLayers() > 0 && sh.StateKind() != model.Mamba1 {
-			return fe("backend.kind", "%s: the %s backend's arithmetic is Mamba1 only, and %s has %s state layers: run it with backend.kind=symbolic", k, k, sh.Name, sh.StateKind())
-		}
 		if e.TensorParallelSize != 1 {
 			return fe("backend.kind", "%s: the %s backend computes one rank; tensor_parallel_size %d runs with backend.kind=symbolic", k, k, e.TensorParallelSize)
 		}

@@ -65,7 +65,6 @@ func TestHFConfigErrors(t *testing.T) {
 	}{
 		{hfScenario(cfg, "  preset: tiny-hybrid\n"), nil, "field model.preset: cannot be combined with model.hf_config"},
 		{hfScenario(cfg, "  num_layers: 3\n"), nil, "hf.yaml:4: field model.num_layers: cannot be combined with model.hf_config"},
-		{hfScenario(cfg, ""), []string{"backend.kind=cuda"}, "field backend.kind: cuda: the cuda backend's arithmetic is Mamba1 only"},
 		{hfScenario(cfg, ""), []string{"engine.mamba_cache_dtype=int8"}, "field engine.mamba_cache_dtype: unknown \"int8\""},
 		{hfScenario(cfg, ""), []string{"engine.tensor_parallel_size=3"}, "field engine.tensor_parallel_size: 3 does not divide"},
 		{hfScenario("/no/such/config.json", ""), nil, "hf.yaml:3: field model.hf_config"},

@@ -205,8 +205,6 @@ func (r *resolver) spec() error {
 		return r.fail(f+"method", "speculative decoding is modelled for V1 releases, not the v0 control")
 	case e.StateIndexBits != 64:
 		return r.fail(f+"method", "speculative decoding with state_index_bits %d (bug B's wrap) is not modelled: use 64", e.StateIndexBits)
-	case r.sc.Backend.Kind == "cuda": // the mock models draft tokens and state columns
-		return r.fail(f+"method", "the %s backend does not model draft tokens: use backend.kind symbolic or mock", r.sc.Backend.Kind)
 	case e.ForcePrefillPath:
 		return r.fail(f+"method", "force_prefill_path with speculative decoding is not modelled")
 	}

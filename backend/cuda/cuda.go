@@ -180,7 +180,7 @@ func (b *Backend) Close() {
 	}
 	b.embed, b.finalNorm, b.lmHead = 0, 0, 0
 	b.bufs, b.tensors, b.layers = map[string]*dbuf{}, nil, nil
-	if b.dev.caches == b {
+	if c, ok := b.dev.caches.(*Backend); ok && c == b {
 		b.dev.caches = nil
 	}
 }

@@ -5,6 +5,8 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"unsafe"
 
@@ -26,7 +28,7 @@ type Device struct {
 	// caches is the backend whose caches the device holds: one run's at a
 	// time, as runs in a process are sequential and a pool sized from
 	// gpu_memory_utilization takes most of the device.
-	caches *Backend
+	caches interface{ Close() }
 }
 
 // The process's device. A CUDA context is a process resource (cuInit is
@@ -71,7 +73,18 @@ func Open() (*Device, error) {
 	}
 	dev := &Device{Name: name, Mem: mem, SMs: sms, Driver: cu.Version(), ctx: ctx, fn: map[string]cu.Function{}}
 	for _, m := range kernels.Modules() {
-		mod, err := cu.LoadData(m.PTX)
+		ptx := m.PTX
+		// STATESIM_PTX_DIR loads DIR/NAME.ptx instead of the embedded
+		// copy: PTX just compiled on a machine without Go (make confirm
+		// PTX_DIR=kernels after make ptx), before it is committed.
+		if dir := os.Getenv("STATESIM_PTX_DIR"); dir != "" {
+			b, err := os.ReadFile(filepath.Join(dir, m.Name+".ptx"))
+			if err != nil {
+				return nil, fmt.Errorf("cuda: STATESIM_PTX_DIR: %w", err)
+			}
+			ptx = string(b)
+		}
+		mod, err := cu.LoadData(ptx)
 		if err != nil {
 			return nil, fmt.Errorf("cuda: loading %s.ptx: %w", m.Name, err)
 		}

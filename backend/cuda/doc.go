@@ -18,6 +18,13 @@
 // the process at start-up when no CUDA driver is present, so the default
 // build, the tests and CI never link it. Build with `make cuda`.
 //
+// State kinds beyond Mamba1 (Mamba2, GDN, KDA, linear attention) and
+// speculative decoding run on StateBackend (state.go): the mock's tiny
+// stand-in with every state layer's recurrence handed to the kernels of
+// kernels/state.cu (mock.StateKernels) over recurrent-state caches in
+// device memory; projections, conv and attention stay on the CPU, and the
+// mock engine runs in its shadow for parity.
+//
 // The d_state 16 decode state update is _n16 or _b16 (bitwise equal) as
 // kernels.SSU16Launch chooses by size; STATESIM_SSU16=n16|b16 forces one
 // (SSU16Env), so that gpu-confirm can check parity through either.

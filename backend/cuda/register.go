@@ -24,5 +24,8 @@ func FromEnv(env *backend.Env) (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if usesStateKernels(env) {
+		return NewStateBackend(dev, env)
+	}
 	return New(dev, ConfigOf(env), env.Sym)
 }

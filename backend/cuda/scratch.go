@@ -18,18 +18,23 @@ type dbuf struct {
 // half again and are never shrunk, so a run's steady state allocates
 // nothing per step.
 func (b *Backend) buf(name string, n int64) (cu.DevicePtr, error) {
-	x := b.bufs[name]
+	return growBuf(b.dev, b.bufs, name, n)
+}
+
+// growBuf is buf over any set of named buffers on d.
+func growBuf(d *Device, bufs map[string]*dbuf, name string, n int64) (cu.DevicePtr, error) {
+	x := bufs[name]
 	if x == nil {
 		x = &dbuf{}
-		b.bufs[name] = x
+		bufs[name] = x
 	}
 	if n > x.n {
 		if x.p != 0 {
-			b.dev.Free(x.p)
+			d.Free(x.p)
 			x.p, x.n = 0, 0
 		}
 		c := max(n+n/2, 1024)
-		p, err := b.dev.Alloc(c)
+		p, err := d.Alloc(c)
 		if err != nil {
 			return 0, err
 		}
@@ -40,8 +45,12 @@ func (b *Backend) buf(name string, n int64) (cu.DevicePtr, error) {
 
 // put uploads v into scratch buffer name.
 func put[T int32 | int64 | float32](b *Backend, name string, v []T) (cu.DevicePtr, error) {
+	return putIn(b.dev, b.bufs, name, v)
+}
+
+func putIn[T int32 | int64 | float32](d *Device, bufs map[string]*dbuf, name string, v []T) (cu.DevicePtr, error) {
 	var z T
-	p, err := b.buf(name, int64(len(v))*int64(unsafe.Sizeof(z)))
+	p, err := growBuf(d, bufs, name, int64(len(v))*int64(unsafe.Sizeof(z)))
 	if err != nil {
 		return 0, err
 	}

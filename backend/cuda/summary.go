@@ -24,4 +24,6 @@ type Summary struct {
 	ShadowStats       *mock.Stats       `json:"shadow_stats,omitempty"`
 	ShadowDivergences []mock.Divergence `json:"shadow_divergences,omitempty"`
 	Parity            *Parity           `json:"parity,omitempty"`
+	// StateKernelLaunches counts the state kernels' launches (StateBackend).
+	StateKernelLaunches int64 `json:"state_kernel_launches,omitempty"`
 }

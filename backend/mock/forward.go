@@ -21,10 +21,15 @@ type rowJob struct {
 	// group (BlockTable.Spec, K per group), and the column a decode reads
 	// (num_accepted_tokens − 1); kernel, a stale graph replay's slots
 	// (Row.KernelSlots), which a decode reads instead.
-	specK   int
-	spec    []int32
-	acc     int
-	kernel  []int32
+	specK  int
+	spec   []int32
+	acc    int
+	kernel []int32
+	// kern, when set, runs the state kinds' recurrence (Config.StateKernels;
+	// the engine's rows only, never the reference); layer is the cache
+	// entry being computed.
+	kern    StateKernels
+	layer   int
 	decode  bool
 	hasInit bool
 	start   int
@@ -106,6 +111,7 @@ func (m *net) forward(j *rowJob) error {
 		}
 		tensor := j.tensors[m.geo.LayerTensor[li]]
 		g := m.geo.LayerGroup[li]
+		j.layer = li
 		var err error
 		switch {
 		case lw.State != nil:

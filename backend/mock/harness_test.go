@@ -27,6 +27,7 @@ type engineCfg struct {
 	noChunking   bool
 	forcePrefill bool
 	shape        *model.Shape // nil: tiny-hybrid
+	kern         func(Geometry) StateKernels
 }
 
 type arrival struct {
@@ -89,6 +90,9 @@ func newEngine(tb testing.TB, c engineCfg) *engine {
 	mk, err := New(Config{Shape: shape, Layout: layout, WeightSeed: c.weightSeed, Temperature: c.temperature, TraceIDs: c.trace}, e.sym)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if c.kern != nil {
+		mk.cfg.StateKernels = c.kern(mk.geo)
 	}
 	e.mk = mk
 	return e

@@ -48,6 +48,9 @@ type Config struct {
 	// prefill in chunks (SSD, the chunked delta rule) instead of token by
 	// token: equal to float32 rounding, not bit for bit (state.go).
 	ChunkedPrefill bool
+	// StateKernels, when set, runs the engine's state recurrences (not
+	// the reference's): a GPU backend's kernels over its own state caches.
+	StateKernels StateKernels
 }
 
 // Stats and Divergence are the differential check's values; they live in
@@ -144,7 +147,7 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
 	} else {
 		// A shape the mock cannot compute at full size: its tiny stand-in
-		// over the same block ids (docs/numeric-model.md §7).
+		// over the same block ids (docs/numeric-model.md §8).
 		cfg.Shape = TinyShape(&cfg.Shape)
 		geo, err = newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
 	}
@@ -273,7 +276,7 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 		}
 	}
 	job := rowJob{
-		tensors: m.tensors, attn: r.Blocks.Attn, slots: r.Blocks.Mamba, ssm: m.index,
+		tensors: m.tensors, attn: r.Blocks.Attn, slots: r.Blocks.Mamba, ssm: m.index, kern: m.cfg.StateKernels,
 		decode: row.Path == sched.PathDecode || row.Graph == sched.GraphFull, hasInit: row.HasInitialState,
 		start: c, tokens: m.tok, logitsFrom: q,
 	}

@@ -8,7 +8,7 @@ import (
 	"statesim/statecache"
 )
 
-// The state mixers beyond Mamba1 (docs/numeric-model.md §7). Every one is
+// The state mixers beyond Mamba1 (docs/numeric-model.md §8). Every one is
 // a gated linear recurrence over a state S[head][dv][dk]:
 //
 //	S ← S ⊙ e^g            (g ≤ 0: a log decay per key channel)
@@ -117,16 +117,22 @@ func (m *net) stateLayer(w *StateWeights, tensor []float32, g int, j *rowJob, n 
 	}
 	S := grow(sc.S, d.StateElems())
 	sc.S = S
-	if j.decode || j.hasInit {
+	if j.kern != nil {
+		clear(S) // the state lives with the kernels
+	} else if j.decode || j.hasInit {
 		copy(S, read[geo.StateOffset:geo.StateOffset+int64(len(S))])
 	} else {
 		clear(S)
 	}
 	m.stateFeatures(w, n)
-	hk := d.Heads * d.DK
 	hv := d.Heads * d.DV
 	sc.o = grow(sc.o, n*hv)
-	if d.Heads > 0 {
+	switch {
+	case d.Heads > 0 && j.kern != nil:
+		if err := m.stateKernels(d, g, j, n, spec); err != nil {
+			return err
+		}
+	case d.Heads > 0:
 		if j.decode || !m.chunked {
 			for t := 0; t < n; t++ {
 				m.recurStep(d, S, t)
@@ -146,8 +152,10 @@ func (m *net) stateLayer(w *StateWeights, tensor []float32, g int, j *rowJob, n 
 				m.chunk(d, S, t0, min(t0+TinyChunk, n))
 			}
 		}
-		_ = hk
-	} else if spec {
+		if !spec {
+			copy(own[geo.StateOffset:], S)
+		}
+	case spec: // ShortConv: a window per column
 		for t := 0; t <= min(j.specK, n-1); t++ {
 			col, err := m.page(tensor, j.column(g, t))
 			if err != nil {
@@ -156,12 +164,8 @@ func (m *net) stateLayer(w *StateWeights, tensor []float32, g int, j *rowJob, n 
 			copy(col[:K1*cd], sc.z[(t+1)*cd:(t+1+K1)*cd])
 		}
 	}
-	// Store: the final state into the first column (unless a draft decode
-	// wrote every column above), and the conv window.
+	// Store the conv window (the recurrent state went above).
 	if !spec || d.SpecConvColumns {
-		if !spec && d.Heads > 0 {
-			copy(own[geo.StateOffset:], S)
-		}
 		convLen := m.geo.ConvLen
 		shift := n // the last K − 1 inputs at offset 0
 		if spec {
@@ -494,4 +498,52 @@ func l2norm(y, x []float32) {
 	for i, v := range x {
 		y[i] = v * inv
 	}
+}
+
+// StateCall is one state layer's recurrence over one row, for kernels that
+// keep the recurrent state caches themselves (the CUDA backend's): the
+// row's features, the slot its initial state comes from and the slots it
+// writes, as the mock would address them in its own pages.
+type StateCall struct {
+	Dims   *Dims
+	Tensor int   // the layer's raw tensor
+	Read   int32 // the initial state's slot; −1: zeros (no initial state)
+	// Write: the state after token t goes to Write[t] (PerToken: a draft
+	// decode's columns), else the final state to Write[0].
+	Write    []int32
+	PerToken bool
+	Decode   bool // the decode kernel (token by token); else the prefill's chunked scan
+	N        int
+	// Q, K, Gate [N][heads][dk] (the gate per key channel, log decay), V
+	// [N][heads][dv], Beta [N][heads] (delta rule only); O receives
+	// [N][heads][dv].
+	Q, K, Gate, V, Beta, O []float32
+}
+
+// StateKernels runs state calls against caches of its own.
+type StateKernels interface {
+	Run(c *StateCall) error
+}
+
+// stateKernels hands the row's recurrence to j.kern.
+func (m *net) stateKernels(d *Dims, g int, j *rowJob, n int, spec bool) error {
+	sc := &m.st
+	c := &StateCall{Dims: d, Tensor: m.geo.LayerTensor[j.layer], Read: -1, Decode: j.decode, N: n,
+		Q: sc.q[:n*d.Heads*d.DK], K: sc.k[:n*d.Heads*d.DK], Gate: sc.gate[:n*d.Heads*d.DK],
+		V: sc.v[:n*d.Heads*d.DV], Beta: sc.beta[:n*d.Heads], O: sc.o[:n*d.Heads*d.DV]}
+	switch {
+	case j.decode:
+		c.Read = j.readSlot(g)
+	case j.hasInit:
+		c.Read = j.slots[g]
+	}
+	if spec {
+		c.PerToken = true
+		for t := 0; t <= min(j.specK, n-1); t++ {
+			c.Write = append(c.Write, j.column(g, t))
+		}
+	} else {
+		c.Write = []int32{j.slots[g]}
+	}
+	return j.kern.Run(c)
 }

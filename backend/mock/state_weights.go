@@ -7,7 +7,7 @@ import (
 )
 
 // StateWeights are one Mamba2, Gated DeltaNet, KDA, linear-attention or
-// ShortConv mixer (docs/numeric-model.md §7), row-major [out][in]. In-proj
+// ShortConv mixer (docs/numeric-model.md §8), row-major [out][in]. In-proj
 // rows by kind:
 //
 //	Mamba2:           z [d_inner], x [d_inner], B [G·N], C [G·N], dt [heads]

@@ -7,7 +7,7 @@ import (
 )
 
 // Tiny widths of the numeric stand-in for a shape the mock cannot compute
-// at full size (docs/numeric-model.md §7): the scheduler, the pool and the
+// at full size (docs/numeric-model.md §8): the scheduler, the pool and the
 // block tables keep the real shape's layout; the mock computes a model of
 // the same layer pattern and state kind with these widths, over pages of
 // its own size, one per block id.
