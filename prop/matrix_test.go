@@ -173,3 +173,19 @@ func TestAvoidAlignStall(t *testing.T) {
 		t.Errorf("with AvoidAlignStall: %v", err)
 	}
 }
+
+// TestLogprobsOnAStandIn: a model the mock runs as its tiny stand-in
+// (Mamba2 here) is cross-checked against the float64 reference of the
+// same stand-in, not of the full shape, so a healthy run holds.
+func TestLogprobsOnAStandIn(t *testing.T) {
+	ps, _ := ByName([]string{"logprobs-match-reference"})
+	cfg := DefaultConfig()
+	cfg.Presets = []string{"tiny-hybrid-mamba2"}
+	res, err := Check(NewRunner(t.TempDir(), nil), cfg, ps[0], Options{Seed: 1, Trials: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Holds || res.Unavailable {
+		t.Fatalf("want the property to hold on the stand-in, got holds %v, unavailable %v, err %v", res.Holds, res.Unavailable, res.Err)
+	}
+}

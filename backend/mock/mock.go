@@ -143,7 +143,7 @@ var _ backend.Finisher = (*Mock)(nil)
 func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	var geo Geometry
 	var err error
-	if exact(&cfg.Shape) {
+	if Exact(&cfg.Shape) {
 		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
 	} else {
 		// A shape the mock cannot compute at full size: its tiny stand-in

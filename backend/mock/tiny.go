@@ -27,10 +27,10 @@ const (
 	TinyChunk = 8
 )
 
-// exact reports whether the mock computes shape s itself, byte for byte
+// Exact reports whether the mock computes shape s itself, byte for byte
 // over the real page layout (float32 Mamba1 or attention-only shapes, as
 // tiny-hybrid): only then can a wrapped 32-bit state index land mid-page.
-func exact(s *model.Shape) bool {
+func Exact(s *model.Shape) bool {
 	return s.StateKind() == model.Mamba1 && model.DTypeBytes(s.DType) == 4 && model.DTypeBytes(s.SSMStateDType) == 4 &&
 		!s.MLA() && s.Cache.TensorParallelSize <= 1
 }
