@@ -165,6 +165,8 @@ type classifier struct {
 	// gdnReclassify #34871's rule in the GDN spec branch.
 	builderClass               string
 	draftsFirst, gdnReclassify bool
+	// tailFix: #55178 in the scenario's code (withSpec).
+	tailFix bool
 }
 
 // withSpec sets the observer's reading of speculative decoding from a
@@ -178,6 +180,7 @@ func (k *classifier) withSpec(method string, numSpec int, patches []string) {
 		k.runnerT = 1
 	}
 	k.gdnReclassify = has(k.version, patches, 34871)
+	k.tailFix = has(k.version, patches, 55178)
 }
 
 // withSplitPatches applies a scenario's engine.patches to the GDN-family
@@ -364,7 +367,9 @@ func (k *classifier) check(rec *step.Record, decodeNoState func(rec *step.Record
 			}
 			prev = max(prev, reg)
 		}
-		decoding = decoding && k.decode(q, c, p, thr)
+		// #55178 reaches only a builder handed the counts: thr > 1.
+		decoding = decoding && (k.decode(q, c, p, thr) ||
+			k.tailFix && !k.gdn && thr > 1 && q <= thr && paddedTail(q, c, row.NumDrafts))
 		dec := decoding
 		if specMask {
 			dec = gdnSpecRow(q, row.NumDrafts) || !k.gdnReclassify && q == 1 && (!k.rule.gdnStateless || c > 0)

@@ -26,6 +26,12 @@ import (
 //     non-spec branch calls split_decodes_and_prefills(m,
 //     decode_threshold=1); #34871 (116ed130f) makes every non-spec row of
 //     the spec branch a prefill.
+//   - mamba_attn.py _compute_common_metadata @ 009b0f3b (#55178): a row
+//     still prefilling with prior state (seq_len > query_len) whose
+//     num_decode_draft_tokens_cpu is >= 0 and equals query_len - 1 (a
+//     prompt tail the scheduler padded with placeholder drafts) is taken
+//     off is_prefilling; mamba2_attn.py build passes the counts, which
+//     the runner gives only to the builders it hands num_accepted_tokens.
 //   - gpu/model_runner.py sort_batch_req_ids: key (num != decode_query_len,
 //     num) since #47381 (85b3a7264), (not draft_tokens, num !=
 //     decode_query_len, num) since #47808 (7f7a32cfe).
@@ -64,6 +70,16 @@ var releaseHas = map[int][]string{
 	// #51865 (0a94d85a6, merged 2026-08-11, get_uniform_decode_token_count's
 	// has_prefill in vllm/v1/worker/utils.py): v0.28 on.
 	51865: {"v0.28", "v0.29", "v0.30", "v0.31", "fixed"},
+	// #55178 merged 2026-09-03, between v0.28.0 and v0.29.0 (out by
+	// 2026-09-10), its release not established: v0.31 on.
+	55178: {"v0.31", "fixed"},
+}
+
+// paddedTail is #55178's mask for one row of a Mamba2 builder handed the
+// draft counts: prefilling, with prior state, 1 + drafts tokens, drafts
+// counted (>= 0; the runner counts a row's drafts only when positive).
+func paddedTail(q, c, drafts int) bool {
+	return c > 0 && drafts > 0 && q == drafts+1
 }
 
 // has reports whether version's code, under patches, has PR num.

@@ -51,7 +51,7 @@ func (s *Scheduler) drawAccepted(out *Output) {
 		row := &out.Rows[i]
 		row.NumAccepted = 0
 		if row.Samples {
-			row.NumAccepted = s.Spec.accepted(row.NumDrafts)
+			row.NumAccepted = s.Spec.acceptedOf(row)
 		}
 	}
 	s.runnerPending = out

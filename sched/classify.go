@@ -95,6 +95,11 @@ type Split struct {
 	Force Forced
 	// Threshold is decode_threshold; 0 means the Mamba builders' 1.
 	Threshold int
+	// TailDecodes: a row still prefilling, with state and exactly
+	// 1 + drafts tokens (a prompt tail the scheduler padded) is a decode
+	// (#55178, _compute_common_metadata's padded_prompt_tail_rows); only
+	// where the builder is handed num_decode_draft_tokens_cpu.
+	TailDecodes bool
 }
 
 // Behaviour is what one version does to a scheduled batch: one reorder
@@ -138,6 +143,9 @@ type Behaviour struct {
 	// DraftsFirst: Model Runner V2's sort puts rows with drafts before
 	// every other row (#47808, sort_batch_req_ids @ 7f7a32cfe).
 	DraftsFirst bool
+	// PadSpecTail: the scheduler pads a waiting request's one-token tail
+	// to 1 + K with placeholder drafts (#45237; Config.PadSpecTail).
+	PadSpecTail bool
 }
 
 // Split is the split of builder k.
@@ -156,10 +164,11 @@ func (b *Behaviour) Split(k Builder) Split {
 }
 
 var (
-	splitDefault    = Split{}                       // treat_short_extends_as_decodes=True
-	splitPrefilling = Split{Force: ForcePrefilling} // #37303's False
-	splitStateless  = Split{Force: ForceStateless}  // #42430; #51565 and #51483 for theirs
-	splitOff        = Split{Off: true}              // V0's Mamba1: always prefill
+	splitDefault    = Split{}                                         // treat_short_extends_as_decodes=True
+	splitPrefilling = Split{Force: ForcePrefilling}                   // #37303's False
+	splitStateless  = Split{Force: ForceStateless}                    // #42430; #51565 and #51483 for theirs
+	splitTail       = Split{Force: ForceStateless, TailDecodes: true} // and #55178
+	splitOff        = Split{Off: true}                                // V0's Mamba1: always prefill
 )
 
 // releases holds each release's row, written out here and checked against
@@ -173,9 +182,11 @@ var releases = [numVersions]Behaviour{
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
-	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitStateless, KDA: splitStateless,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true,
+		PadSpecTail: true},
+	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true,
+		PadSpecTail: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 
@@ -373,6 +384,9 @@ func classify(b *Behaviour, k Builder, rows, tmp []Row, forcePrefill bool, spec 
 			sp.Threshold = 1 + spec.K
 		}
 	}
+	// #55178's mask reads num_decode_draft_tokens_cpu, which only a
+	// builder handed num_accepted_tokens gets (mamba2_attn.py build).
+	sp.TailDecodes = sp.TailDecodes && handed
 	nd = sp.numDecodes(rows)
 	for i := range rows {
 		rows[i].AcceptedHanded = handed
@@ -463,7 +477,8 @@ func (sp Split) numDecodes(rows []Row) int {
 			// #42430: of the rows still prefilling, only 1-token ones
 			// with prior state (seq_len > 1) become decodes; with K = 0
 			// that is every row with state the threshold lets through.
-			prefill = prefill || r.NumComputed < r.PrefillLen && (r.NumScheduled != 1 || r.NumComputed == 0)
+			prefill = prefill || r.NumComputed < r.PrefillLen && (r.NumScheduled != 1 || r.NumComputed == 0) &&
+				!(sp.TailDecodes && r.NumComputed > 0 && r.NumDrafts > 0 && r.NumScheduled == r.NumDrafts+1)
 		}
 		if prefill {
 			return i

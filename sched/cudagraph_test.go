@@ -147,11 +147,11 @@ func TestPatches(t *testing.T) {
 	if a := mustPatched(t, V031, "-51565"); a.Behaviour().GDN != V022.Behaviour().GDN {
 		t.Error("v0.31-51565's GDN split is not v0.22's")
 	}
-	w := mustPatched(t, V028, "+51565", "+51483")
+	w := mustPatched(t, V028, "+51565", "+51483", "+55178")
 	b, want := w.Behaviour(), V031.Behaviour()
 	b.Name = want.Name
 	if b != want {
-		t.Errorf("v0.28+51565+51483 = %+v, want v0.31's %+v", b, want)
+		t.Errorf("v0.28+51565+51483+55178 = %+v, want v0.31's %+v", b, want)
 	}
 }
 

@@ -81,12 +81,26 @@ var prs = []pr{
 		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",
 		status{merged: "2026-08-12", commit: "7f7a32cfe", release: "v0.28.0", how: "inferred: merged two days after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
+	// Merged 2026-06-25 (d490b9816); vllm-metal's bump from 0.24.0 to
+	// 0.25.1 (its PR #506, 2026-07-14) names pad_spec_decode as new in
+	// 0.25. statesim's v0.22 row stands for v0.22..v0.27, so it is in
+	// from v0.28 here: v0.25..v0.27 miss it rather than v0.22..v0.24
+	// gaining it.
+	{45237, V028, nil, "spec decoding pads a waiting request's one-token tail to 1 + K with placeholder drafts",
+		status{merged: "2026-06-25", commit: "d490b9816", release: "v0.25.0", how: "vllm-metal #506 (bump 0.24.0 to 0.25.1) names pad_spec_decode as a 0.25 change",
+			note: "statesim models it from v0.28 (its v0.22 row stands for v0.22..v0.27)"}},
+	// Merged 2026-09-03, a week before v0.29.0 (out by 2026-09-10);
+	// whether v0.29.0 or v0.30.0 ships it was not established, and the
+	// v0.28 row stands for v0.28..v0.30, so it is in from v0.31 here.
+	{55178, V031, []int{42430}, "Mamba builders take a padded prompt tail (stateful, 1 + drafts tokens) as a decode",
+		status{merged: "2026-09-03", release: "", how: "merged between v0.28.0 (2026-08-26) and v0.29.0 (out by 2026-09-10); the release branch cut was not found",
+			note: "read at vllm-project/vllm 009b0f3b (mamba_attn.py _compute_common_metadata); statesim puts it in v0.31"}},
 }
 
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 15 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 17 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -134,6 +148,10 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	case has(37303):
 		b.Mamba = splitPrefilling
 	}
+	if has(55178) && b.Mamba == splitStateless {
+		b.Mamba = splitTail
+	}
+	b.PadSpecTail = has(45237)
 	if has(51565) {
 		b.GDN = splitStateless
 	}

@@ -52,6 +52,9 @@ type Request struct {
 	pendingStep           int64
 	Status                Status
 	NumPreemptions        int
+	// prefillChunk is vLLM's is_prefill_chunk: the request's last
+	// scheduled row did not reach its known tokens.
+	prefillChunk bool
 	// prefillLen is the known tokens when the request last left the
 	// waiting queue: Model Runner V2's prefill_len (PrefillLen).
 	prefillLen int

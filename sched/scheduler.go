@@ -42,6 +42,11 @@ type Config struct {
 	// output placeholder, so the request is scheduled again before the
 	// step's output is applied (async.go).
 	AsyncScheduling bool
+	// PadSpecTail: under speculative decoding a waiting request with one
+	// token left is scheduled as 1 + K tokens, K placeholder drafts, when
+	// running requests were scheduled and none is a prefill chunk, so the
+	// batch stays uniform (#45237; Behaviour.PadSpecTail).
+	PadSpecTail bool
 }
 
 // alignChunk is the align-mode chunk cut for r with numComputed computed
@@ -76,6 +81,10 @@ type Row struct {
 	// decoding: scheduled_spec_decode_tokens); NumAccepted, set when the
 	// step's output is applied, how many of them the sampler accepted.
 	NumDrafts, NumAccepted int
+	// Placeholders: the row's drafts are the scheduler's padding
+	// ([-1] * K, Config.PadSpecTail), which the rejection sampler never
+	// accepts.
+	Placeholders bool
 	// AcceptedHanded: the state layers' builder was handed
 	// num_accepted_tokens for this row (classify), so its decode kernel
 	// reads state column num_accepted_tokens - 1; otherwise every kernel
@@ -345,6 +354,9 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 	cfg := &st.Cfg
 	budget := cfg.MaxNumBatchedTokens
 	la := st.Spec.Lookahead()
+	// prefillScheduled: a running request scheduled this step is a
+	// prefill chunk (scheduler.py's prefill_scheduled, #45237).
+	prefillScheduled := false
 	for i := 0; i < len(st.Running) && budget > 0; {
 		r := st.Running[i]
 		if r.surelyDone() {
@@ -375,6 +387,7 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 			break
 		}
 		out.addRow(r, n)
+		prefillScheduled = prefillScheduled || r.prefillChunk
 		if r.NumDrafts > 0 {
 			// The drafts that fit: the rest are dropped (scheduler.py
 			// trims spec_token_ids to num_new_tokens).
@@ -387,6 +400,7 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 	if len(out.Preempted) > 0 {
 		return nil
 	}
+	runningScheduled := len(out.Rows) > 0 // scheduled_running_reqs
 	for len(st.Waiting) > 0 && budget > 0 {
 		if len(st.Running) >= cfg.MaxNumSeqs {
 			break
@@ -394,6 +408,16 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 		r := st.Waiting[0]
 		hit := st.admit(r)
 		n := r.NumTokens() - r.NumComputedTokens - hit
+		// #45237 (scheduler.py @ 6adad0876, "Pad new decode requests to
+		// uniform spec decoding size"): a one-token tail beside running
+		// rows that are not prefill chunks becomes 1 + K tokens, or waits.
+		pad := cfg.PadSpecTail && st.Spec.On() && n == 1 && runningScheduled && !prefillScheduled
+		if pad {
+			n = 1 + st.Spec.K
+			if n > budget || r.NumComputedTokens+hit+n > cfg.MaxModelLen {
+				break // "Prefer to not schedule than schedule un-padded here."
+			}
+		}
 		if t := cfg.LongPrefillTokenThreshold; t > 0 && n > t {
 			n = t
 		}
@@ -424,6 +448,12 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 		st.Running = append(st.Running, r)
 		r.Status = Running
 		out.addRow(r, n)
+		if pad {
+			row := &out.Rows[len(out.Rows)-1]
+			// [-1] * K, less any a cut took (a long-prefill threshold
+			// under 1 + K: not modelled past keeping the row consistent).
+			row.NumDrafts, row.Placeholders = min(st.Spec.K, n-1), true
+		}
 		out.NumScheduledTokens += n
 		budget -= n
 	}
@@ -641,6 +671,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		r.NumComputedTokens += row.NumScheduled
 		r.schedIdx = int32(i)
 		row.Samples = r.NumComputedTokens >= r.NumTokens()+r.NumOutputPlaceholders
+		r.prefillChunk = !row.Samples // _update_after_schedule's is_prefill_chunk
 		if s.Cfg.AsyncScheduling {
 			s.afterSchedule(row)
 		}
@@ -731,7 +762,7 @@ func (s *Scheduler) updateBatch(out *Output, stamp int64) {
 // queued for freeing).
 func (s *Scheduler) specUpdate(row *Row, now sim.Time) bool {
 	r := row.Req
-	a := s.Spec.accepted(row.NumDrafts)
+	a := s.Spec.acceptedOf(row)
 	row.NumAccepted = a
 	r.NumComputedTokens -= row.NumDrafts - a
 	r.NumAccepted, r.NumDrafts = a+1, s.Spec.K

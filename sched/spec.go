@@ -95,6 +95,15 @@ func (s *Spec) accepted(drafts int) int {
 	return a
 }
 
+// acceptedOf draws row's accepted drafts: none of the scheduler's
+// placeholders (-1 is never a sampled token), and no draw for them.
+func (s *Spec) acceptedOf(row *Row) int {
+	if row.Placeholders {
+		return 0
+	}
+	return s.accepted(row.NumDrafts)
+}
+
 // Thresholds are a step's decode thresholds: the runner's, which the
 // batch reorder uses, and the state builders' own, which their split
 // uses.

@@ -32,6 +32,7 @@ func (r *resolver) derive() {
 			LongPrefillTokenThreshold: e.LongPrefillTokenThreshold, SchedulingPolicy: policy,
 			StateKind: sh.StateKind(), FullRankGate: sh.Mixer.FullRankGate,
 			MambaAlignBlockSize: alignBlock, AsyncScheduling: r.asyncScheduling(&b),
+			PadSpecTail: b.PadSpecTail,
 		},
 		ForcePrefill: e.ForcePrefillPath,
 		GraphMaxBS:   min(e.MaxNumSeqs, 512),
