@@ -34,6 +34,8 @@ type Plan struct {
 	// Specs: speculative methods; SpecK: N or LO-HI.
 	Specs []string
 	SpecK string
+	// PromptLen: prompt lengths drawn, N or LO-HI ("": the base's).
+	PromptLen string
 	// Patches: one set (+N,-N) or several separated by "/".
 	Patches []string
 	// Runners: v1, v2, default.
@@ -86,7 +88,7 @@ func (p *Plan) Settle() (*Search, error) {
 		return nil, err
 	}
 	cfg.MinBits, cfg.MaxBits = lo, hi
-	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs} {
+	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs, p.prompts} {
 		if err := step(&cfg); err != nil {
 			return nil, err
 		}
@@ -237,6 +239,24 @@ func (p *Plan) spec(cfg *Config) error {
 	return nil
 }
 
+// maxPromptLen bounds --prompt-len: the largest prompt any preset's
+// max_model_len in the searches leaves room for is far below it.
+const maxPromptLen = 1 << 20
+
+// prompts narrows the prompt lengths drawn (--prompt-len), so that a
+// search can aim at one shape: a tail one token past a shared prefix.
+func (p *Plan) prompts(cfg *Config) error {
+	if p.PromptLen == "" {
+		return nil
+	}
+	lo, hi, err := ParseRange(p.PromptLen, 1, maxPromptLen, "")
+	if err != nil {
+		return fmt.Errorf("--prompt-len: %w", err)
+	}
+	cfg.MinPrompt, cfg.MaxPrompt = lo, hi
+	return nil
+}
+
 func (p *Plan) prefix(cfg *Config) error {
 	if len(p.PrefixCaching) == 0 {
 		return nil
@@ -308,6 +328,9 @@ func (p *Plan) Describe(s *Search, sets []string) string {
 	}
 	if len(p.Specs) > 0 {
 		fmt.Fprintf(&b, ", speculative %s K %s", strings.Join(p.Specs, ","), p.SpecK)
+	}
+	if p.PromptLen != "" {
+		fmt.Fprintf(&b, ", prompts %s tokens", p.PromptLen)
 	}
 	if len(sets) > 0 {
 		fmt.Fprintf(&b, ", --set %s", strings.Join(sets, " --set "))

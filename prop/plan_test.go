@@ -34,12 +34,21 @@ func TestPlanSettles(t *testing.T) {
 		{func(p *Plan) { p.Backend = "tpu" }, `--backend: unknown "tpu"`},
 		{func(p *Plan) { p.Trials = 0 }, "--trials must be >= 1"},
 		{func(p *Plan) { p.Versions, p.Models = "v0.22", []string{"kimi-k3"} }, "--model kimi-k3: vLLM v0.22 does not serve Kimi-K3"},
+		{func(p *Plan) { p.PromptLen = "0-70" }, `--prompt-len: "0-70" is outside 1..`},
+		{func(p *Plan) { p.PromptLen = "70-60" }, `--prompt-len: "70-60" is outside`},
+		{func(p *Plan) { p.PromptLen = "sixty" }, `--prompt-len: want N or LO-HI`},
 	} {
 		p := defaultPlan()
 		c.edit(&p)
 		if _, err := p.Settle(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want %q, got %v", c.want, err)
 		}
+	}
+	// --prompt-len narrows the prompts drawn and is in the header.
+	p = defaultPlan()
+	p.PromptLen = "60-70"
+	if s, err := p.Settle(); err != nil || s.Config.MinPrompt != 60 || s.Config.MaxPrompt != 70 || !strings.Contains(p.Describe(s, nil), ", prompts 60-70 tokens") {
+		t.Errorf("--prompt-len 60-70: %v", err)
 	}
 	// +53059 under Model Runner V2 (v0.31's default) is noted as inert.
 	p = defaultPlan()
