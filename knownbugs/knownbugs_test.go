@@ -57,7 +57,7 @@ func TestWhichApply(t *testing.T) {
 		// shape-only dispatch; with MTP its (1 + K) form instead. Model
 		// Runner V2 (v0.31's default) has #51865's gate from v0.28.
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  model_runner: v1\n  cudagraph_mode: full_and_piecewise\n", []string{"cudagraph-stale-gdn"}},
-		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  model_runner: v1\n  cudagraph_mode: full_and_piecewise\n  speculative: {method: mtp, num_speculative_tokens: 3}\n", []string{"cudagraph-stale-spec-chunk"}},
+		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  model_runner: v1\n  cudagraph_mode: full_and_piecewise\n  speculative: {method: mtp, num_speculative_tokens: 3}\n", []string{"cudagraph-stale-spec-chunk", "spec-padded-new-prompt-gdn"}},
 		{"qwen3-next-80b-a3b", "  vllm_version: v0.31\n  cudagraph_mode: full_and_piecewise\n", nil},
 		// +53059 closes it on the V1 runner only; under V2 without #51865
 		// it stays.
@@ -69,9 +69,15 @@ func TestWhichApply(t *testing.T) {
 		{"tiny-hybrid", "  vllm_version: v0.14\n", []string{"bug-a-residue"}},
 		{"tiny-hybrid", "  vllm_version: v0.13\n  state_index_bits: 32\n", []string{"bug-a-imposter", "bug-b-32bit-index"}},
 		{"kimi-k3", "  vllm_version: v0.30\n", []string{"kda-stateless-first-chunk"}},
-		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  model_runner: v1\n  speculative: {method: mtp, num_speculative_tokens: 1}\n", []string{"mtp-min-threshold"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  model_runner: v1\n  speculative: {method: mtp, num_speculative_tokens: 1}\n", []string{"mtp-min-threshold", "spec-padded-new-prompt-mamba2"}},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.27\n  model_runner: v2\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"v2-uniform-chunk-tie"}},
-		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", nil},
+		// From v0.28 (#45237) a new one-token prompt is padded; with
+		// align-mode prefix caching a one-token tail too, which #55178
+		// closes under V2 (v0.31's default) and not on V1.
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"spec-padded-new-prompt-mamba2"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.28\n  enable_prefix_caching: true\n  mamba_cache_mode: align\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"spec-padded-tail", "spec-padded-new-prompt-mamba2"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  enable_prefix_caching: true\n  mamba_cache_mode: align\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"spec-padded-new-prompt-mamba2"}},
+		{"nemotron-nano-9b-v2", "  vllm_version: v0.31\n  model_runner: v1\n  enable_prefix_caching: true\n  mamba_cache_mode: align\n  speculative: {method: ngram, num_speculative_tokens: 1}\n", []string{"spec-padded-tail", "spec-padded-new-prompt-mamba2"}},
 		{"minimax-text-01", "  vllm_version: v0.31\n", []string{"linear-attn-imposter"}},
 		{"lfm2-1.2b", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 2}\n", []string{"mamba1-spec-draft-prefill"}},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.14\n  speculative: {method: mtp, num_speculative_tokens: 2}\n", []string{"bug-a-residue", "mtp-short-prompt", "mtp-min-threshold"}},

@@ -37,15 +37,15 @@ cudagraph-k0|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --s
 cudagraph-k0-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059 --model-runner v1 --trials 10000
 cudagraph-k0-53059-v2|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --patches +53059,-51865 --model-runner v2
 cudagraph-k0-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --set engine.cudagraph_mode=full_and_piecewise --model-runner v2 --trials 10000
-cudagraph-mtp|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise
-cudagraph-mtp-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898,+53059 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
-cudagraph-mtp-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --model-runner v2 --set engine.cudagraph_mode=full_and_piecewise --trials 10000
+cudagraph-mtp|FAIL|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise --prompt-len 2-160
+cudagraph-mtp-53059-v1|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898,+53059 --model-runner v1 --set engine.cudagraph_mode=full_and_piecewise --trials 10000 --prompt-len 2-160
+cudagraph-mtp-51865-v2|ok|stale-slot-read|--version v0.31 --model qwen3-next-80b-a3b --spec mtp --spec-k 1-4 --patches +55898 --model-runner v2 --set engine.cudagraph_mode=full_and_piecewise --trials 10000 --prompt-len 2-160
 mtp-short-prompt|FAIL|no-decode-before-prefill|--version v0.14 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram
 mtp-short-prompt-fixed|ok|no-decode-before-prefill|--version v0.19 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --trials 10000
-min-threshold|FAIL|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp --model-runner v1
-min-threshold-55898|ok|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v1 --trials 10000
-v2-chunk-tie|FAIL|stale-slot-read|--version v0.27 --model nemotron-nano-9b-v2 --spec mtp --patches +55898 --model-runner v2
-v2-chunk-tie-47808|ok|stale-slot-read|--version v0.28 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v2 --trials 10000
+min-threshold|FAIL|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp --model-runner v1 --prompt-len 2-160
+min-threshold-55898|ok|stale-slot-read|--version v0.31 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v1 --trials 10000 --prompt-len 2-160
+v2-chunk-tie|FAIL|stale-slot-read|--version v0.27 --model nemotron-nano-9b-v2 --spec mtp --patches +55898 --model-runner v2 --prompt-len 2-160
+v2-chunk-tie-47808|ok|stale-slot-read|--version v0.28 --model nemotron-nano-9b-v2 --spec mtp,eagle,ngram --patches +55898 --model-runner v2 --trials 10000 --prompt-len 2-160
 linear-attn-imposter|FAIL|stale-slot-read|--version v0.31 --model minimax-text-01
 mamba1-spec-draft|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid --spec ngram
 mamba1-spec-draft-mamba2|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --trials 10000
@@ -56,6 +56,13 @@ align-async-free|FAIL|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2
 align-async-free-sync|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async off --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
 align-async-free-33997|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
 align-long-prefill-stall|FAIL|liveness|--prefix-caching align,all,on --trials 300
+spec-padded-tail|FAIL|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000
+spec-padded-tail-55178|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000 --trials 10000
+spec-padded-tail-55178-v1|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
+spec-padded-new-prompt|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram
+spec-padded-new-prompt-unpadded|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --patches -45237 --trials 10000
+spec-padded-new-prompt-gdn|FAIL|no-decode-before-prefill|--version v0.31 --model qwen3-next-80b-a3b --spec ngram
+spec-padded-new-prompt-gdn-unpadded|ok|no-decode-before-prefill|--version v0.31 --model qwen3-next-80b-a3b --spec ngram --patches -45237 --trials 10000
 TABLE
 )
 
