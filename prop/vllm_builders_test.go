@@ -123,3 +123,39 @@ func TestObserverV2SortKey(t *testing.T) {
 		t.Errorf("v0.28: %s", got)
 	}
 }
+
+// A padded prompt tail (#45237: 64 of 65 prompt tokens computed, 1 + K
+// scheduled with K placeholder drafts) beside a draft decode, on Mamba2:
+// a prefill before #55178 (it is still prefilling), a decode with it
+// (mamba_attn.py @ 009b0f3b, padded_prompt_tail_rows). A padded new
+// one-token prompt has no state: a prefill either way. The observer
+// judges each record one way only.
+func TestObserverPaddedTail(t *testing.T) {
+	P, D := sched.PathPrefill, sched.PathDecode
+	tail := func(path sched.Path) []step.Row {
+		return []step.Row{draftRow(0, 4, 70, 64, 3, D), draftRow(1, 4, 64, 65, 3, path)}
+	}
+	for _, c := range []struct {
+		version string
+		patches []string
+		want    sched.Path
+	}{
+		{"v0.28", nil, P}, {"v0.28", []string{"+55178"}, D}, {"v0.31", nil, D}, {"v0.31", []string{"-55178"}, P},
+	} {
+		other := D
+		if c.want == D {
+			other = P
+		}
+		if got := judge(c.version, model.Mamba2, 3, "v1", c.patches, tail(c.want)...); got != "" {
+			t.Errorf("%s %v: the tail on %s: %s", c.version, c.patches, c.want, got)
+		}
+		if got := judge(c.version, model.Mamba2, 3, "v1", c.patches, tail(other)...); got == "" {
+			t.Errorf("%s %v: the tail on %s: no disagreement", c.version, c.patches, other)
+		}
+	}
+	fresh := []step.Row{draftRow(0, 4, 70, 64, 3, D), draftRow(1, 4, 0, 1, 3, P)}
+	fresh[1].HasInitialState = false
+	if got := judge("v0.31", model.Mamba2, 3, "v1", nil, fresh...); got != "" {
+		t.Errorf("a padded new prompt at v0.31: %s", got)
+	}
+}
