@@ -23,7 +23,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
 			"  statesim check merge DIR...   (the shards' --out directories, or the campaign's)\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario, with the run's verdict in --out/check.json",
 		run: cmdCheck,
