@@ -1,6 +1,8 @@
 package prop
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,45 @@ func TestJSONDiff(t *testing.T) {
 		if got := jsonDiff([]byte(c.a), []byte(c.b)); got != c.want {
 			t.Errorf("jsonDiff(%s, %s) = %q, want %q", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// MergeSummaries adds each property's scenarios over the shards that
+// checked it, keeps every counterexample with its shard's directory, and
+// counts the shards that could not check a property (another build).
+func TestMergeSummaries(t *testing.T) {
+	root := t.TempDir()
+	c := Campaign{BaseSeed: 7, Shards: 3, Trials: 10, MaxShrinks: 1000, Backend: "mock", Properties: []string{"conservation", "logprobs-match-reference"}}
+	shards := []Summary{
+		{Campaign: c, Shard: 0, Seed: 7, Verdict: "clean", Properties: []Verdict{{"conservation", "ok", 10, "", 0, ""}, {"logprobs-match-reference", "ok", 10, "", 0, ""}}},
+		{Campaign: c, Shard: 1, Seed: 8, Verdict: "found", Properties: []Verdict{{"conservation", "FAIL", 4, "conservation.yaml", 9, "lost"}, {"logprobs-match-reference", "skipped", 1, "", 0, "no GPU"}}},
+		{Campaign: c, Shard: 2, Seed: 9, Verdict: "clean", Properties: []Verdict{{"conservation", "ok", 10, "", 0, ""}, {"logprobs-match-reference", "ok", 10, "", 0, ""}}},
+	}
+	for _, s := range shards {
+		if _, err := WriteSummary(filepath.Join(root, fmt.Sprintf("seed-%d", s.Seed)), &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := MergeSummaries([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, lp := m.Properties[0], m.Properties[1]
+	if cons.Scenarios != 24 || len(cons.Failures) != 1 || cons.Failures[0].Seed != 8 || cons.Failures[0].File != filepath.Join(root, "seed-8", "conservation.yaml") {
+		t.Errorf("conservation: %+v", cons)
+	}
+	if lp.Scenarios != 20 || lp.Skipped != 1 || lp.Detail != "no GPU" || len(lp.Failures) != 0 {
+		t.Errorf("logprobs: %+v", lp)
+	}
+	if m.Found() != 1 {
+		t.Errorf("Found() = %d, want 1", m.Found())
+	}
+	// A summary whose verdict contradicts its properties is refused.
+	shards[0].Verdict = "found"
+	if _, err := WriteSummary(filepath.Join(root, "seed-7"), &shards[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MergeSummaries([]string{root}); err == nil || !strings.Contains(err.Error(), `verdict "found", but its properties say clean`) {
+		t.Errorf("contradictory verdict: %v", err)
 	}
 }
