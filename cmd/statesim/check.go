@@ -177,8 +177,12 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir, foundBy string, sum *prop
 	if bar != nil {
 		bar.Finish()
 	}
-	if _, err := prop.WriteSummary(outDir, sum); err != nil {
+	path, err := prop.WriteSummary(outDir, sum)
+	if err != nil {
 		return outputFailed(stderr, "--out", outDir, err)
+	}
+	if c := sum.Campaign; c.Shards > 1 {
+		fmt.Fprintf(stdout, "shard %d/%d: verdict in %s; join the shards with 'statesim check merge %s'\n", sum.Shard, c.Shards, path, filepath.Dir(outDir))
 	}
 	if failed > 0 {
 		fmt.Fprintf(stdout, "%d of %d properties FAIL\n", failed, len(ps))

@@ -32,8 +32,9 @@ func TestCheckMerge(t *testing.T) {
 	out := t.TempDir()
 	base := []string{"check", "--version", "v0.13", "--property", "stale-slot-read,no-decode-before-prefill", "--trials", "100", "--seed", "5"}
 	for i := range 3 {
-		if code, o, e := runCLI(append(base, "--shard", fmt.Sprintf("%d/3", i), "--out", out)...); code != exitViolations {
-			t.Fatalf("shard %d: exit %d\n%s%s", i, code, o, e)
+		code, o, e := runCLI(append(base, "--shard", fmt.Sprintf("%d/3", i), "--out", out)...)
+		if want := fmt.Sprintf("shard %d/3: verdict in %s; join the shards with 'statesim check merge %s'", i, filepath.Join(out, fmt.Sprintf("seed-%d", 5+i), prop.SummaryName), out); code != exitViolations || !strings.Contains(o, want) {
+			t.Fatalf("shard %d: exit %d, want %d and %q\n%s%s", i, code, exitViolations, want, o, e)
 		}
 	}
 	total := map[string]int{}
