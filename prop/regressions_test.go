@@ -247,7 +247,27 @@ var regressions = []regression{
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
 	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
+	{name: "attn-only-hit-47491", cfg: attnOnlyHit, prop: "stale-slot-read", seed: 1, control: asReleased},
 }
+
+// attnOnlyHit searches align-mode prefix caching on the tiny Mamba2
+// hybrid over shared prefixes with closed PR #47491, which no release
+// has: a Mamba miss no longer cuts the hybrid hit, so a request starts at
+// the attention hit with no Mamba state behind it, and the builders'
+// has_initial_states_p (num_computed_tokens > 0, per row) makes the
+// prefill kernel read the fresh block it was given (#43090's thread).
+// v0.22 stands for v0.23..v0.27, the main #47491 was written against.
+func attnOnlyHit() prop.Config {
+	c := prop.BugA("v0.22")
+	c.Presets = []string{"tiny-hybrid-mamba2"}
+	c = prop.Prefix(c, 64, 3, "align")
+	c.Patches = []string{"+47491"}
+	return c
+}
+
+// asReleased is the same requests without #47491: every release takes the
+// hybrid hit as the minimum over groups.
+func asReleased(p *prop.Params) string { p.Patches = nil; return "as-released" }
 
 // alignAsyncFrees searches v0.19 under MTP/EAGLE with align-mode prefix
 // caching and async scheduling, without #33352 and #33997: the Mamba

@@ -138,6 +138,11 @@ type Behaviour struct {
 	// DraftsFirst: Model Runner V2's sort puts rows with drafts before
 	// every other row (#47808, sort_batch_req_ids @ 7f7a32cfe).
 	DraftsFirst bool
+	// KeepAttentionOnMiss: the hybrid hit keeps the attention hit when
+	// the Mamba group misses (closed PR #47491, never merged; every
+	// release takes the minimum over groups: docs/model.md, "The hybrid
+	// hit and has_initial_state").
+	KeepAttentionOnMiss bool
 }
 
 // Split is the split of builder k.

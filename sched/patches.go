@@ -35,7 +35,8 @@ type status struct {
 	commit  string // the merge commit on main, where found
 	release string // first vLLM release that ships it ("v0.19.0"); "" if not established
 	how     string // how release is known, or why it is not
-	asOf    string // open: the latest date it was seen open
+	asOf    string // open: the latest date it was seen open; closed: the date it was seen closed
+	closed  bool   // closed without merging (asOf dates it)
 	note    string // a disagreement with in, or a caveat
 }
 
@@ -79,6 +80,11 @@ var prs = []pr{
 		status{merged: "2026-08-11", commit: "0a94d85a6", release: "v0.28.0", how: "inferred, as #47808: merged the day after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
 	{34871, V019, nil, "GDN spec branch: rows without drafts beside spec decodes are prefills",
 		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
+	// Closed unmerged: kept as a patch because its rule is the mechanism
+	// #43090's thread proposes (docs/model.md, "The hybrid hit and
+	// has_initial_state"); no release has it.
+	{47491, numVersions, nil, "the hybrid hit skips a Mamba group's miss: the attention hit stands without a Mamba state (closed, never merged)",
+		status{asOf: "2026-08-16", closed: true, note: "closed unmerged: #45238's thread, 2026-08-16, says it \"was correctly closed\"; not in the mirror's history to 6adad0876"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",
 		status{merged: "2026-08-12", commit: "7f7a32cfe", release: "v0.28.0", how: "inferred: merged two days after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
 }
@@ -86,7 +92,7 @@ var prs = []pr{
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 15 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 16 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -148,6 +154,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.SpecNonSpecPrefill = has(34871)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
+	b.KeepAttentionOnMiss = has(47491)
 	switch {
 	case has(57128):
 		b.EagleMamba = statecache.EagleMambaNoMargin

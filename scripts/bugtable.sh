@@ -56,6 +56,10 @@ align-async-free|FAIL|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2
 align-async-free-sync|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async off --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
 align-async-free-33997|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
 align-long-prefill-stall|FAIL|liveness|--prefix-caching align,all,on --trials 300
+attn-only-hit-47491|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --patches +47491
+attn-only-hit-47491-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --patches +47491
+attn-only-hit-released|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000
+attn-only-hit-released-v031|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000
 TABLE
 )
 
