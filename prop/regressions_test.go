@@ -247,7 +247,39 @@ var regressions = []regression{
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
 	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
+	{name: "async-accepted-permuted", cfg: asyncAcceptedPermuted, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
+		// onV2: Model Runner V2 keeps num_accepted_tokens per request
+		// state, not per row (gpu/model_states/mamba_hybrid.py).
+		more: []func(*prop.Params) string{hostAhead, onV2}},
 }
+
+// asyncAcceptedPermuted searches v0.28 on the V1 runner under MTP/EAGLE
+// with align-mode prefix caching and async scheduling, drawing the host's
+// time per step (timing.host_step_us) up to 5 ms, past the tiny hybrid's
+// steps: when a step ends before the host moves the next step's rows, its
+// accepted counts are in the buffer before add_request, condense and the
+// reorder's swaps move them, and the prev_positions gather moves them a
+// second time (#53919; sched/accepted.go). +55898 and +48375 keep #55894
+// and #53912 from answering first; no preemption.
+func asyncAcceptedPermuted() prop.Config {
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.28", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c.SpecAlign, c.Async, c.ModelRunner = true, []bool{true}, "v1"
+	c.Patches = []string{"+55898", "+48375"}
+	c.MinRequests, c.MinOutput, c.MaxHostStepUS = 3, 4, 5000
+	return c
+}
+
+// with53919 is the same requests under open PR #53919: the host waits on
+// the copy before the first row move and reads the counts in place.
+func with53919(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+53919")
+	return "53919"
+}
+
+// hostAhead is the same requests with a host that moves the rows before
+// the step in flight ends (statesim's default, no host time): the copy
+// lands in the old order and the gather is right.
+func hostAhead(p *prop.Params) string { p.HostStepUS = 0; return "host-ahead" }
 
 // alignAsyncFrees searches v0.19 under MTP/EAGLE with align-mode prefix
 // caching and async scheduling, without #33352 and #33997: the Mamba

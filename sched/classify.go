@@ -138,6 +138,10 @@ type Behaviour struct {
 	// DraftsFirst: Model Runner V2's sort puts rows with drafts before
 	// every other row (#47808, sort_batch_req_ids @ 7f7a32cfe).
 	DraftsFirst bool
+	// AwaitAccepted: under async scheduling the V1 runner waits on the
+	// accepted-token copy before it moves any row, and reads the counts
+	// in place (open PR #53919; accepted.go).
+	AwaitAccepted bool
 }
 
 // Split is the split of builder k.

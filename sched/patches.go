@@ -81,12 +81,14 @@ var prs = []pr{
 		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",
 		status{merged: "2026-08-12", commit: "7f7a32cfe", release: "v0.28.0", how: "inferred: merged two days after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
+	{53919, numVersions, nil, "V1 runner awaits the accepted-token copy before moving rows, and drops the prev_positions gather (open)",
+		status{asOf: "2026-08-26", note: "opened 2026-08-26; not on main at 6adad0876 (2026-08-14), whose _prepare_inputs still gathers"}},
 }
 
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 15 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 16 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -148,6 +150,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.SpecNonSpecPrefill = has(34871)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
+	b.AwaitAccepted = has(53919)
 	switch {
 	case has(57128):
 		b.EagleMamba = statecache.EagleMambaNoMargin
