@@ -19,15 +19,16 @@ package sched
 //
 // The gather is right only if the copy lands after the rows move: in
 // step N's order, it overwrites the moved values. It lands before them
-// when the GPU finished step N before the host reached step N+1's
-// _update_states; then the moves have already carried the counts into
-// step N+1's order and the gather permutes them a second time. statesim
-// spends no host time, so a step queued behind the one in flight always
-// moves its rows first; the copy lands first when the engine waited on
-// step N's output before scheduling step N+1 (the async output copy
-// waits on the default stream, after the accepted-count copy). Open PR
-// #53919 waits on the event before the first row move and reads the
-// counts in place.
+// when the host reaches step N+1's _update_states after step N ended, and
+// then the moves have already carried the counts into step N+1's order and
+// the gather permutes them a second time. Before #40172 (b730c4635) align
+// mode wrote the counts with a blocking .cpu() in step N's sample_tokens,
+// so they always landed first. From it the copy is non-blocking: statesim
+// spends no host time, so the engine says (HostBehind) whether the host,
+// timing.host_step_us after scheduling, is past the end of the step in
+// flight; a step it scheduled after that step's output (the engine waited)
+// never ran behind it. Open PR #53919 waits on the event before the first
+// row move and reads the counts in place.
 
 // acceptedBuffer reports whether the runner reads num_accepted_tokens
 // through the persistent batch's row-order buffer.

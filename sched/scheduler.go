@@ -661,9 +661,9 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	engineV1 := s.behaviour().Reorder != ReorderNone
 	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
 	buffer := s.acceptedBuffer()
-	if buffer && s.landing != nil && (s.HostBehind || s.behaviour().AwaitAccepted) {
-		// The copy has landed, or (#53919) the host waits for it, before
-		// any row moves.
+	if b := s.behaviour(); buffer && s.landing != nil && (s.HostBehind || !b.AcceptedCopyAsync || b.AwaitAccepted) {
+		// The copy has landed, or the host waited for it (a blocking copy
+		// before #40172; #53919), before any row moves.
 		s.land(s.landing)
 	}
 	if persistent {

@@ -54,7 +54,13 @@ eagle-drop-48375|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 -
 eagle-drop-57128|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898,+57128 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
 align-async-free|FAIL|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000
 align-async-free-sync|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async off --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
-align-async-free-33997|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
+align-async-free-33997|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375,+53919 --set engine.num_gpu_blocks_override=4000 --trials 10000
+async-accepted-permuted|FAIL|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --model-runner v1
+async-accepted-permuted-53919|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375,+53919 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
+async-accepted-race|FAIL|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --set timing.host_step_us=2000 --model-runner v1
+async-accepted-race-53919|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375,+53919 --set engine.num_gpu_blocks_override=4000 --set timing.host_step_us=2000 --model-runner v1 --trials 10000
+async-accepted-race-host-ahead|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
+async-accepted-race-v2|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --set timing.host_step_us=2000 --model-runner v2 --trials 10000
 align-long-prefill-stall|FAIL|liveness|--prefix-caching align,all,on --trials 300
 TABLE
 )
