@@ -11,11 +11,7 @@ import (
 // num_accepted_tokens_cpu[last_req_index]), and swap_states swaps.
 func TestAcceptedBufferMovesWithRows(t *testing.T) {
 	var b InputBatch
-	rs := make([]*Request, 4)
-	for i := range rs {
-		rs[i] = &Request{ID: RequestID(i)}
-		b.Add(rs[i])
-	}
+	rs := fillBatch(&b, 4)
 	copy(b.accepted, []int32{2, 3, 4, 5})
 	b.Remove(rs[0])
 	b.Remove(rs[1])
