@@ -143,6 +143,15 @@ type Behaviour struct {
 	// release takes the minimum over groups: docs/model.md, "The hybrid
 	// hit and has_initial_state").
 	KeepAttentionOnMiss bool
+	// AwaitAccepted: under async scheduling the V1 runner waits on the
+	// accepted-token copy before it moves any row, and reads the counts
+	// in place (open PR #53919; accepted.go).
+	AwaitAccepted bool
+	// AcceptedCopyAsync: in align mode the accepted counts reach the
+	// host's buffer by a non-blocking copy the next step may outrun, not
+	// a blocking .cpu() in the step's own sample_tokens (#40172;
+	// accepted.go).
+	AcceptedCopyAsync bool
 }
 
 // Split is the split of builder k.
@@ -176,11 +185,11 @@ var releases = [numVersions]Behaviour{
 	V019: {Name: "v0.19", Reorder: ReorderFourRegion, Mamba: splitPrefilling, GDN: splitDefault, KDA: splitDefault,
 		AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
+		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitStateless, KDA: splitStateless,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

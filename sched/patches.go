@@ -87,12 +87,19 @@ var prs = []pr{
 		status{asOf: "2026-08-16", closed: true, note: "closed unmerged: #45238's thread, 2026-08-16, says it \"was correctly closed\"; not in the mirror's history to 6adad0876"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",
 		status{merged: "2026-08-12", commit: "7f7a32cfe", release: "v0.28.0", how: "inferred: merged two days after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
+	// A stored copy of the release notes lists it beside #42430 (v0.22.0,
+	// inferred): "GPU-side state postprocessing fused kernel (#40172), run
+	// single-token extends as decodes (#42430)".
+	{40172, V022, nil, "align mode's accepted counts reach the host by a non-blocking copy (fused GPU postprocess), not a blocking .cpu()",
+		status{merged: "2026-05-21", commit: "b730c4635", release: "v0.22.0", how: "inferred: the same release notes as #42430"}},
+	{53919, numVersions, nil, "V1 runner awaits the accepted-token copy before moving rows, and drops the prev_positions gather (open)",
+		status{asOf: "2026-08-26", note: "the stored thread (opened 2026-08-26) marks it open; not in the merged-PR lists read to 2026-10-08; main at 6adad0876 (2026-08-14) still gathers"}},
 }
 
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 16 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 18 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -155,6 +162,8 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
 	b.KeepAttentionOnMiss = has(47491)
+	b.AwaitAccepted = has(53919)
+	b.AcceptedCopyAsync = has(40172)
 	switch {
 	case has(57128):
 		b.EagleMamba = statecache.EagleMambaNoMargin
