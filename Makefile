@@ -54,6 +54,7 @@ fuzz:
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzFromHFConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzCSVMapped$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
+	$(GO) test ./prop -run '^$$' -fuzz '^FuzzSummaryParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzJSONLNested$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./trace -run '^$$' -fuzz '^FuzzMooncakeHashIDs$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1
 	$(GO) test ./sweep -run '^$$' -fuzz '^FuzzSweepParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1

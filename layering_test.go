@@ -18,6 +18,8 @@ import (
 var layer = map[string]int{
 	// bounded reads of input files (every reader of a user's file)
 	"internal/infile": -1,
+	// whole-or-nothing writes of result files (sweep cells, check summaries)
+	"internal/outfile": -1,
 	// foundations: time and randomness, names, shapes, trace formats
 	"sim": 0, "invariant": 0, "sketch": 0, "trace": 0, "kernels": 0, "model": 0,
 	// the built-in sweep definitions, embedded (package sweep parses them)

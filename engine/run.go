@@ -511,6 +511,10 @@ func (r *runner) startStep() error {
 		return nil
 	}
 	now := r.loop.Now()
+	// The host reaches this step's row moves timing.host_step_us after
+	// now: past the end of the step in flight, its accepted counts have
+	// landed first (sched/accepted.go).
+	r.s.HostBehind = r.out != nil && float64(now)+r.sc.Timing.HostStepUS*1e3 >= float64(r.stepEnd)
 	out, err := r.s.Schedule(now)
 	if err != nil {
 		return err

@@ -74,6 +74,8 @@ type Config struct {
 	AvoidAlignStall bool
 	// SpecAlign: see Params.SpecAlign.
 	SpecAlign bool
+	// MaxHostStepUS > 0 draws timing.host_step_us from 0..MaxHostStepUS.
+	MaxHostStepUS int
 }
 
 // Matrix is c drawing every dimension the simulator models: every
@@ -358,6 +360,10 @@ func Gen(c Config) gopter.Gen {
 	// configs generate what they did before.
 	fields["AvoidAlignStall"] = gen.Const(c.AvoidAlignStall)
 	fields["SpecAlign"] = gen.Const(c.SpecAlign)
+	fields["HostStepUS"] = gen.Const(0)
+	if c.MaxHostStepUS > 0 {
+		fields["HostStepUS"] = intRange(0, c.MaxHostStepUS)
+	}
 	if len(c.PatchSets) > 0 {
 		fields["Patches"] = patchSets(c.PatchSets)
 	}

@@ -82,6 +82,9 @@ type Params struct {
 	// vLLM runs since #33705: searches made before it keep caching off
 	// there and draw what they did.
 	SpecAlign bool
+	// HostStepUS is timing.host_step_us (0: the default), drawn only by
+	// configs that set MaxHostStepUS.
+	HostStepUS int
 }
 
 // async is engine.async_scheduling as run: vLLM's v0 control has no async
@@ -267,6 +270,7 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
 	}
 	e.AsyncScheduling = p.async()
+	sc.Timing.HostStepUS = float64(p.HostStepUS)
 	pc, mode := p.prefixCaching()
 	if pc {
 		e.MambaCacheMode = mode
@@ -393,6 +397,9 @@ func (p *Params) String() string {
 	}
 	if p.async() {
 		b.WriteString(", async scheduling")
+		if p.HostStepUS > 0 {
+			fmt.Fprintf(&b, " (host step %d us)", p.HostStepUS)
+		}
 	}
 	if len(p.Patches) > 0 {
 		fmt.Fprintf(&b, ", patches %v", p.Patches)

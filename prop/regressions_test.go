@@ -250,6 +250,13 @@ var regressions = []regression{
 	{name: "eagle-drop-mamba-hit", cfg: eagleDrop, prop: "stale-slot-read", noPre: true, seed: 1, control: also48375,
 		more: []func(p *prop.Params) string{also57128}},
 	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
+	{name: "attn-only-hit-47491", cfg: attnOnlyHit, prop: "stale-slot-read", seed: 1, control: asReleased},
+	{name: "async-accepted-permuted", cfg: asyncAcceptedPermuted, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
+		// onV2: Model Runner V2 keeps num_accepted_tokens per request
+		// state, not per row (gpu/model_states/mamba_hybrid.py).
+		more: []func(*prop.Params) string{onV2}},
+	{name: "async-accepted-race", cfg: asyncAcceptedRace, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
+		more: []func(*prop.Params) string{hostAhead, onV2}},
 	{name: "spec-padded-tail-55178", cfg: paddedTail, prop: "stale-slot-read", noPre: true, seed: 1, control: with55178},
 	{name: "spec-padded-new-prompt", cfg: func() prop.Config { return paddedNewPrompt("tiny-hybrid-mamba2") }, prop: "stale-slot-read", seed: 1, control: unpadded},
 	{name: "spec-padded-new-prompt-gdn", cfg: func() prop.Config { return paddedNewPrompt("qwen3-next-80b-a3b") }, prop: "no-decode-before-prefill", seed: 1, control: unpadded},
@@ -296,6 +303,64 @@ func with55178(p *prop.Params) string {
 	p.Patches = append(slices.Clone(p.Patches), "+55178")
 	return "fixed"
 }
+
+// attnOnlyHit searches align-mode prefix caching on the tiny Mamba2
+// hybrid over shared prefixes with closed PR #47491, which no release
+// has: a Mamba miss no longer cuts the hybrid hit, so a request starts at
+// the attention hit with no Mamba state behind it, and the builders'
+// has_initial_states_p (num_computed_tokens > 0, per row) makes the
+// prefill kernel read the fresh block it was given (#43090's thread).
+// v0.22 stands for v0.23..v0.27, the main #47491 was written against.
+func attnOnlyHit() prop.Config {
+	c := prop.BugA("v0.22")
+	c.Presets = []string{"tiny-hybrid-mamba2"}
+	c = prop.Prefix(c, 64, 3, "align")
+	c.Patches = []string{"+47491"}
+	return c
+}
+
+// asReleased is the same requests without #47491: every release takes the
+// hybrid hit as the minimum over groups.
+func asReleased(p *prop.Params) string { p.Patches = nil; return "as-released" }
+
+// asyncAcceptedPermuted searches v0.19 on the V1 runner under MTP/EAGLE
+// with align-mode prefix caching and async scheduling: a step's accepted
+// counts reach the buffer by a blocking copy in its own sample_tokens,
+// before the next step's add_request, condense and reorder swaps move
+// them, and the prev_positions gather (#38556) moves them a second time
+// (#53919; sched/accepted.go). +55898 and +48375 keep #55894 and #53912
+// from answering first; no preemption.
+func asyncAcceptedPermuted() prop.Config {
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c.SpecAlign, c.Async, c.ModelRunner = true, []bool{true}, "v1"
+	c.Patches = []string{"+55898", "+48375"}
+	c.MinRequests, c.MinOutput = 3, 4
+	return c
+}
+
+// asyncAcceptedRace is the search at v0.28, where the copy is
+// non-blocking (#40172) and lands first only when the step ends before
+// the host moves the next step's rows: it draws the host's time per step
+// (timing.host_step_us) up to 5 ms, past the tiny hybrid's steps. Prompts
+// from two tokens: v0.28 pads a new one-token prompt beside draft decodes
+// (#45237), whose state its twins would otherwise report first.
+func asyncAcceptedRace() prop.Config {
+	c := asyncAcceptedPermuted()
+	c.Versions, c.MaxHostStepUS, c.MinPrompt = []string{"v0.28"}, 5000, 2
+	return c
+}
+
+// with53919 is the same requests under open PR #53919: the host waits on
+// the copy before the first row move and reads the counts in place.
+func with53919(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+53919")
+	return "53919"
+}
+
+// hostAhead is the same requests with a host that moves the rows before
+// the step in flight ends (statesim's default, no host time): the copy
+// lands in the old order and the gather is right.
+func hostAhead(p *prop.Params) string { p.HostStepUS = 0; return "host-ahead" }
 
 // alignAsyncFrees searches v0.19 under MTP/EAGLE with align-mode prefix
 // caching and async scheduling, without #33352 and #33997: the Mamba

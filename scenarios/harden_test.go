@@ -35,6 +35,8 @@ func TestHardenedInputErrors(t *testing.T) {
 		{"max_model_len past int32", good, []string{"engine.max_model_len=9223372036854775807"}, "field engine.max_model_len: must be in [2, 2147483647]"},
 		{"max_num_seqs past a group", good, []string{"engine.max_num_seqs=2000000"}, "field engine.max_num_seqs: must be <= 1048576"},
 		{"step overhead of years", good, []string{"timing.step_overhead_us=1e300"}, "field timing.step_overhead_us: must be <= 1e+09, got 1e+300"},
+		{"negative host step", good, []string{"timing.host_step_us=-1"}, "field timing.host_step_us: must be >= 0, got -1"},
+		{"host step of years", good, []string{"timing.host_step_us=1e300"}, "field timing.host_step_us: must be <= 1e+09, got 1e+300"},
 		{"negative max_steps", good, []string{"checks.max_steps=-1"}, "field checks.max_steps: must be >= 0"},
 		{"negative memory limit", good, []string{"checks.max_memory_gib=-1"}, "field checks.max_memory_gib: must be > 0 (0: the default, 16), got -1"},
 		{"huge rollouts", "model: {preset: tiny-hybrid}\nworkload:\n  kind: rollouts\n  prompts: 8\n  rollouts_per_prompt: 1e8\n  steps: 1\n  prompt_len: {dist: constant, value: 4}\n  output_len: {dist: constant, value: 4}\n", nil,

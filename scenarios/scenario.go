@@ -155,6 +155,13 @@ type Timing struct {
 	DecodeRowNS       float64 `yaml:"decode_row_ns" json:"decode_row_ns"`
 	ContextTokenNS    float64 `yaml:"context_token_ns" json:"context_token_ns"`
 	StateBandwidthGBs float64 `yaml:"state_bandwidth_gbs" json:"state_bandwidth_gbs"`
+	// HostStepUS is, under async scheduling, the host's time from
+	// launching a step to the next step's _update_states (the engine's
+	// update_from_output and schedule, the runner's row moves). The
+	// simulated clock spends none of it: it decides only whether the step
+	// in flight's accepted-count copy lands before those row moves (when
+	// the step takes no longer) or after them (sched/accepted.go).
+	HostStepUS float64 `yaml:"host_step_us,omitempty" json:"host_step_us,omitempty"`
 }
 
 // Checks tunes the invariant checker.
@@ -316,7 +323,7 @@ func (s *Scenario) Validate() error {
 	for _, f := range []struct {
 		n string
 		v float64
-	}{{"step_overhead_us", t.StepOverheadUS}, {"prefill_token_ns", t.PrefillTokenNS}, {"decode_row_ns", t.DecodeRowNS}, {"context_token_ns", t.ContextTokenNS}} {
+	}{{"step_overhead_us", t.StepOverheadUS}, {"prefill_token_ns", t.PrefillTokenNS}, {"decode_row_ns", t.DecodeRowNS}, {"context_token_ns", t.ContextTokenNS}, {"host_step_us", t.HostStepUS}} {
 		if f.v < 0 {
 			return fe("timing."+f.n, "must be >= 0, got %g", f.v)
 		}
@@ -325,7 +332,7 @@ func (s *Scenario) Validate() error {
 		n   string
 		v   float64
 		max float64
-	}{{"step_overhead_us", t.StepOverheadUS, 1e9}, {"prefill_token_ns", t.PrefillTokenNS, 1e9}, {"decode_row_ns", t.DecodeRowNS, 1e9}, {"context_token_ns", t.ContextTokenNS, 1e9}} {
+	}{{"step_overhead_us", t.StepOverheadUS, 1e9}, {"prefill_token_ns", t.PrefillTokenNS, 1e9}, {"decode_row_ns", t.DecodeRowNS, 1e9}, {"context_token_ns", t.ContextTokenNS, 1e9}, {"host_step_us", t.HostStepUS, 1e9}} {
 		// Beyond these a step lasts years and a run leaves the int64 ns clock.
 		if f.v > f.max {
 			return fe("timing."+f.n, "must be <= %g, got %g", f.max, f.v)

@@ -16,6 +16,12 @@ import "slices"
 type InputBatch struct {
 	rows  []*Request // rows[i] holds the request at row i, nil for a hole
 	holes []int      // free rows below len(rows), ascending (vLLM's removed heap)
+	// accepted is num_accepted_tokens_cpu, by row: its rows move with
+	// the requests (add_request writes 1, condense copies, swap_states
+	// swaps) and it never shrinks (a fixed max_num_reqs array in vLLM), so
+	// a row past the batch keeps what it last held (accepted.go).
+	accepted []int32
+	scratch  []int32
 }
 
 // row is r's row, or -1. Request.batchRow holds row+1 so that a zeroed
@@ -61,10 +67,15 @@ func (b *InputBatch) Add(r *Request) {
 		b.holes = slices.Delete(b.holes, 0, 1)
 		b.rows[i] = r
 		r.batchRow = i + 1
+		b.accepted[i] = 1
 		return
 	}
 	b.rows = append(b.rows, r)
 	r.batchRow = len(b.rows)
+	if len(b.accepted) < len(b.rows) {
+		b.accepted = append(b.accepted, 1)
+	}
+	b.accepted[len(b.rows)-1] = 1
 }
 
 // Condense moves the last occupied rows into the lowest holes until the
@@ -81,6 +92,7 @@ func (b *InputBatch) Condense() {
 		r := b.rows[last]
 		b.rows[hole], b.rows[last] = r, nil
 		r.batchRow = hole + 1
+		b.accepted[hole] = b.accepted[last] // copied; the tail row keeps it
 		last--
 	}
 	for len(b.rows) > 0 && b.rows[len(b.rows)-1] == nil {
@@ -92,6 +104,12 @@ func (b *InputBatch) Condense() {
 // Place writes rows' requests back in their new order after a reorder, so
 // that the next step starts from it (the swaps persist).
 func (b *InputBatch) Place(rows []Row) {
+	// swap_states swaps num_accepted_tokens_cpu with the rows: a
+	// permutation of the batch's rows.
+	b.scratch = append(b.scratch[:0], b.accepted[:len(rows)]...)
+	for i := range rows {
+		b.accepted[i] = b.scratch[rows[i].Req.batchRow-1]
+	}
 	for i := range rows {
 		b.rows[i] = rows[i].Req
 		rows[i].Req.batchRow = i + 1

@@ -25,16 +25,22 @@ func rowIDs(out *Output) []int {
 	return ids
 }
 
+// fillBatch adds n new requests, ids 0..n-1, to b, rows 0..n-1.
+func fillBatch(b *InputBatch, n int) []*Request {
+	r := make([]*Request, n)
+	for i := range r {
+		r[i] = &Request{ID: RequestID(i)}
+		b.Add(r[i])
+	}
+	return r
+}
+
 // gpu_input_batch.py: add_request fills the lowest removed row first and
 // appends otherwise; condense() moves the last rows down into the holes
 // that remain.
 func TestInputBatchAddRemoveCondense(t *testing.T) {
 	var b InputBatch
-	r := make([]*Request, 6)
-	for i := range r {
-		r[i] = &Request{ID: RequestID(i)}
-		b.Add(r[i])
-	}
+	r := fillBatch(&b, 6)
 	b.Remove(r[1])
 	b.Remove(r[3])
 	b.Add(r[1]) // back, into the lowest hole

@@ -143,6 +143,20 @@ type Behaviour struct {
 	// DraftsFirst: Model Runner V2's sort puts rows with drafts before
 	// every other row (#47808, sort_batch_req_ids @ 7f7a32cfe).
 	DraftsFirst bool
+	// KeepAttentionOnMiss: the hybrid hit keeps the attention hit when
+	// the Mamba group misses (closed PR #47491, never merged; every
+	// release takes the minimum over groups: docs/model.md, "The hybrid
+	// hit and has_initial_state").
+	KeepAttentionOnMiss bool
+	// AwaitAccepted: under async scheduling the V1 runner waits on the
+	// accepted-token copy before it moves any row, and reads the counts
+	// in place (open PR #53919; accepted.go).
+	AwaitAccepted bool
+	// AcceptedCopyAsync: in align mode the accepted counts reach the
+	// host's buffer by a non-blocking copy the next step may outrun, not
+	// a blocking .cpu() in the step's own sample_tokens (#40172;
+	// accepted.go).
+	AcceptedCopyAsync bool
 	// PadSpecTail: the scheduler pads a waiting request's one-token tail
 	// to 1 + K with placeholder drafts (#45237; Config.PadSpecTail).
 	PadSpecTail bool
@@ -180,12 +194,12 @@ var releases = [numVersions]Behaviour{
 	V019: {Name: "v0.19", Reorder: ReorderFourRegion, Mamba: splitPrefilling, GDN: splitDefault, KDA: splitDefault,
 		AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
+		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true,
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
 		PadSpecTail: true},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true,
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
 		PadSpecTail: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }

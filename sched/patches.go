@@ -35,7 +35,8 @@ type status struct {
 	commit  string // the merge commit on main, where found
 	release string // first vLLM release that ships it ("v0.19.0"); "" if not established
 	how     string // how release is known, or why it is not
-	asOf    string // open: the latest date it was seen open
+	asOf    string // open: the latest date it was seen open; closed: the date it was seen closed
+	closed  bool   // closed without merging (asOf dates it)
 	note    string // a disagreement with in, or a caveat
 }
 
@@ -79,6 +80,11 @@ var prs = []pr{
 		status{merged: "2026-08-11", commit: "0a94d85a6", release: "v0.28.0", how: "inferred, as #47808: merged the day after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
 	{34871, V019, nil, "GDN spec branch: rows without drafts beside spec decodes are prefills",
 		status{merged: "2026-03-16", commit: "116ed130f", release: "v0.19.0", how: "inferred, as #37303"}},
+	// Closed unmerged: kept as a patch because its rule is the mechanism
+	// #43090's thread proposes (docs/model.md, "The hybrid hit and
+	// has_initial_state"); no release has it.
+	{47491, numVersions, nil, "the hybrid hit skips a Mamba group's miss: the attention hit stands without a Mamba state (closed, never merged)",
+		status{asOf: "2026-08-16", closed: true, note: "closed unmerged: #45238's thread, 2026-08-16, says it \"was correctly closed\"; not in the mirror's history to 6adad0876"}},
 	{47808, V028, []int{47381}, "Model Runner V2 sorts rows with drafts first, then uniform decodes, then by query length",
 		status{merged: "2026-08-12", commit: "7f7a32cfe", release: "v0.28.0", how: "inferred: merged two days after v0.27.0 (2026-08-10), before #50729 (2026-08-17), which v0.28.0 lacks"}},
 	// Merged 2026-06-25 (d490b9816); vllm-metal's bump from 0.24.0 to
@@ -95,12 +101,19 @@ var prs = []pr{
 	{55178, V031, []int{42430}, "Mamba builders take a padded prompt tail (stateful, 1 + drafts tokens) as a decode",
 		status{merged: "2026-09-03", release: "", how: "merged between v0.28.0 (2026-08-26) and v0.29.0 (out by 2026-09-10); the release branch cut was not found",
 			note: "read at vllm-project/vllm 009b0f3b (mamba_attn.py _compute_common_metadata); statesim puts it in v0.31"}},
+	// A stored copy of the release notes lists it beside #42430 (v0.22.0,
+	// inferred): "GPU-side state postprocessing fused kernel (#40172), run
+	// single-token extends as decodes (#42430)".
+	{40172, V022, nil, "align mode's accepted counts reach the host by a non-blocking copy (fused GPU postprocess), not a blocking .cpu()",
+		status{merged: "2026-05-21", commit: "b730c4635", release: "v0.22.0", how: "inferred: the same release notes as #42430"}},
+	{53919, numVersions, nil, "V1 runner awaits the accepted-token copy before moving rows, and drops the prev_positions gather (open)",
+		status{asOf: "2026-08-26", note: "the stored thread (opened 2026-08-26) marks it open; not in the merged-PR lists read to 2026-10-08; main at 6adad0876 (2026-08-14) still gathers"}},
 }
 
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 17 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 20 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -166,6 +179,9 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.SpecNonSpecPrefill = has(34871)
 	b.AsyncOffMambaPC = has(33352)
 	b.SpecSafeFree = has(33997)
+	b.KeepAttentionOnMiss = has(47491)
+	b.AwaitAccepted = has(53919)
+	b.AcceptedCopyAsync = has(40172)
 	switch {
 	case has(57128):
 		b.EagleMamba = statecache.EagleMambaNoMargin

@@ -12,8 +12,10 @@ type PatchState struct {
 	In string
 	// Open: not merged when last seen, on AsOf. Otherwise Merged is the
 	// date it merged on main, Commit the merge commit where found.
-	Open           bool
-	AsOf           string
+	Open bool
+	AsOf string
+	// Closed: closed without merging, seen so on AsOf (Open is false).
+	Closed         bool
 	Merged, Commit string
 	// Release is the first vLLM release that ships it ("" when not
 	// established); How says how that is known, or why it is not.
@@ -33,7 +35,7 @@ func PatchStates() []PatchState {
 		}
 		out[i] = PatchState{
 			PR: p.num, What: p.what, Needs: append([]int(nil), p.needs...), In: in,
-			Open: p.state.merged == "", AsOf: p.state.asOf,
+			Open: p.state.merged == "" && !p.state.closed, AsOf: p.state.asOf, Closed: p.state.closed,
 			Merged: p.state.merged, Commit: p.state.commit,
 			Release: p.state.release, How: p.state.how, Note: p.state.note,
 		}

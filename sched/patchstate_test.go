@@ -65,6 +65,9 @@ func TestPatchStatesConsistent(t *testing.T) {
 		case s.merged != "" && s.asOf != "":
 			t.Errorf("#%d: both merged (%s) and open as of %s", p.num, s.merged, s.asOf)
 			continue
+		case s.closed && s.merged != "":
+			t.Errorf("#%d: both merged (%s) and closed unmerged", p.num, s.merged)
+			continue
 		case s.merged == "":
 			date(p.num, "asOf", s.asOf)
 			if p.in != numVersions {
@@ -121,8 +124,8 @@ func TestPatchStatesFollowTheTable(t *testing.T) {
 		if p.in < numVersions {
 			in = p.in.String()
 		}
-		want := fmt.Sprint(p.what, p.needs, in, p.state.merged == "", p.state)
-		have := fmt.Sprint(s.What, s.Needs, s.In, s.Open, status{s.Merged, s.Commit, s.Release, s.How, s.AsOf, s.Note})
+		want := fmt.Sprint(p.what, p.needs, in, p.state.merged == "" && !p.state.closed, p.state)
+		have := fmt.Sprint(s.What, s.Needs, s.In, s.Open, status{s.Merged, s.Commit, s.Release, s.How, s.AsOf, s.Closed, s.Note})
 		if have != want {
 			t.Errorf("#%d: PatchStates gives %s, the table %s", p.num, have, want)
 		}

@@ -66,7 +66,11 @@ type Request struct {
 	// reads, on the same cache line.
 	batchRow              int
 	joinStamp, schedStamp int64
-	schedIdx              int32
+	// prevRow is the request's row plus one in the step numbered
+	// prevStep − 1, if it sampled there (prev_req_id_to_index; accepted.go).
+	prevRow  int32
+	prevStep int64
+	schedIdx int32
 
 	Blocks statecache.BlockTable
 	// Prefix names the prompt's leading tokens others may share, and

@@ -613,6 +613,15 @@ type Scheduler struct {
 	// runnerPending: the last scheduled step, whose accepted counts the
 	// runner has (it ran) but the requests do not yet (applyRunner).
 	runnerPending *Output
+	// landing: the last scheduled step whose accepted counts have not
+	// reached the V1 batch's buffer; landed: the last that did, plus one
+	// (accepted.go).
+	landing *Output
+	landed  int64
+	// HostBehind: the step in flight, if any, ends before the host
+	// reaches the next step's row moves (set by the engine before
+	// Schedule; accepted.go).
+	HostBehind bool
 	// beh is Version's row, built once (behOf says for which Version).
 	beh   *Behaviour
 	behOf Version
@@ -682,6 +691,12 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	// engineV1: a V1-engine release, not the V0 control (either runner).
 	engineV1 := s.behaviour().Reorder != ReorderNone
 	persistent := engineV1 && s.Runner == RunnerV1 // V2 keeps no persistent batch
+	buffer := s.acceptedBuffer()
+	if b := s.behaviour(); buffer && s.landing != nil && (s.HostBehind || !b.AcceptedCopyAsync || b.AwaitAccepted) {
+		// The copy has landed, or the host waited for it (a blocking copy
+		// before #40172; #53919), before any row moves.
+		s.land(s.landing)
+	}
 	if persistent {
 		s.updateBatch(out, stamp)
 	}
@@ -694,11 +709,20 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if persistent && moved {
 		s.Batch.Place(out.Rows)
 	}
+	if buffer && len(out.Rows) > 0 {
+		if s.landing != nil {
+			s.land(s.landing) // in flight: it lands after the rows moved
+		}
+		s.gather(out)
+	}
 	if engineV1 {
 		s.Graphs.Step(s.behaviour(), out.Rows, nd, 1+s.Spec.K)
 	}
 	if s.Cfg.AsyncScheduling && s.Spec.On() {
 		s.drawAccepted(out)
+		if buffer && len(out.Rows) > 0 {
+			s.landing = out
+		}
 	}
 	return out, nil
 }
@@ -805,6 +829,9 @@ func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 	s.waitingDone = false
 	if s.Cfg.AsyncScheduling {
 		s.applyRunner()
+		if s.landing == out {
+			s.land(out) // the step ended before the next was scheduled
+		}
 	}
 	for i := range out.Rows {
 		row := &out.Rows[i]

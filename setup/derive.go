@@ -62,6 +62,7 @@ func (r *resolver) derive() {
 		// prefix hits drop the last matched attention block (ngram has
 		// no drafter KV).
 		UseEagle: st.Spec.On() && st.Spec.Lookahead() > 0, EagleMamba: b.EagleMamba,
+		KeepAttentionOnMiss: b.KeepAttentionOnMiss,
 	}
 	seed := sc.Backend.WeightSeed
 	if seed == 0 {

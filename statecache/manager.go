@@ -227,6 +227,9 @@ type ManagerOptions struct {
 	// is how the Mamba groups' lookup treats that drop (#53912).
 	UseEagle   bool
 	EagleMamba EagleMamba
+	// KeepAttentionOnMiss: closed PR #47491 (never merged): a Mamba
+	// group's miss leaves the attention hit standing.
+	KeepAttentionOnMiss bool
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -312,6 +315,9 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	}
 	if o.UseEagle {
 		coord.SetEagle(o.EagleMamba)
+	}
+	if o.KeepAttentionOnMiss {
+		coord.SetKeepAttentionOnMiss()
 	}
 	m.coord = coord
 	return m, nil

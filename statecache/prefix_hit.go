@@ -194,7 +194,16 @@ type HybridCoordinator struct {
 	// matched block; mambaEagle is how the Mamba rule treats it.
 	eagle      bool
 	mambaEagle EagleMamba
+	// keepOnMiss: a rule that is not downward-closed (a Mamba mode, a
+	// sliding window) finding nothing leaves the candidate as it was
+	// instead of cutting it to 0 (closed PR #47491's `continue`, never
+	// merged): the attention hit survives without the group's blocks.
+	keepOnMiss bool
 }
+
+// SetKeepAttentionOnMiss turns on closed PR #47491's rule: a zero hit
+// from a rule that is not downward-closed is skipped.
+func (c *HybridCoordinator) SetKeepAttentionOnMiss() { c.keepOnMiss = true }
 
 // SetEagle turns the EAGLE drop on (MTP or EAGLE drafting) with the Mamba
 // rule's treatment m.
@@ -304,6 +313,9 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 				c.hit[g] = dst[j]
 			}
 			c.looked[i] = true
+			if n == 0 && c.keepOnMiss && !r.Rule.DownwardClosed() {
+				continue // #47491: the group's miss does not cut the hit
+			}
 			cur = n * bs
 			if i == 0 && c.rounds == 1 {
 				c.first = cur

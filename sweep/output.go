@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"statesim/internal/outfile"
 	"statesim/plot"
 )
 
@@ -49,7 +50,7 @@ func WriteTables(dir string, spec *Spec, rs []*Result) ([]string, error) {
 			return files, err
 		}
 		p := filepath.Join(dir, f.name)
-		if err := writeAtomic(p, b.Bytes()); err != nil {
+		if err := outfile.WriteAtomic(p, b.Bytes()); err != nil {
 			return files, err
 		}
 		files = append(files, p)

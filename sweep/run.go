@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"statesim/internal/infile"
+	"statesim/internal/outfile"
 )
 
 // Options steer one sweep invocation; none of them changes a result.
@@ -78,33 +79,6 @@ func cellPath(dir string, c Cell) string {
 	return filepath.Join(dir, "cells", fmt.Sprintf("%06d.json", c.Index))
 }
 
-// writeAtomic writes data to path through a temp file and a rename, so a
-// killed sweep never leaves a half-written cell behind.
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // prepareDir writes the manifest or checks that an existing one is this
 // sweep's.
 func (s *Spec) prepareDir(dir string, cells []Cell) error {
@@ -123,7 +97,7 @@ func (s *Spec) prepareDir(dir string, cells []Cell) error {
 	if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return writeAtomic(p, want)
+	return outfile.WriteAtomic(p, want)
 }
 
 // checkManifest says whether a sweep.json is readable at all: a corrupt
@@ -228,7 +202,7 @@ func (s *Spec) Run(ctx context.Context, opt Options) ([]*Result, error) {
 			for i := range jobs {
 				r, err := s.RunCell(mine[i])
 				if err == nil && opt.Dir != "" {
-					err = dirErr(opt.Dir, writeAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r)))
+					err = dirErr(opt.Dir, outfile.WriteAtomic(cellPath(opt.Dir, mine[i]), encodeResult(r)))
 				}
 				if err != nil {
 					errs[i] = fmt.Errorf("cell %s: %w", s.Key(mine[i]), err)

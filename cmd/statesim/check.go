@@ -18,12 +18,14 @@ import (
 	"statesim/prop"
 	"statesim/scenarios"
 	"statesim/sched"
+	"statesim/sweep"
 )
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR]\n" +
-			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario",
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
+			"  statesim check merge DIR...   (the shards' --out directories, or the campaign's)\n" +
+			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario, with the run's verdict in --out/check.json",
 		run: cmdCheck,
 	}
 }
@@ -42,6 +44,9 @@ func (s *stringList) Set(v string) error {
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "merge" {
+		return cmdCheckMerge(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	plan, outDir := checkFlags(fs)
@@ -52,7 +57,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	if err := shardSeed(shardArg, &plan.Seed, outDir, stderr); err != nil {
+	shard, err := shardSeed(shardArg, &plan.Seed, outDir, stderr)
+	if err != nil {
 		return exitBadInput
 	}
 	if len(pos) > 0 {
@@ -78,7 +84,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	fmt.Fprintln(stdout, plan.Describe(search, sets))
-	return runSearch(r, search, *outDir, args, stdout, stderr)
+	// A summary left by an earlier run would read as this one's verdict
+	// if this one never finished.
+	os.Remove(filepath.Join(*outDir, prop.SummaryName))
+	sum := prop.NewSummary(plan, search, sets, shard.I, shard.N)
+	return runSearch(r, search, *outDir, foundBy(args, shard, plan.Seed), sum, stdout, stderr)
 }
 
 // checkFlags defines check's flags over a search plan.
@@ -107,9 +117,20 @@ func checkFlags(fs *flag.FlagSet) (*prop.Plan, *string) {
 	return p, outDir
 }
 
+// foundBy is the counterexamples' "Found by" line: the command and the
+// seed it searched, which a shard's environment may have chosen.
+func foundBy(args []string, shard sweep.Shard, seed int64) string {
+	by := strings.TrimSpace("statesim check "+strings.Join(quoteArgs(args), " ")) + fmt.Sprintf(" (search seed %d", seed)
+	if shard.N > 1 {
+		by += fmt.Sprintf(": shard %d/%d", shard.I, shard.N)
+	}
+	return by + ")"
+}
+
 // runSearch checks each property in turn, with a progress bar on a
-// terminal, and writes the first counterexample of each that fails.
-func runSearch(r *prop.Runner, s *prop.Search, outDir string, args []string, stdout, stderr io.Writer) int {
+// terminal, writes the first counterexample of each that fails, and when
+// every property is judged, the summary (outDir/check.json).
+func runSearch(r *prop.Runner, s *prop.Search, outDir, foundBy string, sum *prop.Summary, stdout, stderr io.Writer) int {
 	ps, trials := s.Properties, s.Options.Trials
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -137,6 +158,7 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir string, args []string, std
 			fmt.Fprintf(stderr, "statesim check: %v\n", err)
 			return exitInternal
 		}
+		file := ""
 		switch {
 		case res.Unavailable:
 			fmt.Fprintf(stdout, "  %-26s skipped: %v\n", p.Name, res.Err)
@@ -144,16 +166,24 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir string, args []string, std
 			fmt.Fprintf(stdout, "  %-26s ok (%d scenarios)\n", p.Name, res.Trials)
 		default:
 			failed++
-			if err := reportFailure(stdout, r, res, outDir, opt.Seed, args); err != nil {
+			if file, err = reportFailure(stdout, r, res, outDir, opt.Seed, foundBy); err != nil {
 				// The counterexample is lost unless it is written: an
 				// unwritable --out is bad input, not a finding.
 				fmt.Fprintf(stderr, "statesim check: --out %s: could not write the counterexample: %v\n", outDir, err)
 				return exitBadInput
 			}
 		}
+		sum.Add(res, file)
 	}
 	if bar != nil {
 		bar.Finish()
+	}
+	path, err := prop.WriteSummary(outDir, sum)
+	if err != nil {
+		return outputFailed(stderr, "--out", outDir, err)
+	}
+	if c := sum.Campaign; c.Shards > 1 {
+		fmt.Fprintf(stdout, "shard %d/%d: verdict in %s; join the shards with 'statesim check merge %s'\n", sum.Shard, c.Shards, path, filepath.Dir(outDir))
 	}
 	if failed > 0 {
 		fmt.Fprintf(stdout, "%d of %d properties FAIL\n", failed, len(ps))
@@ -162,7 +192,9 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir string, args []string, std
 	return exitClean
 }
 
-func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, args []string) error {
+// reportFailure prints and writes a counterexample, and returns its file
+// name in outDir.
+func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, seed int64, foundBy string) (string, error) {
 	fmt.Fprintf(w, "  %-26s FAIL on scenario %d of seed %d; %d shrinks (%d runs)\n", res.Property, res.Trials, seed, res.Shrinks, res.Runs)
 	fmt.Fprintf(w, "      %s\n", res.Err)
 	fmt.Fprintf(w, "      shrunk: %s", res.Shrunk)
@@ -171,14 +203,13 @@ func reportFailure(w io.Writer, r *prop.Runner, res prop.Result, outDir string, 
 	}
 	fmt.Fprintln(w)
 	name := strings.ReplaceAll(res.Property, "/", "-")
-	foundBy := "statesim check " + strings.Join(quoteArgs(args), " ")
-	wr, err := prop.Write(r, res, outDir, name, strings.TrimSpace(foundBy))
+	wr, err := prop.Write(r, res, outDir, name, foundBy)
 	if err != nil {
-		return err
+		return "", err
 	}
 	fmt.Fprintf(w, "      wrote %s (requests in %s), expect: %s\n", wr.YAML, filepath.Base(wr.JSONL), strings.Join(wr.Expect, " "))
 	fmt.Fprintf(w, "      replay: statesim run %s\n", wr.YAML)
-	return nil
+	return filepath.Base(wr.YAML), nil
 }
 
 func quoteArgs(args []string) []string {

@@ -115,6 +115,8 @@ func complete(words []string) []string {
 		out = []string{"scenario", "sweep"}
 	case "audit":
 		out = []string{"--"}
+	case "check":
+		out = []string{"merge"}
 	}
 	return filterPrefix(out, cur)
 }

@@ -26,6 +26,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"check", "--property", "stale"}, []string{"stale-slot-read"}, nil},
 		{[]string{"check", "--pr"}, []string{"--prefix-caching", "--property"}, nil},
 		{[]string{"sweep", "bug-"}, []string{"bug-a-memory", "bug-b-rollouts"}, nil},
+		{[]string{"check", "m"}, []string{"merge"}, nil},
 		{[]string{"model", "nemo"}, []string{"nemotron-nano-9b-v2"}, nil},
 		{[]string{"audit", "--"}, []string{"--version", "--strict", "--json", "--trials"}, nil},
 		{[]string{"audit", "--", ""}, []string{"vllm"}, nil},

@@ -13,7 +13,7 @@ import (
 
 func init() {
 	commands["patches"] = command{
-		summary: "patches [--json]\n      the PRs engine.patches (and check --patches) accept: what each changes, the first release row here that has it, and its state upstream: merged (date, first release) or open (as of a date)",
+		summary: "patches [--json]\n      the PRs engine.patches (and check --patches) accept: what each changes, the first release row here that has it, and its state upstream: merged (date, first release), open or closed unmerged (as of a date)",
 		run:     cmdPatches,
 	}
 }
@@ -25,7 +25,7 @@ type patchJSON struct {
 	Needs []int  `json:"needs"`
 	// Row is the first release row here that has it; absent: none (a patch only).
 	Row   string `json:"statesim_release,omitempty"`
-	State string `json:"state"` // merged or open
+	State string `json:"state"` // merged, open or closed (unmerged)
 	AsOf  string `json:"as_of,omitempty"`
 	// Merged is the date it merged on vLLM's main, Commit its merge commit.
 	Merged       string `json:"merged,omitempty"`
@@ -57,6 +57,9 @@ func cmdPatches(args []string, stdout, stderr io.Writer) int {
 			if s.Open {
 				out[i].State = "open"
 			}
+			if s.Closed {
+				out[i].State = "closed"
+			}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -81,6 +84,9 @@ func writePatches(w io.Writer, states []sched.PatchState) {
 		state := "merged " + s.Merged
 		if s.Open {
 			state = "open as of " + s.AsOf
+		}
+		if s.Closed {
+			state = "closed unmerged as of " + s.AsOf
 		}
 		rel, row := s.Release, s.In
 		if rel == "" {

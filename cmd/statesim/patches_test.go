@@ -12,7 +12,7 @@ import (
 )
 
 // Each PR has a row: its number, its state upstream (merged on a date, or
-// open as of one), its first release and what it changes.
+// open or closed unmerged as of one), its first release and what it changes.
 func TestPatchesListing(t *testing.T) {
 	code, out, errs := runCLI("patches")
 	if code != exitClean {
@@ -22,6 +22,9 @@ func TestPatchesListing(t *testing.T) {
 		state := "merged " + s.Merged
 		if s.Open {
 			state = "open as of " + s.AsOf
+		}
+		if s.Closed {
+			state = "closed unmerged as of " + s.AsOf
 		}
 		rel := s.Release
 		if rel == "" {
@@ -57,6 +60,9 @@ func TestPatchesJSON(t *testing.T) {
 	for i, s := range states {
 		g := got[i]
 		wantState := map[bool]string{true: "open", false: "merged"}[s.Open]
+		if s.Closed {
+			wantState = "closed"
+		}
 		if g.PR != s.PR || g.State != wantState || g.Merged != s.Merged || g.AsOf != s.AsOf ||
 			g.FirstRelease != s.Release || g.Row != s.In || g.Note != s.Note || !slices.Equal(g.Needs, s.Needs) {
 			t.Errorf("entry %d: %+v, want %+v", i, g, s)

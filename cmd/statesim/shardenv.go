@@ -41,14 +41,14 @@ func envShard(stderr io.Writer, cmd string) (sweep.Shard, error) {
 // the batch system's environment): seed S + i, counterexamples under
 // OUT/seed-(S+i), so n shards sharing one volume search n seeds without
 // overwriting each other's files.
-func shardSeed(arg *string, seed *int64, out *string, stderr io.Writer) error {
+func shardSeed(arg *string, seed *int64, out *string, stderr io.Writer) (sweep.Shard, error) {
 	sh, err := shardOf(*arg, "check", stderr)
 	if err != nil {
-		return err
+		return sh, err
 	}
 	if sh.N > 1 {
 		*seed += int64(sh.I)
 		*out = filepath.Join(*out, fmt.Sprintf("seed-%d", *seed))
 	}
-	return nil
+	return sh, nil
 }
