@@ -152,6 +152,9 @@ type Behaviour struct {
 	// a blocking .cpu() in the step's own sample_tokens (#40172;
 	// accepted.go).
 	AcceptedCopyAsync bool
+	// ConnectorHit: a new request's local hit with a KV connector on a
+	// hybrid (#44243, #48425, #50344; connector.go).
+	ConnectorHit ConnectorHit
 }
 
 // Split is the split of builder k.
@@ -185,11 +188,14 @@ var releases = [numVersions]Behaviour{
 	V019: {Name: "v0.19", Reorder: ReorderFourRegion, Mamba: splitPrefilling, GDN: splitDefault, KDA: splitDefault,
 		AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true},
+		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true,
+		ConnectorHit: ConnectorHitReconcile},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
+		ConnectorHit: ConnectorHitCapable},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitStateless, KDA: splitStateless,
-		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true},
+		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
+		ConnectorHit: ConnectorHitCapable},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

@@ -199,7 +199,16 @@ type HybridCoordinator struct {
 	// instead of cutting it to 0 (closed PR #47491's `continue`, never
 	// merged): the attention hit survives without the group's blocks.
 	keepOnMiss bool
+	// maxOverGroups: each rule looks up alone and the hit is the deepest
+	// (#44243's find_longest_cache_hit_per_group and max(per_group_hits),
+	// kv_cache_coordinator.py and scheduler.py @ 55911db58): a KV
+	// connector was to supply what the other groups lack.
+	maxOverGroups bool
 }
+
+// SetMaxOverGroups turns on #44243's lookup for a KV connector on a
+// hybrid: every group's own hit, the hit length their maximum.
+func (c *HybridCoordinator) SetMaxOverGroups() { c.maxOverGroups = true }
 
 // SetKeepAttentionOnMiss turns on closed PR #47491's rule: a zero hit
 // from a rule that is not downward-closed is skipped.
@@ -275,6 +284,9 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 	for g := range c.hit {
 		c.hit[g] = c.hit[g][:0]
 	}
+	if c.maxOverGroups {
+		return c.findPerGroup(p, hashes, max(maxLength, 0))
+	}
 	simple := len(c.rules) == 2 && c.rules[0].Rule.DownwardClosed()
 	hitLen := max(maxLength, 0)
 	c.rounds = 0
@@ -339,6 +351,48 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 		for _, g := range r.Groups {
 			c.hit[g] = c.hit[g][:min(len(c.hit[g]), hitLen/r.Rule.BlockSize())]
 		}
+	}
+	return hitLen
+}
+
+// findPerGroup is find_longest_cache_hit_per_group: each rule looks up
+// up to maxLength on its own (its EAGLE drop included), its groups keep
+// their own blocks, and the hit is the longest of them (#44243).
+func (c *HybridCoordinator) findPerGroup(p *BlockPool, hashes []BlockHash, maxLength int) int {
+	c.rounds, c.first = 1, 0
+	hitLen := 0
+	for i, r := range c.rules {
+		bs := r.Rule.BlockSize()
+		dst := c.dst[i]
+		for j, g := range r.Groups {
+			dst[j] = c.hit[g]
+		}
+		ceiling, drop := maxLength, false
+		if c.eagle {
+			ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, maxLength, maxLength, bs)
+		}
+		n := 0
+		if ceiling > 0 {
+			n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
+		} else {
+			for j := range dst {
+				dst[j] = dst[j][:0]
+			}
+		}
+		if drop && n > 0 {
+			n--
+			for j := range dst {
+				dst[j] = dst[j][:n]
+			}
+		}
+		for j, g := range r.Groups {
+			c.hit[g] = dst[j]
+		}
+		c.looked[i] = true
+		if i == 0 {
+			c.first = n * bs
+		}
+		hitLen = max(hitLen, n*bs)
 	}
 	return hitLen
 }
