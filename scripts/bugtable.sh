@@ -66,6 +66,10 @@ attn-only-hit-47491|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mam
 attn-only-hit-47491-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --patches +47491
 attn-only-hit-released|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000
 attn-only-hit-released-v031|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000
+connector-max-hit-44243|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --patches -48425
+connector-max-hit-44243-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --patches -48425
+connector-max-hit-48425|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --trials 10000
+connector-max-hit-50344|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --trials 10000
 TABLE
 )
 
