@@ -299,32 +299,7 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 				cur = cur / bs * bs // trimmed at the end
 				continue
 			}
-			dst := c.dst[i]
-			for j, g := range r.Groups {
-				dst[j] = c.hit[g]
-			}
-			ceiling, drop := cur, false
-			if c.eagle && c.rounds == 1 {
-				ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, max(maxLength, 0), bs)
-			}
-			n := 0
-			if ceiling > 0 {
-				n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
-			} else {
-				for j := range dst {
-					dst[j] = dst[j][:0]
-				}
-			}
-			if drop && n > 0 {
-				n--
-				for j := range dst {
-					dst[j] = dst[j][:n]
-				}
-			}
-			for j, g := range r.Groups {
-				c.hit[g] = dst[j]
-			}
-			c.looked[i] = true
+			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), c.eagle && c.rounds == 1)
 			if n == 0 && c.keepOnMiss && !r.Rule.DownwardClosed() {
 				continue // #47491: the group's miss does not cut the hit
 			}
@@ -355,6 +330,39 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 	return hitLen
 }
 
+// lookUp runs rule i up to cur tokens (less the EAGLE drop when eagle),
+// leaves its groups' blocks in c.hit and returns its hit in blocks.
+func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur, maxLength int, eagle bool) int {
+	r := c.rules[i]
+	dst := c.dst[i]
+	for j, g := range r.Groups {
+		dst[j] = c.hit[g]
+	}
+	ceiling, drop := cur, false
+	if eagle {
+		ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, maxLength, r.Rule.BlockSize())
+	}
+	n := 0
+	if ceiling > 0 {
+		n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
+	} else {
+		for j := range dst {
+			dst[j] = dst[j][:0]
+		}
+	}
+	if drop && n > 0 {
+		n--
+		for j := range dst {
+			dst[j] = dst[j][:n]
+		}
+	}
+	for j, g := range r.Groups {
+		c.hit[g] = dst[j]
+	}
+	c.looked[i] = true
+	return n
+}
+
 // findPerGroup is find_longest_cache_hit_per_group: each rule looks up
 // up to maxLength on its own (its EAGLE drop included), its groups keep
 // their own blocks, and the hit is the longest of them (#44243).
@@ -363,32 +371,7 @@ func (c *HybridCoordinator) findPerGroup(p *BlockPool, hashes []BlockHash, maxLe
 	hitLen := 0
 	for i, r := range c.rules {
 		bs := r.Rule.BlockSize()
-		dst := c.dst[i]
-		for j, g := range r.Groups {
-			dst[j] = c.hit[g]
-		}
-		ceiling, drop := maxLength, false
-		if c.eagle {
-			ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, maxLength, maxLength, bs)
-		}
-		n := 0
-		if ceiling > 0 {
-			n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
-		} else {
-			for j := range dst {
-				dst[j] = dst[j][:0]
-			}
-		}
-		if drop && n > 0 {
-			n--
-			for j := range dst {
-				dst[j] = dst[j][:n]
-			}
-		}
-		for j, g := range r.Groups {
-			c.hit[g] = dst[j]
-		}
-		c.looked[i] = true
+		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle)
 		if i == 0 {
 			c.first = n * bs
 		}
