@@ -81,6 +81,9 @@ func TestEveryFlagRoundTrips(t *testing.T) {
 		{"--compilation-config", qwen, nil, func(s *scenarios.Scenario) any { return s.Engine.CUDAGraphMode }, "full_and_piecewise"}, // vLLM's default
 		{"--enforce-eager", qwen, []string{"--enforce-eager"}, func(s *scenarios.Scenario) any { return s.Engine.CUDAGraphMode }, "none"},
 		{"--dtype", qwen, []string{"--dtype", "half"}, func(s *scenarios.Scenario) any { return s.Model.Shape.DType }, "float16"},
+		{"--kv-transfer-config", qwen, []string{"--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`}, func(s *scenarios.Scenario) any { return s.Engine.KVTransferConfig.KVConnector }, "NixlConnector"},
+		{"--kv-transfer-config", qwen, []string{"--kv-transfer-config.kv_connector", "OffloadingConnector"}, func(s *scenarios.Scenario) any { return s.Engine.KVTransferConfig.KVConnector }, "OffloadingConnector"},
+		{"--kv-transfer-config", qwen, []string{"--kv-transfer-config", `{"kv_connector":"P2pNcclConnector"}`}, func(s *scenarios.Scenario) any { return s.Engine.KVTransferConfig.KVConnector }, ""},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
