@@ -70,6 +70,8 @@ connector-max-hit-44243|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid
 connector-max-hit-44243-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --patches -48425
 connector-max-hit-48425|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --trials 10000
 connector-max-hit-50344|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --trials 10000
+connector-max-hit-44243-all|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching all --kv-connector OffloadingConnector --patches -48425
+connector-max-hit-48425-all|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching all --kv-connector OffloadingConnector --trials 10000
 TABLE
 )
 

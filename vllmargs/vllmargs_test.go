@@ -231,6 +231,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("vllm serve " + qwen + " -tp 4 --enable-prefix-caching --speculative-config {\"method\":\"mtp\",\"num_speculative_tokens\":3}")
 	f.Add("serve jamba-v0.1 --max-num-seqs=8 --max-model-len 32K -O3 --compilation-config.cudagraph_mode FULL")
 	f.Add("serve tiny-hybrid --speculative-config.method ngram --speculative-config.num_speculative_tokens 2 --port 1 --seed -1")
+	f.Add("serve tiny-hybrid --enable-prefix-caching --kv-transfer-config {\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}")
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Fields(line)
 		c, err := Parse(args, nil)
