@@ -76,6 +76,9 @@ type Config struct {
 	SpecAlign bool
 	// MaxHostStepUS > 0 draws timing.host_step_us from 0..MaxHostStepUS.
 	MaxHostStepUS int
+	// KVConnector is every scenario's engine.kv_transfer_config.
+	// kv_connector ("": none).
+	KVConnector string
 }
 
 // Matrix is c drawing every dimension the simulator models: every
@@ -361,6 +364,7 @@ func Gen(c Config) gopter.Gen {
 	fields["AvoidAlignStall"] = gen.Const(c.AvoidAlignStall)
 	fields["SpecAlign"] = gen.Const(c.SpecAlign)
 	fields["HostStepUS"] = gen.Const(0)
+	fields["KVConnector"] = gen.Const(c.KVConnector)
 	if c.MaxHostStepUS > 0 {
 		fields["HostStepUS"] = intRange(0, c.MaxHostStepUS)
 	}

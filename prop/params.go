@@ -85,6 +85,9 @@ type Params struct {
 	// HostStepUS is timing.host_step_us (0: the default), drawn only by
 	// configs that set MaxHostStepUS.
 	HostStepUS int
+	// KVConnector is engine.kv_transfer_config.kv_connector ("": none;
+	// set by Config and controls, never drawn).
+	KVConnector string
 }
 
 // async is engine.async_scheduling as run: vLLM's v0 control has no async
@@ -264,6 +267,7 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	e.Patches = p.Patches
 	if p.Version != "v0" { // the v0 control has no V1 model runner
 		e.ModelRunner = p.ModelRunner
+		e.KVTransferConfig.KVConnector = p.KVConnector
 	}
 	if k := p.specK(); k > 0 {
 		e.Speculative = scenarios.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: k, Accepted: p.SpecAccepted,
@@ -403,6 +407,9 @@ func (p *Params) String() string {
 	}
 	if len(p.Patches) > 0 {
 		fmt.Fprintf(&b, ", patches %v", p.Patches)
+	}
+	if p.KVConnector != "" && p.Version != "v0" {
+		fmt.Fprintf(&b, ", kv_connector %s", p.KVConnector)
 	}
 	if p.ModelRunner != "" {
 		fmt.Fprintf(&b, ", model runner %s", p.ModelRunner)

@@ -40,6 +40,9 @@ type Plan struct {
 	Patches []string
 	// Runners: v1, v2, default.
 	Runners []string
+	// KVConnector: engine.kv_transfer_config.kv_connector of every
+	// scenario ("": none).
+	KVConnector string
 	// PrefixCaching: on, align, all, off; Shared and HashBlock shape the
 	// shared prefixes.
 	PrefixCaching     []string
@@ -88,7 +91,7 @@ func (p *Plan) Settle() (*Search, error) {
 		return nil, err
 	}
 	cfg.MinBits, cfg.MaxBits = lo, hi
-	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs, p.prompts} {
+	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs, p.connector, p.prompts} {
 		if err := step(&cfg); err != nil {
 			return nil, err
 		}
@@ -190,6 +193,24 @@ func (p *Plan) patches(cfg *Config) error {
 	} else {
 		cfg.PatchSets = sets
 	}
+	return nil
+}
+
+// connector sets every scenario's KV connector, refusing one without
+// SupportsHMA on a drawn Mamba hybrid, as setup does.
+func (p *Plan) connector(cfg *Config) error {
+	c, err := sched.ParseConnector(p.KVConnector)
+	if err != nil {
+		return fmt.Errorf("--kv-connector: %w", err)
+	}
+	if !c.SupportsHMA() && c != sched.ConnectorNone {
+		for _, m := range cfg.Presets {
+			if sh, err := model.Preset(m); err == nil && sh.NumMambaLayers() > 0 {
+				return fmt.Errorf("--kv-connector: %s does not support the hybrid KV cache manager, which Mamba hybrids (%s) need", c, m)
+			}
+		}
+	}
+	cfg.KVConnector = p.KVConnector
 	return nil
 }
 

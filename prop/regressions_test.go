@@ -251,6 +251,7 @@ var regressions = []regression{
 		more: []func(p *prop.Params) string{also57128}},
 	{name: "align-async-early-free", cfg: alignAsyncFrees, prop: "stale-slot-read", noPre: true, seed: 1, control: with33997},
 	{name: "attn-only-hit-47491", cfg: attnOnlyHit, prop: "stale-slot-read", seed: 1, control: asReleased},
+	{name: "connector-max-hit-44243", cfg: connectorMaxHit, prop: "stale-slot-read", seed: 1, control: with48425},
 	{name: "async-accepted-permuted", cfg: asyncAcceptedPermuted, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
 		// onV2: Model Runner V2 keeps num_accepted_tokens per request
 		// state, not per row (gpu/model_states/mamba_hybrid.py).
@@ -318,6 +319,25 @@ func attnOnlyHit() prop.Config {
 	c.Patches = []string{"+47491"}
 	return c
 }
+
+// connectorMaxHit searches align-mode prefix caching on the tiny Mamba2
+// hybrid over shared prefixes with NixlConnector attached, at v0.22
+// without #48425: the releases between #44243 and #48425 (inside the
+// v0.22 row's v0.22..v0.27) take a new request's local hit as the
+// maximum over groups, and with no external tokens behind it the request
+// resumes at the attention hit on a Mamba state nothing wrote (vLLM
+// issue #46453's FA-deeper direction; sched/connector.go).
+func connectorMaxHit() prop.Config {
+	c := prop.BugA("v0.22")
+	c.Presets = []string{"tiny-hybrid-mamba2"}
+	c = prop.Prefix(c, 64, 3, "align")
+	c.Patches, c.KVConnector = []string{"-48425"}, "NixlConnector"
+	return c
+}
+
+// with48425 is the same requests at v0.22 as released: #48425 falls
+// back to the common hit when no external tokens back the deeper one.
+func with48425(p *prop.Params) string { p.Patches = nil; return "with-48425" }
 
 // asReleased is the same requests without #47491: every release takes the
 // hybrid hit as the minimum over groups.

@@ -93,6 +93,19 @@ type Engine struct {
 	// vLLM turns it on by default from v0.14; statesim defaults to off,
 	// the order every earlier result was measured in (docs/model.md).
 	AsyncScheduling bool `yaml:"async_scheduling" json:"async_scheduling,omitempty"`
+	// KVTransferConfig is vLLM's kv_transfer_config (off when
+	// kv_connector is empty).
+	KVTransferConfig KVTransferConfig `yaml:"kv_transfer_config" json:"kv_transfer_config,omitzero"`
+}
+
+// KVTransferConfig attaches a KV connector to the scheduler. Only its
+// local prefix lookup is modelled: the external store holds nothing the
+// local cache lacks, so every external hit is 0 (docs/model.md, "KV
+// connectors on hybrids").
+type KVTransferConfig struct {
+	// KVConnector is the connector's registry name: NixlConnector,
+	// OffloadingConnector or LMCacheConnectorV1; empty: none.
+	KVConnector string `yaml:"kv_connector" json:"kv_connector,omitempty"`
 }
 
 // The range of engine.state_index_bits, checked here and by the flags and

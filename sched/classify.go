@@ -157,6 +157,9 @@ type Behaviour struct {
 	// a blocking .cpu() in the step's own sample_tokens (#40172;
 	// accepted.go).
 	AcceptedCopyAsync bool
+	// ConnectorHit: a new request's local hit with a KV connector on a
+	// hybrid (#44243, #48425, #50344; connector.go).
+	ConnectorHit ConnectorHit
 	// PadSpecTail: the scheduler pads a waiting request's one-token tail
 	// to 1 + K with placeholder drafts (#45237; Config.PadSpecTail).
 	PadSpecTail bool
@@ -194,13 +197,14 @@ var releases = [numVersions]Behaviour{
 	V019: {Name: "v0.19", Reorder: ReorderFourRegion, Mamba: splitPrefilling, GDN: splitDefault, KDA: splitDefault,
 		AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
-		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true},
+		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true,
+		ConnectorHit: ConnectorHitReconcile},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		PadSpecTail: true},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		PadSpecTail: true},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

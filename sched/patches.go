@@ -108,12 +108,23 @@ var prs = []pr{
 		status{merged: "2026-05-21", commit: "b730c4635", release: "v0.22.0", how: "inferred: the same release notes as #42430"}},
 	{53919, numVersions, nil, "V1 runner awaits the accepted-token copy before moving rows, and drops the prev_positions gather (open)",
 		status{asOf: "2026-08-26", note: "the stored thread (opened 2026-08-26) marks it open; not in the merged-PR lists read to 2026-10-08; main at 6adad0876 (2026-08-14) still gathers"}},
+	// The KV connector's local hit on hybrids (connector.go). #44243 and
+	// #48425 merged while v0.22..v0.27 were cut, which statesim's v0.22
+	// row stands for; the row takes the newest (#48425), and v0.22
+	// -48425 stands for the releases between them.
+	{44243, V022, nil, "with a KV connector on a hybrid, the local hit is the maximum over groups (find_longest_cache_hit_per_group)",
+		status{merged: "2026-06-11", commit: "55911db58", how: "one of v0.22.0..v0.24.0 (v0.24.0 was out by 2026-07-01), not established"}},
+	{48425, V022, []int{44243}, "the connector's per-group hit falls back to the common hit when no external tokens back it",
+		status{merged: "2026-07-23", commit: "229e01e9e", how: "one of v0.25.0..v0.27.0 (v0.27.0 was out 2026-08-10), not established"}},
+	{50344, V028, []int{48425}, "the per-group hit only for connectors with supports_divergent_local_hybrid_hits (NIXL)",
+		status{merged: "2026-08-09", commit: "d6941300f", release: "v0.28.0", how: "inferred: merged the day before v0.27.0 (2026-08-10); main at 6adad0876 has it",
+			note: "if v0.27.0 was cut after 2026-08-09 it has it too; not established"}},
 }
 
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 20 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 23 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -182,6 +193,14 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.KeepAttentionOnMiss = has(47491)
 	b.AwaitAccepted = has(53919)
 	b.AcceptedCopyAsync = has(40172)
+	switch {
+	case has(50344):
+		b.ConnectorHit = ConnectorHitCapable
+	case has(48425):
+		b.ConnectorHit = ConnectorHitReconcile
+	case has(44243):
+		b.ConnectorHit = ConnectorHitMax
+	}
 	switch {
 	case has(57128):
 		b.EagleMamba = statecache.EagleMambaNoMargin

@@ -66,6 +66,12 @@ attn-only-hit-47491|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mam
 attn-only-hit-47491-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --patches +47491
 attn-only-hit-released|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000
 attn-only-hit-released-v031|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000
+connector-max-hit-44243|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --patches -48425
+connector-max-hit-44243-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --patches -48425
+connector-max-hit-48425|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --trials 10000
+connector-max-hit-50344|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --prefix-caching align --kv-connector NixlConnector --trials 10000
+connector-max-hit-44243-all|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching all --kv-connector OffloadingConnector --patches -48425
+connector-max-hit-48425-all|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching all --kv-connector OffloadingConnector --trials 10000
 spec-padded-tail|FAIL|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000
 spec-padded-tail-55178|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000 --trials 10000
 spec-padded-tail-55178-v1|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000

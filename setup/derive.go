@@ -63,6 +63,8 @@ func (r *resolver) derive() {
 		// no drafter KV).
 		UseEagle: st.Spec.On() && st.Spec.Lookahead() > 0, EagleMamba: b.EagleMamba,
 		KeepAttentionOnMiss: b.KeepAttentionOnMiss,
+		// The store's external hit is 0 (scenarios.KVTransferConfig).
+		ConnectorMaxHit: b.ConnectorHit.LocalHitMax(st.Connector, 0),
 	}
 	seed := sc.Backend.WeightSeed
 	if seed == 0 {

@@ -84,6 +84,7 @@ func FuzzSettle(f *testing.F) {
 	f.Add([]byte(good), "engine.mamba_cache_mode=all")
 	f.Add([]byte(good), "engine.speculative.method=mtp")
 	f.Add([]byte(good), "engine.patches=+51565")
+	f.Add([]byte(good), "engine.kv_transfer_config.kv_connector=LMCacheConnectorV1")
 	f.Add([]byte("model: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, enable_prefix_caching: true, mamba_block_size: 7}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string

@@ -52,7 +52,7 @@ func (r *resolver) fail(path, format string, a ...any) error {
 
 func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 	r := &resolver{sc: sc, src: src, st: &Setup{Scenario: sc, Shape: sc.Model.Shape}}
-	for _, step := range []func() error{r.version, r.served, r.graphs, r.runner, r.spec, r.release, r.async, r.mamba} {
+	for _, step := range []func() error{r.version, r.served, r.graphs, r.runner, r.spec, r.release, r.async, r.mamba, r.connector} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -82,6 +82,27 @@ func (r *resolver) version() error {
 		st.Release, err = statecache.ParseRelease(v.Release().String())
 		st.V1 = err == nil
 	}
+	return nil
+}
+
+// connector settles engine.kv_transfer_config: refused on the v0
+// control, and where vLLM cannot run it on the model.
+func (r *resolver) connector() error {
+	const f = "engine.kv_transfer_config.kv_connector"
+	c, err := sched.ParseConnector(r.sc.Engine.KVTransferConfig.KVConnector)
+	switch {
+	case err != nil:
+		return r.fail(f, "%v", err)
+	case c == sched.ConnectorNone:
+		return nil
+	case r.v0:
+		return r.fail(f, "KV connectors are modelled for V1 releases, not the v0 control")
+	case !c.SupportsHMA() && r.st.Layout.NumMambaGroups() > 0:
+		// vllm/config/vllm.py @ 6adad0876: a connector without SupportsHMA
+		// turns the hybrid KV cache manager off, which Mamba hybrids need.
+		return r.fail(f, "%s does not support the hybrid KV cache manager (SupportsHMA), which vLLM turns off for it; a Mamba hybrid (%s) then fails at start-up", c, r.sc.Model.Shape.Name)
+	}
+	r.st.Connector = c
 	return nil
 }
 

@@ -28,6 +28,8 @@ type Setup struct {
 	// Spec is speculative_config (off: K 0); its Rand is left for the
 	// engine to seed.
 	Spec sched.Spec
+	// Connector is engine.kv_transfer_config's KV connector (none: off).
+	Connector sched.Connector
 	// Mamba is prefix caching as vLLM settles it for the model and
 	// release, with the Mamba cache mode (none for a model without Mamba
 	// layers).

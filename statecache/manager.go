@@ -230,6 +230,10 @@ type ManagerOptions struct {
 	// KeepAttentionOnMiss: closed PR #47491 (never merged): a Mamba
 	// group's miss leaves the attention hit standing.
 	KeepAttentionOnMiss bool
+	// ConnectorMaxHit: a KV connector on a hybrid whose local hit is the
+	// maximum over groups with no external tokens behind it (#44243
+	// without #48425; sched.ConnectorHit).
+	ConnectorMaxHit bool
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -318,6 +322,9 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	}
 	if o.KeepAttentionOnMiss {
 		coord.SetKeepAttentionOnMiss()
+	}
+	if o.ConnectorMaxHit && nm > 0 {
+		coord.SetMaxOverGroups()
 	}
 	m.coord = coord
 	return m, nil

@@ -199,7 +199,16 @@ type HybridCoordinator struct {
 	// instead of cutting it to 0 (closed PR #47491's `continue`, never
 	// merged): the attention hit survives without the group's blocks.
 	keepOnMiss bool
+	// maxOverGroups: each rule looks up alone and the hit is the deepest
+	// (#44243's find_longest_cache_hit_per_group and max(per_group_hits),
+	// kv_cache_coordinator.py and scheduler.py @ 55911db58): a KV
+	// connector was to supply what the other groups lack.
+	maxOverGroups bool
 }
+
+// SetMaxOverGroups turns on #44243's lookup for a KV connector on a
+// hybrid: every group's own hit, the hit length their maximum.
+func (c *HybridCoordinator) SetMaxOverGroups() { c.maxOverGroups = true }
 
 // SetKeepAttentionOnMiss turns on closed PR #47491's rule: a zero hit
 // from a rule that is not downward-closed is skipped.
@@ -275,6 +284,9 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 	for g := range c.hit {
 		c.hit[g] = c.hit[g][:0]
 	}
+	if c.maxOverGroups {
+		return c.findPerGroup(p, hashes, max(maxLength, 0))
+	}
 	simple := len(c.rules) == 2 && c.rules[0].Rule.DownwardClosed()
 	hitLen := max(maxLength, 0)
 	c.rounds = 0
@@ -287,32 +299,7 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 				cur = cur / bs * bs // trimmed at the end
 				continue
 			}
-			dst := c.dst[i]
-			for j, g := range r.Groups {
-				dst[j] = c.hit[g]
-			}
-			ceiling, drop := cur, false
-			if c.eagle && c.rounds == 1 {
-				ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, max(maxLength, 0), bs)
-			}
-			n := 0
-			if ceiling > 0 {
-				n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
-			} else {
-				for j := range dst {
-					dst[j] = dst[j][:0]
-				}
-			}
-			if drop && n > 0 {
-				n--
-				for j := range dst {
-					dst[j] = dst[j][:n]
-				}
-			}
-			for j, g := range r.Groups {
-				c.hit[g] = dst[j]
-			}
-			c.looked[i] = true
+			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), c.eagle && c.rounds == 1)
 			if n == 0 && c.keepOnMiss && !r.Rule.DownwardClosed() {
 				continue // #47491: the group's miss does not cut the hit
 			}
@@ -339,6 +326,56 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 		for _, g := range r.Groups {
 			c.hit[g] = c.hit[g][:min(len(c.hit[g]), hitLen/r.Rule.BlockSize())]
 		}
+	}
+	return hitLen
+}
+
+// lookUp runs rule i up to cur tokens (less the EAGLE drop when eagle),
+// leaves its groups' blocks in c.hit and returns its hit in blocks.
+func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur, maxLength int, eagle bool) int {
+	r := c.rules[i]
+	dst := c.dst[i]
+	for j, g := range r.Groups {
+		dst[j] = c.hit[g]
+	}
+	ceiling, drop := cur, false
+	if eagle {
+		ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, maxLength, r.Rule.BlockSize())
+	}
+	n := 0
+	if ceiling > 0 {
+		n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
+	} else {
+		for j := range dst {
+			dst[j] = dst[j][:0]
+		}
+	}
+	if drop && n > 0 {
+		n--
+		for j := range dst {
+			dst[j] = dst[j][:n]
+		}
+	}
+	for j, g := range r.Groups {
+		c.hit[g] = dst[j]
+	}
+	c.looked[i] = true
+	return n
+}
+
+// findPerGroup is find_longest_cache_hit_per_group: each rule looks up
+// up to maxLength on its own (its EAGLE drop included), its groups keep
+// their own blocks, and the hit is the longest of them (#44243).
+func (c *HybridCoordinator) findPerGroup(p *BlockPool, hashes []BlockHash, maxLength int) int {
+	c.rounds, c.first = 1, 0
+	hitLen := 0
+	for i, r := range c.rules {
+		bs := r.Rule.BlockSize()
+		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle)
+		if i == 0 {
+			c.first = n * bs
+		}
+		hitLen = max(hitLen, n*bs)
 	}
 	return hitLen
 }

@@ -17,6 +17,7 @@ const (
 	kCompile // --compilation-config JSON
 	kEager   // --enforce-eager: cudagraph_mode none
 	kDType   // --dtype: model.dtype
+	kKV      // --kv-transfer-config JSON
 )
 
 // flag is one vLLM argument statesim models.
@@ -54,6 +55,7 @@ var modelled = []flag{
 	{name: "compilation-config", short: "-cc", key: "engine.cudagraph_mode", kind: kCompile},
 	{name: "enforce-eager", key: "engine.cudagraph_mode", kind: kEager},
 	{name: "dtype", key: "model.dtype", kind: kDType},
+	{name: "kv-transfer-config", key: "engine.kv_transfer_config.kv_connector", kind: kKV},
 }
 
 // ModelledFlags lists the vLLM flags statesim maps, "--name" each.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"statesim/sched"
 	"strconv"
 	"strings"
 )
@@ -228,7 +229,7 @@ func Parse(args []string, readFile ReadFile) (*Command, error) {
 	for _, b := range bases {
 		data, _ := json.Marshal(dotted[b])
 		f, ok := lookupFlag(strings.TrimPrefix(b, "--"))
-		if !ok || (f.kind != kSpec && f.kind != kCompile) {
+		if !ok || (f.kind != kSpec && f.kind != kCompile && f.kind != kKV) {
 			c.ignore(b, string(data), whyIgnored(strings.TrimPrefix(b, "--")), dottedOrigin[b])
 			continue
 		}
@@ -293,9 +294,36 @@ func (c *Command) value(f *flag, long, v, origin string) error {
 		c.set(f, long, d, origin)
 	case kSpec:
 		return c.spec(long, v, origin)
+	case kKV:
+		return c.kvTransfer(long, v, origin)
 	case kCompile:
 		return c.compilation(long, v, origin)
 	}
+	return nil
+}
+
+// kvTransfer reads --kv-transfer-config's JSON: the connector by its
+// registry name; only the scheduler's local hit with it is modelled.
+func (c *Command) kvTransfer(long, v, origin string) error {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(v), &m); err != nil || m == nil {
+		return &Error{Flag: long, Origin: origin, Msg: fmt.Sprintf("want a JSON object, got %q", v)}
+	}
+	for _, key := range sortedKeys(m) {
+		if key != "kv_connector" {
+			raw, _ := json.Marshal(m[key])
+			c.ignore(long+"."+key, string(raw), "statesim models only the scheduler's local prefix hit with a connector: its role, transfers and store are not modelled", origin)
+		}
+	}
+	name, ok := m["kv_connector"].(string)
+	if _, has := m["kv_connector"]; has && !ok {
+		return &Error{Flag: long, Origin: origin, Msg: "kv_connector: want a string"}
+	}
+	if cn, err := sched.ParseConnector(name); err != nil || cn == sched.ConnectorNone {
+		c.ignore(long+".kv_connector", name, "a connector statesim does not model (it models NixlConnector, OffloadingConnector, LMCacheConnectorV1): the run has none", origin)
+		return nil
+	}
+	c.Settings = append(c.Settings, Setting{Flag: long, Key: "engine.kv_transfer_config.kv_connector", Value: name, Origin: origin})
 	return nil
 }
 

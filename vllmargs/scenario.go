@@ -133,6 +133,7 @@ func (c *Command) Scenario(opt Options) (*Translation, error) {
 	modelNode := mapping(key, value)
 	engine := mapping("vllm_version", version)
 	spec := &yaml.Node{Kind: yaml.MappingNode}
+	kv := &yaml.Node{Kind: yaml.MappingNode}
 	var order []string
 	last := map[string]any{}
 	for _, s := range c.Settings {
@@ -165,6 +166,8 @@ func (c *Command) Scenario(opt Options) (*Translation, error) {
 		switch {
 		case strings.HasPrefix(k, "engine.speculative."):
 			spec.Content = append(spec.Content, str(strings.TrimPrefix(k, "engine.speculative.")), val)
+		case strings.HasPrefix(k, "engine.kv_transfer_config."):
+			kv.Content = append(kv.Content, str(strings.TrimPrefix(k, "engine.kv_transfer_config.")), val)
 		case strings.HasPrefix(k, "engine."):
 			engine.Content = append(engine.Content, str(strings.TrimPrefix(k, "engine.")), val)
 		case strings.HasPrefix(k, "model."):
@@ -173,6 +176,9 @@ func (c *Command) Scenario(opt Options) (*Translation, error) {
 	}
 	if len(spec.Content) > 0 {
 		engine.Content = append(engine.Content, str("speculative"), spec)
+	}
+	if len(kv.Content) > 0 {
+		engine.Content = append(engine.Content, str("kv_transfer_config"), kv)
 	}
 	doc := mapping("name", "vllm-serve")
 	doc.Content = append(doc.Content, str("description"), str(describe(c, version)))
@@ -286,6 +292,10 @@ func Args(sc *scenarios.Scenario) []string {
 	}
 	if d := sc.Model.Shape.DType; d != "" {
 		add("--dtype", d)
+	}
+	if k := e.KVTransferConfig.KVConnector; k != "" {
+		js, _ := json.Marshal(map[string]string{"kv_connector": k})
+		add("--kv-transfer-config", string(js))
 	}
 	return out
 }

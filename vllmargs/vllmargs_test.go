@@ -81,6 +81,9 @@ func TestEveryFlagRoundTrips(t *testing.T) {
 		{"--compilation-config", qwen, nil, func(s *scenarios.Scenario) any { return s.Engine.CUDAGraphMode }, "full_and_piecewise"}, // vLLM's default
 		{"--enforce-eager", qwen, []string{"--enforce-eager"}, func(s *scenarios.Scenario) any { return s.Engine.CUDAGraphMode }, "none"},
 		{"--dtype", qwen, []string{"--dtype", "half"}, func(s *scenarios.Scenario) any { return s.Model.Shape.DType }, "float16"},
+		{"--kv-transfer-config", qwen, []string{"--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`}, func(s *scenarios.Scenario) any { return s.Engine.KVTransferConfig.KVConnector }, "NixlConnector"},
+		{"--kv-transfer-config", qwen, []string{"--kv-transfer-config.kv_connector", "OffloadingConnector"}, func(s *scenarios.Scenario) any { return s.Engine.KVTransferConfig.KVConnector }, "OffloadingConnector"},
+		{"--kv-transfer-config", qwen, []string{"--kv-transfer-config", `{"kv_connector":"P2pNcclConnector"}`}, func(s *scenarios.Scenario) any { return s.Engine.KVTransferConfig.KVConnector }, ""},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -228,6 +231,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("vllm serve " + qwen + " -tp 4 --enable-prefix-caching --speculative-config {\"method\":\"mtp\",\"num_speculative_tokens\":3}")
 	f.Add("serve jamba-v0.1 --max-num-seqs=8 --max-model-len 32K -O3 --compilation-config.cudagraph_mode FULL")
 	f.Add("serve tiny-hybrid --speculative-config.method ngram --speculative-config.num_speculative_tokens 2 --port 1 --seed -1")
+	f.Add("serve tiny-hybrid --enable-prefix-caching --kv-transfer-config {\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}")
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Fields(line)
 		c, err := Parse(args, nil)

@@ -23,7 +23,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--kv-connector NAME] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
 			"  statesim check merge DIR...   (the shards' --out directories, or the campaign's)\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario, with the run's verdict in --out/check.json",
 		run: cmdCheck,
@@ -109,6 +109,7 @@ func checkFlags(fs *flag.FlagSet) (*prop.Plan, *string) {
 	fs.StringVar(&p.SpecK, "spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
 	fs.StringVar(&p.PromptLen, "prompt-len", "", "prompt lengths to draw, N or LO-HI (default the search's own, from 1 or 2 up to 160 or 2048)")
 	fs.Var((*stringList)(&p.Patches), "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059; 'statesim patches' lists each PR and its state upstream: merged (first release) or open (as of a date)")
+	fs.StringVar(&p.KVConnector, "kv-connector", "", "engine.kv_transfer_config.kv_connector of every scenario: NixlConnector, OffloadingConnector or LMCacheConnectorV1 (attention-only models); only the scheduler's local hit is modelled, every external hit is 0")
 	fs.Var((*stringList)(&p.Runners), "model-runner", "engine.model_runner values to draw (comma-separated): v1, v2, default (the release's: v2 from v0.29); the v0 control has none")
 	fs.Var((*stringList)(&p.PrefixCaching), "prefix-caching", "prefix-caching settings to draw (comma-separated: on = the release's Mamba cache mode, align, all, off); with it the prompts share prefixes (--shared ids of --hash-block tokens); default off")
 	fs.IntVar(&p.Shared, "shared", 3, "most shared hash ids per prompt (with --prefix-caching)")
