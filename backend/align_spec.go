@@ -168,8 +168,10 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 			continue
 		}
 		if dest == cur {
-			// num_accepted_tokens_cpu[i] = 1: the state after aligned
-			// tokens is now the running block's column 0.
+			// The runner sets num_accepted_tokens back to 1 when the
+			// boundary block is the running one (postprocess_mamba_fused_
+			// kernel, vllm/v1/worker/mamba_utils.py @ 00b08dc4): the state
+			// after aligned tokens is now that block's column 0.
 			mt.ResetAccepted()
 		}
 		src, dst := bl[cur+bias], bl[dest]

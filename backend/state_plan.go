@@ -33,7 +33,9 @@ const (
 
 // StateOp is one state-block operation of Mamba group Group for row Row.
 // For OpCopy and post-step copies the recurrent state comes from Src and
-// the conv window from ConvSrc at column ConvOff, where the kind keeps
+// the conv window from ConvSrc at column ConvOff (_copy_mamba_state_block:
+// state[bt[src_col], token_bias:] into the destination's first columns,
+// vllm/v1/worker/mamba_utils.py @ 00b08dc4), where the kind keeps
 // the K − 1 + num_spec conv columns in the first column's block (Mamba2,
 // GDN, KDA under speculative decoding); kinds with a window per column
 // take it from Src at column 0.
