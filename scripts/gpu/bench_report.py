@@ -132,11 +132,11 @@ if len(sys.argv) > 4:
         p(f"\nThe same source at other launch geometries (warps per block × value rows per warp{which}),")
         p("back to back, % of copy:\n")
         def label(v):
-            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?(?:_(l0|cs))?", v)
+            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?(?:_(l1|cs))?", v)
             if not m:
                 return v
             w, r, b, tag = m.groups()
-            return f"{w} × {r}" + (f", ≥ {b} blocks" if b else "") + {"l0": ", grid order", "cs": ", streaming"}.get(tag, "")
+            return f"{w} × {r}" + (f", ≥ {b} blocks" if b else "") + {"l1": ", launch order", "cs": ", streaming"}.get(tag, "")
         head = [label(v) for v in gd["variants"]]
         p("| batch | " + " | ".join(head) + " |")
         p("|---:|" + "---:|" * len(gd["variants"]))
