@@ -69,6 +69,9 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 			}
 		}
 		prev, acc := mt.WorkerIndex(), min(r.AcceptedColumn(), k)
+		if mt.TakeAcceptedReset() {
+			acc = 0 // the boundary copy put the state in the running block
+		}
 		if restore || prev < 0 {
 			prev, acc = (c-1)/s.bs, 0 // a new or resumed request: num_accepted 1
 		}
@@ -88,6 +91,16 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 				})
 			}
 			tainted = why != "" || p.Tainted
+			if dst := at(cur); s.Plan != nil && (src != dst || acc != 0) {
+				s.record(StateOp{Kind: OpCopy, Group: g, Src: src, ConvSrc: at(prev), ConvOff: acc, Dst: dst})
+			}
+		}
+		if s.Plan != nil {
+			cols := make([]int32, k+1)
+			for j := range cols {
+				cols[j] = at(cur + j)
+			}
+			s.record(StateOp{Kind: OpColumns, Group: g, Cols: cols})
 		}
 		n := 1
 		if decode {
@@ -154,6 +167,13 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 		if cur+bias >= len(bl) || dest >= len(bl) {
 			continue
 		}
+		if dest == cur {
+			// The runner sets num_accepted_tokens back to 1 when the
+			// boundary block is the running one (postprocess_mamba_fused_
+			// kernel, vllm/v1/worker/mamba_utils.py @ 00b08dc4): the state
+			// after aligned tokens is now that block's column 0.
+			mt.ResetAccepted()
+		}
 		src, dst := bl[cur+bias], bl[dest]
 		if src == dst || dst == statecache.NullBlock {
 			continue
@@ -169,5 +189,8 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 			})
 		}
 		s.Prov.WriteState(dst, r.ID, aligned, s.step, bad)
+		if s.Plan != nil {
+			s.Plan.Post = append(s.Plan.Post, StateOp{Kind: OpCopy, Row: -1, Group: g, Src: src, ConvSrc: bl[cur], ConvOff: bias, Dst: dst})
+		}
 	}
 }

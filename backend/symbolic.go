@@ -62,11 +62,15 @@ type Symbolic struct {
 	// copy runs in Execute; otherwise the engine calls PostProcess once
 	// the step's output is applied.
 	AcceptedAtSchedule bool
-	layout             model.Layout
-	bs                 int
-	stateRW            int64 // bytes one Mamba layer moves to read+write a state
-	nMamba             int   // Mamba layers
-	step               int64
+	// Plan, when set, receives the Mamba cache modes' state copies (a
+	// numeric backend's to perform); planRow is the row being executed.
+	Plan    *StatePlan
+	planRow int
+	layout  model.Layout
+	bs      int
+	stateRW int64 // bytes one Mamba layer moves to read+write a state
+	nMamba  int   // Mamba layers
+	step    int64
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.
@@ -101,6 +105,7 @@ func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		r := row.Req
+		s.planRow = i
 		if row.NumComputed == 0 && (row.Region == sched.RegionDecode || row.Path == sched.PathDecode) {
 			s.Stats.Misclassified++
 		}
@@ -385,6 +390,13 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) (copied, tainted b
 		}
 		if hi := min(hi, len(mt.Blocks)); lo < hi {
 			s.Prov.WriteStates(mt.Blocks[lo:hi], dst, r.ID, (lo+1)*s.bs, s.bs, s.step, tg)
+			if s.Plan != nil {
+				for i, b := range mt.Blocks[lo:hi] {
+					if b != statecache.NullBlock && b != dst {
+						s.record(StateOp{Kind: OpBoundary, Group: g, Dst: b, Tokens: (lo + 1 + i) * s.bs})
+					}
+				}
+			}
 		}
 	}
 	return copied, tainted
@@ -418,6 +430,7 @@ func (s *Symbolic) continueAlign(row *sched.Row) (copied, tainted, ok bool) {
 		}
 		copied = copied && p.Tainted == tainted
 		s.Prov.WriteState(t.Mamba[g], r.ID, c, s.step, p.Tainted)
+		s.recordCopy(g, t.MambaT[g].Blocks[i], t.Mamba[g])
 	}
 	return copied, tainted, true
 }
@@ -459,6 +472,7 @@ func (s *Symbolic) readSource(row *sched.Row, g int, mm *statecache.MambaManager
 	}
 	tainted := p.Tainted || why != ""
 	s.Prov.WriteState(dst, r.ID, c, s.step, tainted)
+	s.recordCopy(g, src, dst)
 	return tainted
 }
 

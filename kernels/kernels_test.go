@@ -3,6 +3,7 @@ package kernels
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,4 +115,25 @@ func TestSSU16Launch(t *testing.T) {
 	if _, gx, gy, blk, rpb := SSU16Launch(256, 8192, 132, SSU16Auto); gx != 128 || gy != 64 || blk != 64 || rpb != 4 {
 		t.Errorf("SSU16Launch(256, 8192) = (%d, %d, %d, %d), want (128, 64, 64, 4)", gx, gy, blk, rpb)
 	}
+}
+
+// The recurrent state kernels are built for StateRecThreads threads a
+// block (__launch_bounds__ in state.cu, .maxntid in the PTX): the cuda
+// backend launches that many, so the constant and the committed PTX move
+// together.
+func TestStateRecThreadsMatchPTX(t *testing.T) {
+	for _, m := range Modules() {
+		if m.Name != "state" {
+			continue
+		}
+		for _, k := range []string{"gdn_recurrent_decode", "mamba2_state_update"} {
+			re := regexp.MustCompile(`(?s)\.entry ` + k + `\(.*?\.maxntid (\d+), 1, 1`)
+			got := re.FindStringSubmatch(m.PTX)
+			if got == nil || got[1] != strconv.Itoa(StateRecThreads) {
+				t.Errorf("%s: PTX block size %v, StateRecThreads %d", k, got, StateRecThreads)
+			}
+		}
+		return
+	}
+	t.Fatal("no state module")
 }

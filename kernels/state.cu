@@ -33,6 +33,18 @@
 #else
 #define REC_BOUNDS __launch_bounds__(32 * REC_WARPS)
 #endif
+// REC_LINEAR (a variant, not the backend's build): blocks take work in
+// launch order (x fastest), value blocks first, then heads, then rows, so
+// consecutive blocks read adjacent pieces of one slot's page, as the Triton
+// grid (value block fastest) does; 0 keeps (row, head, value block) =
+// (x, y, z). The set of blocks is the same.
+#ifndef REC_LINEAR
+#define REC_LINEAR 0
+#endif
+// REC_CS: state loads and stores marked evict-first (ld/st.global.cs).
+#ifndef REC_CS
+#define REC_CS 0
+#endif
 #define MAX_DK 128     // key channels: four per lane
 #define CHUNK_MAX 64   // tokens per chunk at most
 #define CHUNK_MAX_DV 128
@@ -53,6 +65,21 @@ __device__ __forceinline__ void st4(float* p, int c, int dk, float4 v) {
     if (c + 2 < dk) p[c + 2] = v.z;
 }
 
+// The state's own loads and stores (REC_CS: streaming).
+__device__ __forceinline__ float4 lds4(const float* p, int c, int dk) {
+#if REC_CS
+    if (c + 3 < dk) return __ldcs(reinterpret_cast<const float4*>(p + c));
+#endif
+    return ld4(p, c, dk);
+}
+
+__device__ __forceinline__ void sts4(float* p, int c, int dk, float4 v) {
+#if REC_CS
+    if (c + 3 < dk) { __stcs(reinterpret_cast<float4*>(p + c), v); return; }
+#endif
+    st4(p, c, dk, v);
+}
+
 __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
 __device__ __forceinline__ float* state_at(float* state, long long page_elems, long long state_offset, int slot,
@@ -61,16 +88,24 @@ __device__ __forceinline__ float* state_at(float* state, long long page_elems, l
 }
 
 // Token by token. grid (rows, heads, ceil(dv / (REC_WARPS * REC_ROWS))),
-// block 32 * REC_WARPS; a warp owns REC_ROWS value rows, a lane four key
-// channels (dk <= 128, a multiple of 4 for 16-byte accesses).
+// block 32 * REC_WARPS (REC_LINEAR: the blocks' work in launch order); a
+// warp owns REC_ROWS value rows, a lane four key channels (dk <= 128, a
+// multiple of 4 for 16-byte accesses).
 template <bool DELTA>
 __device__ void recurrent(float* state, long long page_elems, long long state_offset, const int* cu_seqlens,
                           const int* read_slot, const int* write_slots, int write_stride, int per_token,
                           const float* q, const float* k, const float* v, const float* g, const float* beta,
                           int gate_per_channel, float* o, int heads, int dk, int dv) {
-    int row = blockIdx.x, head = blockIdx.y;
+#if REC_LINEAR
+    unsigned id = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); // < 2^32 blocks
+    int zb = (int)(id % gridDim.z);
+    id /= gridDim.z;
+    int head = (int)(id % gridDim.y), row = (int)(id / gridDim.y);
+#else
+    int row = blockIdx.x, head = blockIdx.y, zb = blockIdx.z;
+#endif
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int p0 = (blockIdx.z * REC_WARPS + warp) * REC_ROWS;
+    int p0 = (zb * REC_WARPS + warp) * REC_ROWS;
     int c = lane * 4;
     int t0 = cu_seqlens[row], t1 = cu_seqlens[row + 1];
     int rs = read_slot[row];
@@ -80,7 +115,7 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
     for (int r = 0; r < REC_ROWS; r++) {
         int p = p0 + r;
         s[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (rs >= 0 && p < dv) s[r] = ld4(state_at(state, page_elems, state_offset, rs, head, dv, dk) + (long long)p * dk, c, dk);
+        if (rs >= 0 && p < dv) s[r] = lds4(state_at(state, page_elems, state_offset, rs, head, dv, dk) + (long long)p * dk, c, dk);
     }
     for (int t = t0; t < t1; t++) {
         long long hk = ((long long)t * heads + head) * dk;
@@ -114,14 +149,14 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
             float* dst = state_at(state, page_elems, state_offset, ws, head, dv, dk);
 #pragma unroll
             for (int r = 0; r < REC_ROWS; r++)
-                if (p0 + r < dv) st4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);
+                if (p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);
         }
     }
     if (!per_token) {
         float* dst = state_at(state, page_elems, state_offset, write_slots[row * write_stride], head, dv, dk);
 #pragma unroll
         for (int r = 0; r < REC_ROWS; r++)
-            if (p0 + r < dv) st4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);
+            if (p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);
     }
 }
 

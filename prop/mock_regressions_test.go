@@ -2,6 +2,7 @@ package prop_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,8 +22,10 @@ import (
 // state is not in diverges from the reference, and nothing else does; a
 // run with no stale read equals the reference exactly (max |Δ| = 0).
 // Stale reads of never-written bytes (zeros, what a fresh state starts
-// from) may go either way. Scenarios the mock refuses at load (shared KV
-// blocks under prefix caching, host memory) are listed with the reason.
+// from) may go either way. Prefix caching runs as the file's release
+// resolves it (align and all mode's state copies on the numbers; the EAGLE
+// drop's fresh KV blocks). Scenarios the mock refuses at load (async
+// scheduling, host memory) are listed with the reason.
 func TestRegressionsOnTheMock(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(regressionsDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -31,7 +34,15 @@ func TestRegressionsOnTheMock(t *testing.T) {
 	ran := 0
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		st, err := setup.Load(f, []string{"backend.kind=mock", "checks.keep=1000"})
+		// The mock runs what the symbolic backend runs: prefix caching as
+		// the file's release resolves it (the numeric backends' default
+		// is off), so align and all mode's copies run on the numbers.
+		sym, err := setup.Load(f, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		pc := fmt.Sprintf("engine.enable_prefix_caching=%t", sym.Mamba.PrefixCaching)
+		st, err := setup.Load(f, []string{"backend.kind=mock", "checks.keep=1000", pc})
 		if err != nil {
 			var ie *scenarios.InputError
 			if errors.As(err, &ie) && (ie.Path == "engine.enable_prefix_caching" || ie.Path == "engine.async_scheduling" || ie.Path == "checks.max_memory_gib") {
@@ -50,44 +61,54 @@ func TestRegressionsOnTheMock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Divergence == nil {
-				t.Fatal("no divergence section")
-			}
-			var must, may []int64
-			for _, v := range rep.Violations {
-				if v.Name != "stale-slot-read" {
-					continue
-				}
-				if v.PrevOwner >= 0 {
-					must = append(must, v.RequestID)
-				} else {
-					may = append(may, v.RequestID)
-				}
-			}
-			var got []int64
-			for _, d := range rep.DivergentRequests {
-				got = append(got, d.RequestID)
-			}
-			slices.Sort(must)
-			must = slices.Compact(must)
-			for _, id := range got {
-				if !slices.Contains(must, id) && !slices.Contains(may, id) {
-					t.Errorf("request %d diverges (max |Δ| %.3g) without a stale read (stale readers %v; replay: statesim run %s --set backend.kind=mock)",
-						id, maxDelta(rep, id), must, f)
-				}
-			}
-			for _, id := range must {
-				if !slices.Contains(got, id) {
-					t.Errorf("request %d read stale state but matches the reference (divergent %v; replay: statesim run %s --set backend.kind=mock)", id, got, f)
-				}
-			}
-			if len(must)+len(may) == 0 && rep.Divergence.MaxDelta != 0 {
-				t.Errorf("clean run, yet max |Δ log-prob| %.3g: a healthy request equals its reference exactly", rep.Divergence.MaxDelta)
-			}
+			holdsToSymbolic(t, rep, f+" --set "+pc)
 		})
 	}
 	if ran < len(files)/2 {
 		t.Errorf("only %d of %d regressions replayed on the mock", ran, len(files))
+	}
+}
+
+// holdsToSymbolic holds a mock run's report to the symbolic check that ran
+// beside it: every request named as reading another request's bytes (or a
+// column its state is not in) diverges from the reference, nothing else
+// does (stale reads of never-written zeros may go either way), and a run
+// with no stale read equals the reference exactly.
+func holdsToSymbolic(t *testing.T, rep *report.Report, replay string) {
+	t.Helper()
+	if rep.Divergence == nil {
+		t.Fatal("no divergence section")
+	}
+	var must, may []int64
+	for _, v := range rep.Violations {
+		if v.Name != "stale-slot-read" {
+			continue
+		}
+		if v.PrevOwner >= 0 {
+			must = append(must, v.RequestID)
+		} else {
+			may = append(may, v.RequestID)
+		}
+	}
+	var got []int64
+	for _, d := range rep.DivergentRequests {
+		got = append(got, d.RequestID)
+	}
+	slices.Sort(must)
+	must = slices.Compact(must)
+	for _, id := range got {
+		if !slices.Contains(must, id) && !slices.Contains(may, id) {
+			t.Errorf("request %d diverges (max |Δ| %.3g) without a stale read (stale readers %v; replay: statesim run %s --set backend.kind=mock)",
+				id, maxDelta(rep, id), must, replay)
+		}
+	}
+	for _, id := range must {
+		if !slices.Contains(got, id) {
+			t.Errorf("request %d read stale state but matches the reference (divergent %v; replay: statesim run %s --set backend.kind=mock)", id, got, replay)
+		}
+	}
+	if len(must)+len(may) == 0 && rep.Divergence.MaxDelta != 0 {
+		t.Errorf("clean run, yet max |Δ log-prob| %.3g: a healthy request equals its reference exactly", rep.Divergence.MaxDelta)
 	}
 }
 

@@ -194,7 +194,7 @@ func checkLogprobs(r *Runner, p *Params) error {
 		}
 		if errors.As(o.Err, &ie) && strings.Contains(ie.Msg, "use backend.kind symbolic") {
 			// A --set turned on what the numeric backends do not model
-			// (async scheduling, draft tokens, shared KV blocks): the
+			// (async scheduling; shared KV blocks on cuda): the
 			// generator keeps them off, an override cannot be undone.
 			return fmt.Errorf("%w: %v", ErrUnavailable, o.Err)
 		}

@@ -31,7 +31,7 @@ func TestRulesNameFileLineAndField(t *testing.T) {
 		{"bad mode", "  num_gpu_blocks_override: 100\n  mamba_cache_mode: some\n", `t.yaml:6: field engine.mamba_cache_mode: unknown mamba_cache_mode "some"`, nil},
 		{"mode before v0.15", "  num_gpu_blocks_override: 100\n  mamba_cache_mode: align\n  enable_prefix_caching: true\n", "t.yaml:6: field engine.mamba_cache_mode", nil},
 		{"spec under v0", "", "field engine.speculative.method: speculative decoding is modelled for V1 releases", []string{"engine.vllm_version=v0", "engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=1"}},
-		{"caching on mock", "  num_gpu_blocks_override: 100\n  enable_prefix_caching: true\n", "t.yaml:6: field engine.enable_prefix_caching: the mock backend", []string{"backend.kind=mock"}},
+		{"caching on cuda", "  num_gpu_blocks_override: 100\n  enable_prefix_caching: true\n", "t.yaml:6: field engine.enable_prefix_caching: the cuda backend", []string{"backend.kind=cuda"}},
 	} {
 		y := good
 		if c.edit != "" {
@@ -42,6 +42,21 @@ func TestRulesNameFileLineAndField(t *testing.T) {
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n got  %v\n want %s", c.name, err, c.want)
 		}
+	}
+}
+
+// The mock runs prefix caching, but not over a sessions workload: a next
+// turn's prefix names the previous turn's output, which on the mock is
+// its own samples, not that segment's tokens.
+func TestMockRefusesSharedOutputs(t *testing.T) {
+	y := strings.Replace(good, "workload: {kind: poisson, rate: 1, count: 4}", "workload: {kind: sessions, sessions: 2, turns_per_session: 2}", 1)
+	y = strings.Replace(y, "  num_gpu_blocks_override: 100\n", "  num_gpu_blocks_override: 100\n  enable_prefix_caching: true\n", 1)
+	_, err := setup.Parse([]byte(y), "t.yaml", []string{"backend.kind=mock"})
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:6: field engine.enable_prefix_caching: the mock backend's generated tokens") {
+		t.Errorf("sessions cached on the mock: %v", err)
+	}
+	if _, err := setup.Parse([]byte(y), "t.yaml", nil); err != nil {
+		t.Errorf("sessions cached on the symbolic backend: %v", err)
 	}
 }
 

@@ -18,7 +18,9 @@ var hybridPrefixDefault *bool
 // v0.8.0; EngineArgs leaves it None and V1 turns it on); for hybrids the
 // release's; off under V0 (its default), for models without attention
 // layers (statesim's prefix cache needs an attention group) and for the
-// numeric backends (mock, cuda), which do not model shared KV blocks.
+// numeric backends (mock, cuda): the cuda backend does not model shared
+// KV blocks, and the mock runs them only when asked (a sessions workload's
+// shared outputs are not its samples).
 // align is the layout in modes none and align.
 func (r *resolver) prefixCaching(align *model.Layout) *bool {
 	e, sh := &r.sc.Engine, &r.sc.Model.Shape
@@ -95,8 +97,12 @@ func (r *resolver) mamba() error {
 	switch {
 	case r.v0:
 		return r.fail(f, "not modelled for the v0 engine")
-	case scenarios.NumericBackend(r.sc.Backend.Kind):
-		return r.fail(f, "the %s backend does not model shared KV blocks: use backend.kind symbolic", r.sc.Backend.Kind)
+	case r.sc.Backend.Kind == "cuda":
+		return r.fail(f, "the %s backend does not model shared KV blocks: use backend.kind symbolic or mock", r.sc.Backend.Kind)
+	case r.sc.Backend.Kind == "mock" && r.sc.Workload.Kind == "sessions":
+		// A next turn names the previous turn's output as its prefix; the
+		// mock's outputs are its own samples, not that segment's tokens.
+		return r.fail(f, "the mock backend's generated tokens are its own samples, so a session's next turn cannot share them as a prefix: use backend.kind symbolic, or a trace or synthetic workload")
 	case sh.NumAttentionLayers() == 0:
 		return r.fail(f, "a model without attention layers: statesim's prefix cache needs an attention group")
 	case all && st.Spec.K > 0:

@@ -23,8 +23,11 @@ type MambaTable struct {
 	tokens, srcTokens int
 	held              int // real blocks in Blocks
 	// worker is the model runner's running-state index + 1 (0: none),
-	// its mamba_state_idx, kept by the backend (SetWorkerIndex).
-	worker int
+	// its mamba_state_idx, kept by the backend (SetWorkerIndex);
+	// acceptedReset: the runner set its num_accepted_tokens back to 1
+	// after a boundary copy into the running block (ResetAccepted).
+	worker        int
+	acceptedReset bool
 	// runner is the model runner's copy of Blocks (its req_state.
 	// block_ids, align mode): a new or resumed request gets the whole
 	// table, a running one only the positions an allocation appends
@@ -70,6 +73,18 @@ func (t *MambaTable) WorkerIndex() int { return t.worker - 1 }
 
 // SetWorkerIndex records the runner's running-state index.
 func (t *MambaTable) SetWorkerIndex(i int) { t.worker = i + 1 }
+
+// ResetAccepted records that the runner set num_accepted_tokens back to 1
+// (postprocess_mamba, when the boundary block is the running one): its
+// next step reads column 0. TakeAcceptedReset reports it once.
+func (t *MambaTable) ResetAccepted() { t.acceptedReset = true }
+
+// TakeAcceptedReset reports and clears ResetAccepted's mark.
+func (t *MambaTable) TakeAcceptedReset() bool {
+	r := t.acceptedReset
+	t.acceptedReset = false
+	return r
+}
 
 // Holds reports whether block b is one of t's real blocks.
 func (t *MambaTable) Holds(b int32) bool {

@@ -25,6 +25,9 @@ type rowJob struct {
 	spec   []int32
 	acc    int
 	kernel []int32
+	// ops: the Mamba cache mode's copies before the kernels and the
+	// boundary states they store (modes.go).
+	ops rowOps
 	// kern, when set, runs the state kinds' recurrence (Config.StateKernels;
 	// the engine's rows only, never the reference); layer is the cache
 	// entry being computed.
@@ -147,6 +150,9 @@ func (m *net) forward(j *rowJob) error {
 // (mamba1_state_shape takes no num_spec), so each column keeps its own.
 func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) error {
 	geo := &m.geo
+	if err := m.copyState(tensor, g, j, int(geo.ConvElems), 0, false); err != nil {
+		return err
+	}
 	slot := j.slots[g]
 	at := func(b int32) (conv, ssm []float32, err error) {
 		base := int64(b) * geo.PageElems
@@ -185,6 +191,11 @@ func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) 
 	spec := j.decode && j.specK > 0
 	for i := 0; i < n; i++ {
 		m.mambaStep(w, m.nrm[i*H:(i+1)*H], m.mix[i*H:(i+1)*H])
+		if len(j.ops.bounds) > 0 {
+			if err := m.boundary(tensor, g, j, i, m.win, m.h); err != nil {
+				return err
+			}
+		}
 		if spec && i <= j.specK {
 			cc, cs, err := at(j.column(g, i))
 			if err != nil {

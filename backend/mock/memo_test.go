@@ -31,7 +31,7 @@ func TestReferenceMemoIsRecomputation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := fresh(c.shape, c.seed).reference(1234, 17, tokens)
+		want, err := fresh(c.shape, c.seed).reference(&Generated{Seed: 1234, Prompt: 17, Tokens: tokens})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,10 @@ type Config struct {
 	// prefill in chunks (SSD, the chunked delta rule) instead of token by
 	// token: equal to float32 rounding, not bit for bit (state.go).
 	ChunkedPrefill bool
+	// SharedPrefixes names a prompt's shared prefix tokens by its
+	// segments (PrefixToken), so requests sharing a prefix share its
+	// tokens and a cached KV block holds the reader's keys: prefix caching.
+	SharedPrefixes bool
 	// StateKernels, when set, runs the engine's state recurrences (not
 	// the reference's): a GPU backend's kernels over its own state caches.
 	StateKernels StateKernels
@@ -89,8 +93,10 @@ type Trace struct {
 // sampled it. The mock and CUDA backends keep one per request in flight,
 // and the differential check compares it with the reference.
 type Generated struct {
-	Seed     uint64
-	Prompt   int
+	Seed   uint64
+	Prompt int
+	// Prefix: the prompt's leading tokens are its segments' (PrefixToken).
+	Prefix   []statecache.Segment
 	Tokens   []int32
 	LogProbs []float64
 	Steps    []int64
@@ -99,7 +105,7 @@ type Generated struct {
 // TokenAt is the token at position p: a prompt token or a generated one.
 func (g *Generated) TokenAt(p, vocab int) int32 {
 	if p < g.Prompt {
-		return PromptToken(g.Seed, p, vocab)
+		return PromptTokenOf(g.Seed, g.Prefix, p, vocab)
 	}
 	return g.Tokens[p-g.Prompt]
 }
@@ -120,6 +126,8 @@ type Mock struct {
 	net     *net
 	index   statecache.StateIndex // the prefill kernel's, possibly wrapping
 	tensors [][]float32
+	// plan receives the symbolic backend's Mamba cache mode copies.
+	plan backend.StatePlan
 
 	reqs   map[statecache.RequestID]*reqData
 	keep   map[int64]bool
@@ -216,6 +224,9 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	for _, id := range cfg.TraceIDs {
 		m.keep[id] = true
 	}
+	if sym != nil {
+		sym.Plan = &m.plan
+	}
 	for t := 0; t < geo.NumTensors; t++ {
 		m.tensors = append(m.tensors, make([]float32, elems))
 	}
@@ -237,23 +248,34 @@ func (m *Mock) Index() statecache.StateIndex { return m.index }
 // last known token of a running request, as Scheduler.Update will count.
 func (m *Mock) Execute(out *sched.Output, now sim.Time) error {
 	if m.sym != nil {
+		// The previous step's boundary copies (the engine's PostProcess
+		// after its output was applied) precede this step's reads.
+		if err := m.applyPost(); err != nil {
+			return err
+		}
+		m.plan.Ops = m.plan.Ops[:0]
 		if err := m.sym.Execute(out, now); err != nil {
 			return err
 		}
 	}
+	next := 0
 	for i := range out.Rows {
-		if err := m.row(&out.Rows[i], out.Step); err != nil {
+		if err := m.row(&out.Rows[i], i, &next, out.Step); err != nil {
 			return fmt.Errorf("mock: step %d, request %d: %w", out.Step, out.Rows[i].Req.ID, err)
 		}
 	}
-	return nil
+	// Copies the symbolic backend ran after the batch (async scheduling).
+	return m.applyPost()
 }
 
-func (m *Mock) row(row *sched.Row, step int64) error {
+func (m *Mock) row(row *sched.Row, i int, next *int, step int64) error {
 	r := row.Req
 	rd := m.reqs[r.ID]
 	if rd == nil {
 		rd = &reqData{req: r, Generated: Generated{Seed: r.Seed, Prompt: r.NumPromptTokens}}
+		if m.cfg.SharedPrefixes {
+			rd.Prefix = r.Prefix
+		}
 		m.reqs[r.ID] = rd
 	}
 	m.settle(rd, r)
@@ -286,6 +308,9 @@ func (m *Mock) row(row *sched.Row, step int64) error {
 	}
 	if job.decode {
 		job.kernel = row.KernelSlots
+	}
+	if err := m.planRow(&job, i, next); err != nil {
+		return err
 	}
 	switch {
 	case drafts > 0:
@@ -413,6 +438,13 @@ const maxReferences = 1 << 14
 // private contiguous caches, in one prefill, and scores every token (or
 // returns the scores of an identical earlier recomputation).
 func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint, error) {
+	return m.ReferenceOf(&Generated{Seed: seed, Prompt: numPrompt, Tokens: tokens})
+}
+
+// ReferenceOf is Reference for g's prompt (its shared prefix included)
+// and tokens.
+func (m *Mock) ReferenceOf(g *Generated) ([]RefPoint, error) {
+	seed, numPrompt, tokens := g.Seed, g.Prompt, g.Tokens
 	if len(tokens) == 0 {
 		return nil, nil
 	}
@@ -420,6 +452,10 @@ func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint
 		return nil, fmt.Errorf("mock: reference needs a prompt of at least 1 token")
 	}
 	key := fmt.Appendf(m.refKey[:len(m.refKey):len(m.refKey)], "%d|%d|", seed, numPrompt)
+	for _, s := range g.Prefix {
+		key = fmt.Appendf(key, "%d:%d,", s.ID, s.Tokens)
+	}
+	key = append(key, '|')
 	for _, t := range tokens {
 		key = append(key, byte(t), byte(t>>8), byte(t>>16), byte(t>>24))
 	}
@@ -430,7 +466,7 @@ func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint
 		m.stats.ReferenceTokens += int64(numPrompt + len(tokens) - 1)
 		return slices.Clone(pts), nil
 	}
-	pts, err := m.reference(seed, numPrompt, tokens)
+	pts, err := m.reference(g)
 	if err != nil {
 		return nil, err
 	}
@@ -443,8 +479,9 @@ func (m *Mock) Reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint
 	return pts, nil
 }
 
-func (m *Mock) reference(seed uint64, numPrompt int, tokens []int32) ([]RefPoint, error) {
-	rd := &reqData{Generated: Generated{Seed: seed, Prompt: numPrompt, Tokens: tokens}}
+func (m *Mock) reference(g *Generated) ([]RefPoint, error) {
+	numPrompt, tokens := g.Prompt, g.Tokens
+	rd := &reqData{Generated: *g}
 	L := numPrompt + len(tokens) - 1
 	s := &m.cfg.Shape
 	vocab := s.VocabSize
@@ -506,7 +543,7 @@ func (m *Mock) compare(id int64, corruptStep int64, rd *reqData) {
 	if len(rd.Tokens) == 0 {
 		return
 	}
-	ref, err := m.Reference(rd.Seed, rd.Prompt, rd.Tokens)
+	ref, err := m.ReferenceOf(&rd.Generated)
 	if err != nil {
 		// The engine ran these very positions, so the reference cannot
 		// fail short of a bug here; record it as maximally divergent.

@@ -25,6 +25,7 @@ func ConfigOf(env *backend.Env) Config {
 	cfg := Config{
 		Shape: *env.Shape, Layout: env.Layout, NumBlocks: env.NumBlocks,
 		WeightSeed: b.WeightSeed, Temperature: b.Temperature, Threshold: b.DivergenceThreshold,
+		SharedPrefixes: env.Setup.Mamba.PrefixCaching,
 	}
 	if env.Setup.Spec.On() {
 		cfg.NumSpec = env.Setup.Spec.K

@@ -86,6 +86,9 @@ func (m *net) stateLayer(w *StateWeights, tensor []float32, g int, j *rowJob, n 
 	if d.ConvK <= 1 {
 		K1 = 0
 	}
+	if err := m.copyState(tensor, g, j, K1*cd, cd, d.SpecConvColumns); err != nil {
+		return err
+	}
 	own, err := m.page(tensor, j.slots[g])
 	if err != nil {
 		return err
@@ -133,9 +136,17 @@ func (m *net) stateLayer(w *StateWeights, tensor []float32, g int, j *rowJob, n 
 			return err
 		}
 	case d.Heads > 0:
-		if j.decode || !m.chunked {
+		if j.decode || !m.chunked || len(j.ops.bounds) > 0 {
+			// All mode's boundary states need the state after every
+			// token: the recurrence (a chunk boundary need not fall on a
+			// block boundary of the row).
 			for t := 0; t < n; t++ {
 				m.recurStep(d, S, t)
+				if len(j.ops.bounds) > 0 {
+					if err := m.boundary(tensor, g, j, t, sc.z[(t+1)*cd:(t+1+K1)*cd], S); err != nil {
+						return err
+					}
+				}
 				if spec && t <= j.specK {
 					col, err := m.page(tensor, j.column(g, t))
 					if err != nil {

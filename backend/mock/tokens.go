@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"statesim/sim"
+	"statesim/statecache"
 )
 
 // Token and log-prob definitions (docs/numeric-model.md §4).
@@ -14,6 +15,7 @@ const (
 	promptSalt uint64 = 0x70726f6d7074 // "prompt"
 	sampleSalt uint64 = 0x73616d706c65 // "sample"
 	draftSalt  uint64 = 0x6472616674   // "draft"
+	prefixSalt uint64 = 0x707265666978 // "prefix"
 )
 
 // DraftToken is the drafter's proposal for position pos of a request:
@@ -30,6 +32,29 @@ func DraftToken(seed uint64, pos int, vocab int) int32 {
 // finaliser (sim.Mix).
 func PromptToken(seed uint64, pos int, vocab int) int32 {
 	return int32(sim.Mix(seed^sim.Mix(uint64(pos)^promptSalt)) % uint64(vocab))
+}
+
+// PrefixToken is the id of the token at offset off of a shared prefix
+// segment (statecache.Segment, the content id the block hashes are made
+// of): Mix(id ⊕ Mix(off ⊕ "prefix")) mod vocab. Requests naming the same
+// segment share its tokens, whatever their seeds.
+func PrefixToken(id uint64, off int, vocab int) int32 {
+	return int32(sim.Mix(id^sim.Mix(uint64(off)^prefixSalt)) % uint64(vocab))
+}
+
+// PromptTokenOf is the prompt token at position pos of a request whose
+// prompt starts with the segments prefix: a segment's token there
+// (PrefixToken), past them the request's own (PromptToken).
+func PromptTokenOf(seed uint64, prefix []statecache.Segment, pos int, vocab int) int32 {
+	off := pos
+	for _, s := range prefix {
+		n := max(int(s.Tokens), 0)
+		if off < n {
+			return PrefixToken(s.ID, off, vocab)
+		}
+		off -= n
+	}
+	return PromptToken(seed, pos, vocab)
 }
 
 // Greedy is the argmax of logits, ties to the lowest id.

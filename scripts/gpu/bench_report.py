@@ -2,6 +2,7 @@
 (optionally) the GDN benchmark's JSON, every figure and verdict from the data.
 Usage: bench_report.py CUDA.json TORCH.json DATE [GDN.json] > kernel-bench.md"""
 import json
+import re
 import sys
 
 cu, pt, date = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
@@ -101,7 +102,8 @@ if len(sys.argv) > 4:
     gd = json.load(open(sys.argv[4]))
     gcopy = gd["copy_gbs"]
     p(f"\n## GDN decode: `gdn_recurrent_decode` against a vLLM/FLA-structured Triton kernel\n")
-    p(f"Same run, same card ({gd['device']}, {gd['sms']} SMs), Triton {gd['triton']}, PyTorch {gd['torch']}, by")
+    when = f"Run {gd['date']}; " if gd.get("date") else ""
+    p(f"{when}{'same' if when else 'Same'} run, same card ({gd['device']}, {gd['sms']} SMs), Triton {gd['triton']}, PyTorch {gd['torch']}, by")
     p("scripts/gpu/gdn_bench.py: statesim's kernel is the PTX of kernels/state.cu loaded through the driver; the Triton")
     p("kernel has the structure of vLLM's fla `fused_recurrent_gated_delta_rule` decode (one program per value block ×")
     p("row × head, the key dimension whole, one warp, the state tile in registers, the slot widened to int64), written")
@@ -111,8 +113,16 @@ if len(sys.argv) > 4:
     p("| batch | kernel | time µs | GB/s | % of copy | back to back µs | GB/s | % of copy | same-size copy, back to back GB/s |")
     p("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     names = {"ours": "statesim gdn_recurrent_decode", "fla_bv8": "Triton, FLA structure, BV 8", "fla_bv32": "Triton, FLA structure, BV 32"}
+    # backend: the variant the backend now builds (kernels/state.cu's defaults), when the run's
+    # kernels/state.ptx was the build before it.
+    ours = gd.get("backend", "ours")
+    keys = ("ours", "fla_bv8", "fla_bv32")
+    if ours != "ours":
+        names["ours"] = "statesim gdn_recurrent_decode, the build before (kernels/state.ptx of the run)"
+        names[ours] = "statesim gdn_recurrent_decode, the backend's build now"
+        keys = (ours,) + keys
     for r in gd["decode"]:
-        for key in ("ours", "fla_bv8", "fla_bv32"):
+        for key in keys:
             x = r[key]
             p(f"| {r['batch']} | {names[key]} | {x['time_us']:.1f} | {x['gbs']:.0f} | {100 * x['gbs'] / gcopy:.0f}% | "
               f"{x['time_b2b_us']:.1f} | {x['gbs_b2b']:.0f} | {100 * x['gbs_b2b'] / gcopy:.0f}% | {r['copy_same']['gbs_b2b']:.0f} |")
@@ -121,7 +131,13 @@ if len(sys.argv) > 4:
         which = f"; the backend's is {geo[0]} × {geo[1]}" if geo else ""
         p(f"\nThe same source at other launch geometries (warps per block × value rows per warp{which}),")
         p("back to back, % of copy:\n")
-        head = [v.replace("ours_w", "").replace("_r", " × ").replace("_b", ", ≥ ") + (" blocks" if "_b" in v else "") for v in gd["variants"]]
+        def label(v):
+            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?(?:_(l1|cs))?", v)
+            if not m:
+                return v
+            w, r, b, tag = m.groups()
+            return f"{w} × {r}" + (f", ≥ {b} blocks" if b else "") + {"l1": ", launch order", "cs": ", streaming"}.get(tag, "")
+        head = [label(v) for v in gd["variants"]]
         p("| batch | " + " | ".join(head) + " |")
         p("|---:|" + "---:|" * len(gd["variants"]))
         for r in gd["decode"]:
@@ -130,13 +146,19 @@ if len(sys.argv) > 4:
     p("| batch | statesim state | statesim output | Triton state | Triton output | other slots untouched |")
     p("|---:|---:|---:|---:|---:|---|")
     for c in gd["check"]:
-        p(f"| {c['batch']} | {c['ours_state_maxerr']:.1e} | {c['ours_out_maxerr']:.1e} | {c['fla_state_maxerr']:.1e} | "
-          f"{c['fla_out_maxerr']:.1e} | {c['untouched_slots_equal']} |")
+        p(f"| {c['batch']} | {c[ours + '_state_maxerr']:.1e} | {c[ours + '_out_maxerr']:.1e} | {c['fla_state_maxerr']:.1e} | "
+          f"{c['fla_out_maxerr']:.1e} | {c['untouched_slots_equal'] and c.get(ours + '_untouched', True)} |")
+    if gd.get("variants") and all(v + "_state_maxerr" in c for c in gd["check"] for v in gd["variants"]):
+        es = max(c[v + "_state_maxerr"] for c in gd["check"] for v in gd["variants"])
+        eo = max(c[v + "_out_maxerr"] for c in gd["check"] for v in gd["variants"])
+        un = all(c[v + "_untouched"] for c in gd["check"] for v in gd["variants"])
+        p(f"\nEvery variant above, checked the same way: largest state error {es:.1e}, output error {eo:.1e}, "
+          f"other slots untouched: {un}.")
     p("\nTarget: at batch ≥ 256, ≥ 85% of copy bandwidth back to back and ≥ 1.0× the Triton kernel:\n")
     for r in gd["decode"]:
         if r["batch"] < 256:
             continue
-        x = r["ours"]
+        x = r[ours]
         best = min(r["fla_bv8"]["time_b2b_us"], r["fla_bv32"]["time_b2b_us"])
         pc, sp_ = 100 * x["gbs_b2b"] / gcopy, best / x["time_b2b_us"]
         ps = 100 * x["gbs_b2b"] / r["copy_same"]["gbs_b2b"]

@@ -10,11 +10,13 @@ fp32 state, one token per row, slots scattered over a pool of 2 × batch + 1.
 
 Usage: gdn_bench.py OUT.json PTX:WARPS:ROWS [VARIANT.ptx:WARPS:ROWS ...]
 (PTX is kernels/state.ptx, the backend's; variants are the same source compiled
-with other -DREC_WARPS / -DREC_ROWS, timed beside it.)
+with other -DREC_WARPS / -DREC_ROWS / -DREC_MIN_BLOCKS / -DREC_LINEAR / -DREC_CS,
+timed beside it and checked against float64 like it.)
 """
 import ctypes
 import json
 import sys
+import time
 
 import torch
 import triton
@@ -157,7 +159,7 @@ def main():
         name = "ours_" + path.rsplit("/", 1)[-1].removeprefix("state_").removesuffix(".ptx")
         variants.append((name, Driver(path, int(w), int(r))))
     props = torch.cuda.get_device_properties(0)
-    out = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
+    out = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
            "triton": triton.__version__, "heads": HV, "dk": DK, "dv": DV, "decode": [], "check": [],
            "variants": [name for name, _ in variants], "ours_geometry": [int(w), int(r)]}
     big = torch.empty(1 << 30, dtype=torch.float32, device=dev)  # 4 GiB
@@ -183,6 +185,16 @@ def main():
                "fla_state_maxerr": (s2[idx].double() - want_h).abs().max().item(),
                "fla_out_maxerr": (o2.double() - want_o).abs().max().item(),
                "untouched_slots_equal": bool(torch.equal(s1[0], state[0]) and torch.equal(s2[0], state[0]))}
+        # Every variant is checked the same way: a faster launch must still
+        # compute the update.
+        for name, d in variants:
+            sv, ov = state.clone(), torch.empty_like(o1)
+            ours(d, batch, sv, slots, q, k, v, gate, beta, ov, seqlens)
+            torch.cuda.synchronize()
+            chk[name + "_state_maxerr"] = (sv[idx].double() - want_h).abs().max().item()
+            chk[name + "_out_maxerr"] = (ov.double() - want_o).abs().max().item()
+            chk[name + "_untouched"] = bool(torch.equal(sv[0], state[0]))
+            del sv, ov
         out["check"].append(chk)
         print(f"check batch {batch}: {chk}", flush=True)
         del s1, s2, want_h
@@ -208,8 +220,8 @@ def main():
         out["decode"].append(row)
         del state, src, dst
         torch.cuda.empty_cache()
-    with open(sys.argv[1], "w") as f:
-        json.dump(out, f, indent=1)
+        with open(sys.argv[1], "w") as f:  # after every batch: a run cut short keeps what it measured
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

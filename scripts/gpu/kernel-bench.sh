@@ -14,11 +14,15 @@ tmp=$(mktemp -d)
 # The GDN decode kernel as the backend builds it (4 warps × 4 rows: kernels.StateRecThreads,
 # StateRecRows), and launch-geometry variants.
 vars=()
-# warps:rows[:min resident blocks, a register cap]
-for v in 4:8 8:4 2:8 8:2 1:8 1:8:32 2:8:16 4:8:8 1:16; do
-	IFS=: read -r w r b <<<"$v"
+# warps:rows[:min resident blocks, a register cap[:l1 (blocks in launch order) or cs (streaming)]]
+for v in ${GDN_VARIANTS:-4:4::l1 4:8 4:8::l1 2:8::l1 1:8 1:8::l1 1:8:32::l1 2:8:16::l1 1:16::l1 2:16::l1 4:8::cs 1:8::cs}; do
+	IFS=: read -r w r b tag <<<"$v"
 	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r"
 	if [ -n "$b" ]; then name+=_b$b flags+=" -DREC_MIN_BLOCKS=$b"; fi
+	case "$tag" in
+	l1) name+=_l1 flags+=" -DREC_LINEAR=1" ;;
+	cs) name+=_cs flags+=" -DREC_CS=1" ;;
+	esac
 	"$NVCC" -arch=sm_90 -std=c++17 -ptx $flags kernels/state.cu -o "$tmp/state_$name.ptx"
 	vars+=("$tmp/state_$name.ptx:$w:$r")
 done
