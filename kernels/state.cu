@@ -26,22 +26,20 @@
 #define REC_WARPS 4
 #endif
 #ifndef REC_ROWS
-#define REC_ROWS 8     // value rows per warp
+#define REC_ROWS 4     // value rows per warp
 #endif
 #ifdef REC_MIN_BLOCKS  // a variant's register cap: this many resident blocks per multiprocessor
 #define REC_BOUNDS __launch_bounds__(32 * REC_WARPS, REC_MIN_BLOCKS)
 #else
 #define REC_BOUNDS __launch_bounds__(32 * REC_WARPS)
 #endif
-// REC_LINEAR (the backend's build since the 2026-12-06 H100 sweep,
-// docs/kernel-bench.md: 4 × 8 in launch order, 90–92% of copy at batch
-// ≥ 256): blocks take work in
+// REC_LINEAR (a variant, not the backend's build): blocks take work in
 // launch order (x fastest), value blocks first, then heads, then rows, so
 // consecutive blocks read adjacent pieces of one slot's page, as the Triton
 // grid (value block fastest) does; 0 keeps (row, head, value block) =
 // (x, y, z). The set of blocks is the same.
 #ifndef REC_LINEAR
-#define REC_LINEAR 1
+#define REC_LINEAR 0
 #endif
 // REC_CS: state loads and stores marked evict-first (ld/st.global.cs).
 #ifndef REC_CS

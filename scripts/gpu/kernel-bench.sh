@@ -11,23 +11,22 @@ out=${1:?usage: kernel-bench.sh OUT_DIR}
 mkdir -p "$out"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
-# The GDN decode kernel as the backend builds it (4 warps × 8 rows in launch order:
-# kernels.StateRecThreads, StateRecRows, REC_LINEAR), and launch-geometry variants (a variant
-# without the l1 tag takes the blocks' work as (row, head, value block) = (x, y, z)).
+# The GDN decode kernel as the backend builds it (4 warps × 4 rows: kernels.StateRecThreads,
+# StateRecRows), and launch-geometry variants.
 vars=()
 # warps:rows[:min resident blocks, a register cap[:l1 (blocks in launch order) or cs (streaming)]]
 for v in ${GDN_VARIANTS:-4:4::l1 4:8 4:8::l1 2:8::l1 1:8 1:8::l1 1:8:32::l1 2:8:16::l1 1:16::l1 2:16::l1 4:8::cs 1:8::cs}; do
 	IFS=: read -r w r b tag <<<"$v"
-	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r -DREC_LINEAR=0"
+	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r"
 	if [ -n "$b" ]; then name+=_b$b flags+=" -DREC_MIN_BLOCKS=$b"; fi
 	case "$tag" in
-	l1) name+=_l1 flags=${flags/-DREC_LINEAR=0/-DREC_LINEAR=1} ;;
+	l1) name+=_l1 flags+=" -DREC_LINEAR=1" ;;
 	cs) name+=_cs flags+=" -DREC_CS=1" ;;
 	esac
 	"$NVCC" -arch=sm_90 -std=c++17 -ptx $flags kernels/state.cu -o "$tmp/state_$name.ptx"
 	vars+=("$tmp/state_$name.ptx:$w:$r")
 done
-PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx:4:8 "${vars[@]}"
+PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx:4:4 "${vars[@]}"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
 "$tmp/kernel_bench" check
 "$tmp/kernel_bench" bench "$out/kernel-bench-cuda.json"
