@@ -150,8 +150,8 @@ def timed(fn, reps=30, b2b=20):
 
 
 def main():
-    path, w, r = sys.argv[2].rsplit(":", 2)
-    drv = Driver(path, int(w), int(r))
+    path, ours_w, ours_r = sys.argv[2].rsplit(":", 2)
+    drv = Driver(path, int(ours_w), int(ours_r))
     variants = []
     for a in sys.argv[3:]:
         path, w, r = a.rsplit(":", 2)
@@ -161,7 +161,7 @@ def main():
     props = torch.cuda.get_device_properties(0)
     out = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
            "triton": triton.__version__, "heads": HV, "dk": DK, "dv": DV, "decode": [], "check": [],
-           "variants": [name for name, _ in variants], "ours_geometry": [int(w), int(r)]}
+           "variants": [name for name, _ in variants], "ours_geometry": [int(ours_w), int(ours_r)]}
     big = torch.empty(1 << 30, dtype=torch.float32, device=dev)  # 4 GiB
     big2 = torch.empty_like(big)
     t, _ = timed(lambda: big2.copy_(big), reps=10, b2b=3)
