@@ -109,7 +109,7 @@ checks:
 			if stale != c.stale {
 				t.Errorf("stale reads %t, want %t", stale, c.stale)
 			}
-			holdsToSymbolic(t, rep, f)
+			holdsToSymbolic(t, rep, f, nil)
 		})
 	}
 }

@@ -27,7 +27,7 @@ func TestRulesNameFileLineAndField(t *testing.T) {
 	}{
 		{"bad version", "  num_gpu_blocks_override: 100\n  vllm_version: v9\n", "t.yaml:6: field engine.vllm_version", nil},
 		{"async under v0", "  num_gpu_blocks_override: 100\n  async_scheduling: true\n", "t.yaml:6: field engine.async_scheduling: the v0 control", []string{"engine.vllm_version=v0"}},
-		{"async on mock", "  num_gpu_blocks_override: 100\n  async_scheduling: true\n", "t.yaml:6: field engine.async_scheduling: the mock backend", []string{"backend.kind=mock"}},
+		{"async on cuda", "  num_gpu_blocks_override: 100\n  async_scheduling: true\n", "t.yaml:6: field engine.async_scheduling: the cuda backend", []string{"backend.kind=cuda"}},
 		{"bad mode", "  num_gpu_blocks_override: 100\n  mamba_cache_mode: some\n", `t.yaml:6: field engine.mamba_cache_mode: unknown mamba_cache_mode "some"`, nil},
 		{"mode before v0.15", "  num_gpu_blocks_override: 100\n  mamba_cache_mode: align\n  enable_prefix_caching: true\n", "t.yaml:6: field engine.mamba_cache_mode", nil},
 		{"spec under v0", "", "field engine.speculative.method: speculative decoding is modelled for V1 releases", []string{"engine.vllm_version=v0", "engine.speculative.method=mtp", "engine.speculative.num_speculative_tokens=1"}},

@@ -79,3 +79,45 @@ func TestMockThroughEngine(t *testing.T) {
 		t.Errorf("fixed: %d corrupted, mock %+v", rep.CorruptedRequests, d)
 	}
 }
+
+// Under async scheduling a step runs on the GPU before the previous one's
+// output is applied: the mock samples when the step runs and hands the
+// tokens over when the scheduler applies them. A healthy release then
+// equals its reference exactly, every output token compared, with and
+// without drafts (the sampler's accepted drafts drawn with the step).
+func TestMockAsyncScheduling(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, model, extra string }{
+		{"plain", "tiny-hybrid", ""},
+		{"mtp", "tiny-hybrid-mamba2", "  speculative:\n    method: mtp\n    num_speculative_tokens: 2\n    acceptance_rate: 0.6\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			y := strings.NewReplacer("%VERSION%", "fixed", "%PROMPTS%", "32", "tiny-hybrid\n", c.model+"\n",
+				"  state_index_bits: 64\n", "  state_index_bits: 64\n  async_scheduling: true\n"+c.extra).Replace(tinyImposter)
+			sc, err := scenarios.Parse([]byte(y), "tiny-async", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := engine.Run(sc, engine.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range rep.Warnings {
+				if strings.Contains(w, "Async scheduling") {
+					t.Fatalf("async scheduling turned off: %s", w)
+				}
+			}
+			d := rep.Divergence
+			if d == nil {
+				t.Fatal("the mock's comparison is missing from the report")
+			}
+			t.Logf("%d requests, %d steps, %d output tokens; mock: %+v", rep.Requests, rep.Steps, rep.OutputTokens, *d)
+			if d.RequestsCompared != rep.Requests || d.TokensCompared != rep.OutputTokens {
+				t.Errorf("compared %d of %d requests, %d of %d output tokens", d.RequestsCompared, rep.Requests, d.TokensCompared, rep.OutputTokens)
+			}
+			if rep.CorruptedRequests != 0 || d.RequestsDivergent != 0 || d.MaxDelta != 0 {
+				t.Errorf("a healthy async run: %d corrupted, mock %+v", rep.CorruptedRequests, *d)
+			}
+		})
+	}
+}

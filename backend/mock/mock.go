@@ -55,6 +55,11 @@ type Config struct {
 	// StateKernels, when set, runs the engine's state recurrences (not
 	// the reference's): a GPU backend's kernels over its own state caches.
 	StateKernels StateKernels
+	// AsyncScheduling is the engine's async scheduling: a step may run
+	// before the previous one's output is applied, so a row samples its
+	// tokens (the accepted drafts the scheduler drew with it, then the
+	// bonus) when it runs, and the engine's count catches up later.
+	AsyncScheduling bool
 }
 
 // Stats and Divergence are the differential check's values; they live in
@@ -115,6 +120,10 @@ type reqData struct {
 	req *sched.Request // valid only while in flight: engines recycle finished requests
 	Generated
 	pending *pendingSpec // a draft row awaiting the sampler's verdict
+	// ahead is, under async scheduling, how many tokens each step whose
+	// output the scheduler has not applied yet sampled, oldest first:
+	// the last sum(ahead) of Tokens.
+	ahead []int
 }
 
 // Mock is the numeric backend.
@@ -279,11 +288,13 @@ func (m *Mock) row(row *sched.Row, i int, next *int, step int64) error {
 		m.reqs[r.ID] = rd
 	}
 	m.settle(rd, r)
-	if len(rd.Tokens) != r.NumOutputTokens || rd.Prompt != r.NumPromptTokens {
-		return fmt.Errorf("engine holds %d+%d tokens, the mock %d+%d", r.NumPromptTokens, r.NumOutputTokens, rd.Prompt, len(rd.Tokens))
+	if applied := rd.applied(r.NumOutputTokens); applied != r.NumOutputTokens || rd.Prompt != r.NumPromptTokens {
+		return fmt.Errorf("engine holds %d+%d tokens, the mock %d+%d", r.NumPromptTokens, r.NumOutputTokens, rd.Prompt, applied)
 	}
 	c, q := row.NumComputed, row.NumScheduled
-	known := r.NumTokens()
+	// The runner's tokens: under async scheduling, those of steps whose
+	// output is not applied yet too (the previous step's sampled ids).
+	known := rd.Prompt + len(rd.Tokens)
 	drafts := max(c+q-known, 0)
 	if q <= 0 || c < 0 || drafts > row.NumDrafts || drafts >= q {
 		return fmt.Errorf("scheduled positions [%d, %d) outside the %d known tokens and %d drafts", c, c+q, known, row.NumDrafts)
@@ -312,7 +323,33 @@ func (m *Mock) row(row *sched.Row, i int, next *int, step int64) error {
 	if err := m.planRow(&job, i, next); err != nil {
 		return err
 	}
+	samples := r.Status == sched.Running && c+q >= known
+	if m.cfg.AsyncScheduling && samples != row.Samples {
+		return fmt.Errorf("the scheduler says the row samples: %t, the mock's %d known tokens: %t", row.Samples, known, samples)
+	}
 	switch {
+	case m.cfg.AsyncScheduling && samples:
+		// The sampler's verdict was drawn with the step: the accepted
+		// drafts, each under the target's logits before it, then the
+		// target's own sample after them (the bonus token).
+		a := min(row.NumAccepted, drafts)
+		job.logitsFrom = q - 1 - drafts
+		from := job.logitsFrom
+		job.onLogits = func(i int, logits []float32) {
+			j := i - from // the draft after token i
+			if j > a {
+				return // after a rejected draft
+			}
+			tok := m.tok[min(i+1, len(m.tok)-1)]
+			if j == a {
+				tok = Sample(logits, m.cfg.Temperature, rd.Seed, c+i+1)
+			}
+			rd.Tokens = append(rd.Tokens, tok)
+			rd.LogProbs = append(rd.LogProbs, LogProb(logits, tok))
+			rd.Steps = append(rd.Steps, step)
+		}
+		rd.ahead = append(rd.ahead, a+1)
+		m.stats.TokensSampled += int64(a + 1)
 	case drafts > 0:
 		// The sampler's verdict comes with Scheduler.Update: keep the
 		// candidates (each draft under the target's logits before it,
@@ -330,7 +367,7 @@ func (m *Mock) row(row *sched.Row, i int, next *int, step int64) error {
 				pd.draft = append(pd.draft, m.tok[i+1])
 			}
 		}
-	case r.Status == sched.Running && c+q >= known:
+	case samples:
 		job.logitsFrom = q - 1
 		job.onLogits = func(_ int, logits []float32) {
 			tok := Sample(logits, m.cfg.Temperature, rd.Seed, c+q)
@@ -382,6 +419,22 @@ func (m *Mock) settle(rd *reqData, r *sched.Request) {
 	}
 }
 
+// applied hands the request the tokens of the steps whose output the
+// scheduler has applied, the engine holding n, and returns how many it
+// holds now. A step's tokens are applied whole; at a stop the engine
+// keeps fewer, and Finish drops the rest.
+func (rd *reqData) applied(n int) int {
+	held := len(rd.Tokens)
+	for _, k := range rd.ahead {
+		held -= k
+	}
+	for len(rd.ahead) > 0 && held+rd.ahead[0] <= n {
+		held += rd.ahead[0]
+		rd.ahead = rd.ahead[1:]
+	}
+	return held
+}
+
 // Finish compares a finished (or abandoned) request with the reference
 // and frees its data.
 func (m *Mock) Finish(r *sched.Request) {
@@ -390,6 +443,14 @@ func (m *Mock) Finish(r *sched.Request) {
 		return
 	}
 	m.settle(rd, r)
+	if len(rd.ahead) > 0 {
+		// Sampled ahead but never applied (a stop cut them): the engine
+		// never saw them.
+		n := min(r.NumOutputTokens, len(rd.Tokens))
+		m.stats.TokensSampled -= int64(len(rd.Tokens) - n)
+		rd.Tokens, rd.LogProbs, rd.Steps = rd.Tokens[:n], rd.LogProbs[:n], rd.Steps[:n]
+		rd.ahead = nil
+	}
 	delete(m.reqs, r.ID)
 	m.compare(int64(r.ID), r.CorruptStep, rd)
 }

@@ -25,7 +25,7 @@ func ConfigOf(env *backend.Env) Config {
 	cfg := Config{
 		Shape: *env.Shape, Layout: env.Layout, NumBlocks: env.NumBlocks,
 		WeightSeed: b.WeightSeed, Temperature: b.Temperature, Threshold: b.DivergenceThreshold,
-		SharedPrefixes: env.Setup.Mamba.PrefixCaching,
+		SharedPrefixes: env.Setup.Mamba.PrefixCaching, AsyncScheduling: env.Setup.Sched.Config.AsyncScheduling,
 	}
 	if env.Setup.Spec.On() {
 		cfg.NumSpec = env.Setup.Spec.K
