@@ -49,7 +49,14 @@ func runTiny(t *testing.T, version string) *report.Report {
 	// 96 prompts (six batches) already recycle a slot into an imposter
 	// under v0.13; the long tier runs the 200 of the seeds' incident.
 	y := strings.NewReplacer("%VERSION%", version, "%PROMPTS%", strconv.Itoa(testtier.Sized(96, 200))).Replace(tinyImposter)
-	sc, err := scenarios.Parse([]byte(y), "tiny-imposter", nil)
+	return runMock(t, y, "tiny-imposter")
+}
+
+// runMock runs scenario y through the engine; its report must carry the
+// mock's comparison.
+func runMock(t *testing.T, y, name string) *report.Report {
+	t.Helper()
+	sc, err := scenarios.Parse([]byte(y), name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,23 +101,13 @@ func TestMockAsyncScheduling(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			y := strings.NewReplacer("%VERSION%", "fixed", "%PROMPTS%", "32", "tiny-hybrid\n", c.model+"\n",
 				"  state_index_bits: 64\n", "  state_index_bits: 64\n  async_scheduling: true\n"+c.extra).Replace(tinyImposter)
-			sc, err := scenarios.Parse([]byte(y), "tiny-async", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := engine.Run(sc, engine.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := runMock(t, y, "tiny-async")
 			for _, w := range rep.Warnings {
 				if strings.Contains(w, "Async scheduling") {
 					t.Fatalf("async scheduling turned off: %s", w)
 				}
 			}
 			d := rep.Divergence
-			if d == nil {
-				t.Fatal("the mock's comparison is missing from the report")
-			}
 			t.Logf("%d requests, %d steps, %d output tokens; mock: %+v", rep.Requests, rep.Steps, rep.OutputTokens, *d)
 			if d.RequestsCompared != rep.Requests || d.TokensCompared != rep.OutputTokens {
 				t.Errorf("compared %d of %d requests, %d of %d output tokens", d.RequestsCompared, rep.Requests, d.TokensCompared, rep.OutputTokens)
