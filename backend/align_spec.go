@@ -45,13 +45,13 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 	}
 	cur := (c + q - 1) / s.bs
 	reported := false
-	report := func(slot int32, prev statecache.RequestID, detail func() string) {
+	report := func(slot int32, prev statecache.RequestID, write bool, detail func() string) {
 		if reported {
 			return
 		}
 		reported = true
 		s.corrupt(r)
-		s.add(invariant.StaleSlotRead, r, now, slot, prev, detail)
+		s.addAccess(invariant.StaleSlotRead, r, now, slot, prev, write, detail)
 	}
 	for g := range t.MambaT {
 		mt := &t.MambaT[g]
@@ -86,7 +86,7 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 				why = s.sourceMismatch(r, mm, src, p, restore, c)
 			}
 			if why != "" {
-				report(src, p.Writer, func() string {
+				report(src, p.Writer, false, func() string {
 					return fmt.Sprintf("Mamba group %d (align, K = %d, runner's running index %d, previous %d, num_accepted %d): %s", g, k, cur, prev, acc+1, why)
 				})
 			}
@@ -109,7 +109,7 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 		for j := 0; j < n; j++ {
 			b := at(cur + j)
 			if !mt.Holds(b) {
-				report(b, s.Pool.Holder(b), func() string {
+				report(b, s.Pool.Holder(b), true, func() string {
 					return fmt.Sprintf("Mamba group %d (align, K = %d): %s", g, k, s.freedWhy(r, g, b, cur+j, "writes state column "+fmt.Sprint(j)+" to"))
 				})
 				continue
@@ -183,7 +183,7 @@ func (s *Symbolic) PostProcess(row *sched.Row) {
 		if !mt.Holds(dst) && !reported {
 			reported = true
 			holder := s.Pool.Holder(dst)
-			s.add(invariant.StaleSlotRead, r, s.now, dst, holder, func() string {
+			s.addAccess(invariant.StaleSlotRead, r, s.now, dst, holder, true, func() string {
 				return fmt.Sprintf("Mamba group %d (align, K = %d): the boundary copy after %d accepted tokens: %s", g, len(t.Spec)/len(t.MambaT), aligned,
 					s.freedWhy(r, g, dst, dest, "copies the state after "+fmt.Sprint(aligned)+" tokens into"))
 			})

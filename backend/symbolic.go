@@ -579,7 +579,12 @@ func (s *Symbolic) mambaSlots(row *sched.Row, now sim.Time) {
 }
 
 func (s *Symbolic) add(inv invariant.Invariant, r *sched.Request, now sim.Time, slot int32, prev statecache.RequestID, detail func() string) {
-	v := invariant.Violation{Invariant: inv, Step: s.step, TimeNS: int64(now), RequestID: int64(r.ID), Slot: int64(slot), PrevOwner: int64(prev)}
+	s.addAccess(inv, r, now, slot, prev, false, detail)
+}
+
+// addAccess is add for a write (write) or a read.
+func (s *Symbolic) addAccess(inv invariant.Invariant, r *sched.Request, now sim.Time, slot int32, prev statecache.RequestID, write bool, detail func() string) {
+	v := invariant.Violation{Invariant: inv, Step: s.step, TimeNS: int64(now), RequestID: int64(r.ID), Slot: int64(slot), PrevOwner: int64(prev), Write: write}
 	if s.Rec.Wants(inv) {
 		v.Detail = detail()
 	}

@@ -78,7 +78,11 @@ type Violation struct {
 	RequestID int64     `json:"request_id"`
 	Slot      int64     `json:"slot"`
 	PrevOwner int64     `json:"prev_owner"`
-	Detail    string    `json:"detail"`
+	// Write: the access was a write into a block the request no longer
+	// holds (align mode's freed-block writes), not a read: the harm lands
+	// on whoever reads that block next, not on this request's output.
+	Write  bool   `json:"write,omitempty"`
+	Detail string `json:"detail"`
 }
 
 func (v Violation) String() string {
