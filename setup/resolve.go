@@ -58,6 +58,7 @@ func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 		}
 	}
 	r.derive()
+	r.groups()
 	r.st.Warnings = r.st.warnings()
 	return r.st, nil
 }
