@@ -98,6 +98,11 @@ workload:
 		if st.MambaBlockSize != tc.mamba || st.CacheBlockSize != tc.cacheSize {
 			t.Errorf("caching %s: mamba_block_size %d, block_size %d; want %d, %d", tc.caching, st.MambaBlockSize, st.CacheBlockSize, tc.mamba, tc.cacheSize)
 		}
+		// The align-mode chunking divides by cache_config.block_size;
+		// without prefix caching there is none.
+		if want := map[string]int{"true": tc.cacheSize}[tc.caching]; st.Sched.Config.MambaAlignBlockSize != want {
+			t.Errorf("caching %s: align chunk block %d, want %d", tc.caching, st.Sched.Config.MambaAlignBlockSize, want)
+		}
 		for i, g := range st.Groups {
 			if want := map[model.LayerKind]int{model.Attention: 176, model.Mamba: tc.mamba}[g.Kind]; g.BlockSize != want {
 				t.Errorf("caching %s: group %d (%v) block size %d, want %d", tc.caching, i, g.Kind, g.BlockSize, want)

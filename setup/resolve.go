@@ -57,8 +57,8 @@ func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 			return nil, err
 		}
 	}
-	r.derive()
 	r.groups()
+	r.derive()
 	r.st.Warnings = r.st.warnings()
 	return r.st, nil
 }
