@@ -66,11 +66,19 @@ type Symbolic struct {
 	// numeric backend's to perform); planRow is the row being executed.
 	Plan    *StatePlan
 	planRow int
-	layout  model.Layout
-	bs      int
-	stateRW int64 // bytes one Mamba layer moves to read+write a state
-	nMamba  int   // Mamba layers
-	step    int64
+	// SeedBlockSize divides a new or resumed request's running column in
+	// align mode under speculative decoding: Model Runner V2's
+	// add_request divides by cache_config.block_size as the engine core
+	// left it (MambaHybridModelState.add_request,
+	// vllm/v1/worker/gpu/model_states/mamba_hybrid.py @ 6adad0876), V1's
+	// preprocess_mamba by the Mamba spec's block (vllm/v1/worker/
+	// mamba_utils.py); 0: the layout's block.
+	SeedBlockSize int
+	layout        model.Layout
+	bs            int
+	stateRW       int64 // bytes one Mamba layer moves to read+write a state
+	nMamba        int   // Mamba layers
+	step          int64
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.
