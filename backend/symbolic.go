@@ -378,13 +378,24 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) (copied, tainted b
 		mm := s.KV.MambaManagerOf(g)
 		mt := &t.MambaT[g]
 		dst, src := t.Mamba[g], int32(statecache.NullBlock)
+		seeded := false
 		if mm.Spec.Mode == statecache.MambaAlign {
 			src = mm.CopySource(mt)
+			if restore && s.SeedBlockSize > 0 && s.SeedBlockSize != s.bs {
+				// V2 copies from its add_request seed's column. Past the
+				// table the entry is not this request's (zeros or a former
+				// occupant's block: not read here); statesim reads the
+				// null block there.
+				seeded, src = true, statecache.NullBlock
+				if i := (c - 1) / s.SeedBlockSize; i < len(mt.Blocks) {
+					src = mt.Blocks[i]
+				}
+			}
 		} else if held < len(mt.Blocks) {
 			src = mt.Blocks[held]
 		}
 		tg := false
-		if c > 0 && src != statecache.NullBlock && src != dst {
+		if c > 0 && (src != statecache.NullBlock || seeded) && src != dst {
 			tg = s.readSource(row, g, mm, src, dst, restore, &reported, now)
 			if g == 0 {
 				tainted = tg

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"statesim/invariant"
 	"statesim/scenarios"
 	"statesim/step"
 )
@@ -70,5 +71,30 @@ func TestMambaAlignUnalignedChunksCaughtOnRestore(t *testing.T) {
 		"restores through a prefix hit", "the cache says block", "the bytes hold")
 	if rep, err := Run(hybridRollouts(t, "align", 40), Options{}); err != nil || rep.TotalViolations() != 0 {
 		t.Errorf("aligned: %v, %+v", err, rep.Violations)
+	}
+}
+
+// Without speculative decoding V2's seed is the column its pre-copy reads
+// a hit's state from (#53142, #55600): with a 16-token
+// cache_config.block_size standing in for a smaller group's on
+// tiny-hybrid's 32-token block, the rollouts' restores read past the hit
+// under V2 and are caught; V1 (the Mamba block) and V2 with the settled
+// value run clean.
+func TestMambaAlignV2SeedUnits(t *testing.T) {
+	for _, tc := range []struct {
+		runner string
+		cache  int
+		caught bool
+	}{{"v1", 16, false}, {"v2", 0, false}, {"v2", 16, true}} {
+		rep, err := Run(hybridRollouts(t, "align", 40, "engine.model_runner="+tc.runner), Options{cacheBlockSize: tc.cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Count(invariant.StaleSlotRead) > 0; got != tc.caught {
+			t.Errorf("runner %s, cache_config.block_size %d: stale-slot-read %v, want %v: %+v", tc.runner, tc.cache, got, tc.caught, rep.Violations)
+		}
+		if rep.Finished != rep.Requests {
+			t.Errorf("runner %s, cache_config.block_size %d: %d/%d finished", tc.runner, tc.cache, rep.Finished, rep.Requests)
+		}
 	}
 }
