@@ -127,31 +127,3 @@ func TestAsyncSchedulingMambaPrefixCaching(t *testing.T) {
 		t.Errorf("removing #33352 under #33997: %v, want an error naming both", err)
 	}
 }
-
-// Model Runner V2 seeds a new or resumed request's running column in
-// units of cache_config.block_size, V1 in the Mamba block's (#53142,
-// #55600): with a group on a smaller block the two differ. statesim
-// models no such group (every setup's CacheBlockSize is the Mamba block
-// in align mode), so the test stands a 16-token cache_config.block_size
-// in for one: V2's seed then reads a column past the rollouts' hit and
-// the check catches it, while V1 runs clean, and V2 with the settled
-// value runs clean too.
-func TestAlignSpecV2SeedUnits(t *testing.T) {
-	for _, tc := range []struct {
-		runner string
-		cache  int
-		caught bool
-	}{{"v1", 16, false}, {"v2", 0, false}, {"v2", 16, true}} {
-		sc := alignMTP(t, 1, "engine.model_runner="+tc.runner, "engine.patches=[+55898, +48375]")
-		rep, err := Run(sc, Options{cacheBlockSize: tc.cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := rep.Count(invariant.StaleSlotRead) > 0; got != tc.caught {
-			t.Errorf("runner %s, cache_config.block_size %d: stale-slot-read %v, want %v: %+v", tc.runner, tc.cache, got, tc.caught, rep.Violations)
-		}
-		if !tc.caught && rep.Finished != rep.Requests {
-			t.Errorf("runner %s: %d/%d finished", tc.runner, rep.Finished, rep.Requests)
-		}
-	}
-}
