@@ -73,7 +73,11 @@ func (s *Symbolic) alignSpec(row *sched.Row, now sim.Time) {
 			acc = 0 // the boundary copy put the state in the running block
 		}
 		if restore || prev < 0 {
-			prev, acc = (c-1)/s.bs, 0 // a new or resumed request: num_accepted 1
+			seed := s.bs
+			if s.SeedBlockSize > 0 {
+				seed = s.SeedBlockSize
+			}
+			prev, acc = (c-1)/seed, 0 // a new or resumed request: num_accepted 1
 		}
 		tainted := false
 		if c > 0 {

@@ -66,11 +66,19 @@ type Symbolic struct {
 	// numeric backend's to perform); planRow is the row being executed.
 	Plan    *StatePlan
 	planRow int
-	layout  model.Layout
-	bs      int
-	stateRW int64 // bytes one Mamba layer moves to read+write a state
-	nMamba  int   // Mamba layers
-	step    int64
+	// SeedBlockSize divides a new or resumed request's running column in
+	// align mode under speculative decoding: Model Runner V2's
+	// add_request divides by cache_config.block_size as the engine core
+	// left it (MambaHybridModelState.add_request,
+	// vllm/v1/worker/gpu/model_states/mamba_hybrid.py @ 6adad0876), V1's
+	// preprocess_mamba by the Mamba spec's block (vllm/v1/worker/
+	// mamba_utils.py); 0: the layout's block.
+	SeedBlockSize int
+	layout        model.Layout
+	bs            int
+	stateRW       int64 // bytes one Mamba layer moves to read+write a state
+	nMamba        int   // Mamba layers
+	step          int64
 }
 
 // NewSymbolic builds the symbolic backend over a pool and its layout.
@@ -370,13 +378,24 @@ func (s *Symbolic) restoreState(row *sched.Row, now sim.Time) (copied, tainted b
 		mm := s.KV.MambaManagerOf(g)
 		mt := &t.MambaT[g]
 		dst, src := t.Mamba[g], int32(statecache.NullBlock)
+		seeded := false
 		if mm.Spec.Mode == statecache.MambaAlign {
 			src = mm.CopySource(mt)
+			if restore && s.SeedBlockSize > 0 && s.SeedBlockSize != s.bs {
+				// V2 copies from its add_request seed's column. Past the
+				// table the entry is not this request's (zeros or a former
+				// occupant's block: not read here); statesim reads the
+				// null block there.
+				seeded, src = true, statecache.NullBlock
+				if i := (c - 1) / s.SeedBlockSize; i < len(mt.Blocks) {
+					src = mt.Blocks[i]
+				}
+			}
 		} else if held < len(mt.Blocks) {
 			src = mt.Blocks[held]
 		}
 		tg := false
-		if c > 0 && src != statecache.NullBlock && src != dst {
+		if c > 0 && (src != statecache.NullBlock || seeded) && src != dst {
 			tg = s.readSource(row, g, mm, src, dst, restore, &reported, now)
 			if g == 0 {
 				tainted = tg

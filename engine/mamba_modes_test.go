@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"statesim/invariant"
 	"statesim/scenarios"
 	"statesim/step"
 )
@@ -70,5 +71,45 @@ func TestMambaAlignUnalignedChunksCaughtOnRestore(t *testing.T) {
 		"restores through a prefix hit", "the cache says block", "the bytes hold")
 	if rep, err := Run(hybridRollouts(t, "align", 40), Options{}); err != nil || rep.TotalViolations() != 0 {
 		t.Errorf("aligned: %v, %+v", err, rep.Violations)
+	}
+}
+
+// Model Runner V2 seeds a new or resumed request's running column in
+// units of cache_config.block_size, V1 in the Mamba block's, and copies
+// a hit's state from it (#53142, #55600): with a group on a smaller
+// block the two differ. statesim models no such group (every setup's
+// CacheBlockSize is the Mamba block in align mode), so a 16-token
+// cache_config.block_size stands in for one on tiny-hybrid's 32-token
+// block: under V2 the rollouts' restores read past the hit and are
+// caught, with and without MTP (backend/align_spec.go keeps the runner's
+// own index there); V1 and V2 with the settled value run clean.
+func TestMambaAlignV2SeedUnits(t *testing.T) {
+	for _, sc := range []struct {
+		name string
+		make func(runner string) *scenarios.Scenario
+	}{
+		{"plain", func(ru string) *scenarios.Scenario {
+			return hybridRollouts(t, "align", 40, "engine.model_runner="+ru)
+		}},
+		{"MTP", func(ru string) *scenarios.Scenario {
+			return alignMTP(t, 1, "engine.model_runner="+ru, "engine.patches=[+55898, +48375]")
+		}},
+	} {
+		for _, tc := range []struct {
+			runner string
+			cache  int
+			caught bool
+		}{{"v1", 16, false}, {"v2", 0, false}, {"v2", 16, true}} {
+			rep, err := Run(sc.make(tc.runner), Options{cacheBlockSize: tc.cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Count(invariant.StaleSlotRead) > 0; got != tc.caught {
+				t.Errorf("%s, runner %s, cache_config.block_size %d: stale-slot-read %v, want %v: %+v", sc.name, tc.runner, tc.cache, got, tc.caught, rep.Violations)
+			}
+			if rep.Finished != rep.Requests {
+				t.Errorf("%s, runner %s, cache_config.block_size %d: %d/%d finished", sc.name, tc.runner, tc.cache, rep.Finished, rep.Requests)
+			}
+		}
 	}
 }

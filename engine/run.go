@@ -76,6 +76,10 @@ type Options struct {
 	// noChunkAlign turns align mode's chunk alignment off (tests show
 	// what it prevents).
 	noChunkAlign bool
+	// cacheBlockSize, when > 0, stands for cache_config.block_size after
+	// start-up in Model Runner V2's seed (tests show a seed in the wrong
+	// units is caught; statesim models no group with a smaller block).
+	cacheBlockSize int
 }
 
 // Event kinds and their same-instant order: a step's completion first,
@@ -247,6 +251,12 @@ func (r *runner) newBackend() error {
 	r.sym.Prov.Plain = r.opt.plainChecks
 	r.sym.KV = r.kv
 	r.sym.Out, r.sym.Detail = &r.step, r.opt.Detail
+	if st.Runner == sched.RunnerV2 {
+		r.sym.SeedBlockSize = st.CacheBlockSize
+		if r.opt.cacheBlockSize > 0 {
+			r.sym.SeedBlockSize = r.opt.cacheBlockSize
+		}
+	}
 	if r.s.Spec.On() && st.Mamba.Mode == statecache.MambaAlign {
 		if r.s.Cfg.AsyncScheduling {
 			r.sym.AcceptedAtSchedule = true

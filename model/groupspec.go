@@ -74,3 +74,22 @@ func (s *Shape) mambaSpec(blockSize int, page int64) string {
 	}
 	return fmt.Sprintf("MambaSpec(block_size=%d, shapes=(%s), dtypes=(%s)%s%s)", blockSize, strings.Join(shapes, ", "), strings.Join(dtypes, ", "), padded, spec)
 }
+
+// CacheBlockSize is cache_config.block_size as EngineCore.
+// _initialize_kv_caches leaves it once the workers have sized their
+// caches: the smallest block size over the scheduler's KV cache groups
+// (vllm/v1/engine/core.py @ 6adad0876, line 320, since #35122), or
+// blockSize, the one the platform settled, when there are no groups.
+// It is what V2's add_request and the align-mode chunking divide by, so
+// it differs from a Mamba group's block exactly when another group's
+// block is smaller.
+func CacheBlockSize(groups []GroupSpec, blockSize int) int {
+	if len(groups) == 0 {
+		return blockSize
+	}
+	m := groups[0].BlockSize
+	for _, g := range groups[1:] {
+		m = min(m, g.BlockSize)
+	}
+	return m
+}

@@ -22,8 +22,12 @@ func (r *resolver) derive() {
 	}
 	alignBlock := 0
 	if mode.Mode == statecache.MambaAlign && st.Layout.NumMambaGroups() > 0 {
-		// V1 cuts prefill chunks to the Mamba block's boundaries.
-		alignBlock = st.Layout.BlockSize
+		// The scheduler cuts prefill chunks to multiples of
+		// cache_config.block_size as the engine core left it
+		// (Scheduler._mamba_block_aligned_split, vllm/v1/core/sched/
+		// scheduler.py @ 6adad0876), the Mamba block while every group
+		// has it.
+		alignBlock = st.CacheBlockSize
 	}
 	st.Sched = Sched{
 		Config: sched.Config{

@@ -57,6 +57,7 @@ func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 			return nil, err
 		}
 	}
+	r.groups()
 	r.derive()
 	r.st.Warnings = r.st.warnings()
 	return r.st, nil

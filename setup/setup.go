@@ -39,6 +39,15 @@ type Setup struct {
 	// block rounded to the Mamba kernel's chunk).
 	Shape  model.Shape
 	Layout model.Layout
+	// Groups are Layout's KV cache groups with each spec's block size.
+	// MambaBlockSize is cache_config.mamba_block_size (0 without Mamba
+	// layers); CacheBlockSize is cache_config.block_size as the engine
+	// core leaves it after the workers size their caches, the smallest
+	// group block size (model.CacheBlockSize): the divisor of V2's
+	// add_request seed and of align mode's chunking.
+	Groups         []model.GroupSpec
+	MambaBlockSize int
+	CacheBlockSize int
 	// IndexBits is the width the prefill kernel forms slot × stride in:
 	// state_index_bits where that kind's kernel used 32 bits, else 64
 	// (model.Shape.IndexBits): the width in effect, not the one asked.

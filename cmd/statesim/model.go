@@ -39,21 +39,24 @@ type modelView struct {
 	States        []model.StateTensor `json:"state_tensors"`
 	Unify         model.Unification   `json:"unify"`
 	Groups        []groupView         `json:"kv_cache_groups"`
-	GroupSize     int                 `json:"group_size"`
-	BlockBytes    int64               `json:"block_bytes"`
-	NumGPUBlocks  int                 `json:"num_gpu_blocks"`
-	FromOverride  bool                `json:"num_gpu_blocks_from_override"`
-	MemoryError   string              `json:"memory_error,omitempty"`
-	CacheTokens   int64               `json:"gpu_kv_cache_tokens"`
-	MaxModelLen   int                 `json:"max_model_len"`
-	Concurrency   float64             `json:"max_concurrency"`
-	Log           []string            `json:"vllm_log"`
-	Stride        int64               `json:"state_stride_elems"`
-	Index         model.IndexModel    `json:"index_model"`
-	Bits          int                 `json:"state_index_bits"`
-	FirstWrap     int64               `json:"first_wrapping_slot_32bit"`
-	WrapReachable bool                `json:"first_wrap_within_pool"`
-	hookLines     int                 // leading Log lines from the config hooks
+	// CacheBlockSize is cache_config.block_size after start-up: the
+	// smallest group block size (setup.Setup.CacheBlockSize).
+	CacheBlockSize int              `json:"cache_config_block_size"`
+	GroupSize      int              `json:"group_size"`
+	BlockBytes     int64            `json:"block_bytes"`
+	NumGPUBlocks   int              `json:"num_gpu_blocks"`
+	FromOverride   bool             `json:"num_gpu_blocks_from_override"`
+	MemoryError    string           `json:"memory_error,omitempty"`
+	CacheTokens    int64            `json:"gpu_kv_cache_tokens"`
+	MaxModelLen    int              `json:"max_model_len"`
+	Concurrency    float64          `json:"max_concurrency"`
+	Log            []string         `json:"vllm_log"`
+	Stride         int64            `json:"state_stride_elems"`
+	Index          model.IndexModel `json:"index_model"`
+	Bits           int              `json:"state_index_bits"`
+	FirstWrap      int64            `json:"first_wrapping_slot_32bit"`
+	WrapReachable  bool             `json:"first_wrap_within_pool"`
+	hookLines      int              // leading Log lines from the config hooks
 }
 
 // groupView is one KV cache group: its kind, layers, the block size its
@@ -137,12 +140,13 @@ func describeModel(st *setup.Setup) modelView {
 		WeightsRank: sh.WeightsPerRankGiB(), States: sh.StateTensors(), Unify: l.Unify,
 		GroupSize: l.GroupSize, BlockBytes: l.BlockBytes(), MaxModelLen: sc.Engine.MaxModelLen,
 		Stride: l.StateStrideElems, Bits: int(st.IndexBits), FirstWrap: -1,
+		CacheBlockSize: st.CacheBlockSize,
 	}
 	if v.State > 0 {
 		v.StateKind = sh.StateKind()
 		v.Index = sh.IndexModel()
 	}
-	for _, g := range sh.GroupSpecs(l, mambaBlockSize(st, l)) {
+	for _, g := range st.Groups {
 		v.Groups = append(v.Groups, groupView{g.Kind.String(), g.Layers, g.BlockSize, g.PageBytes, g.Spec})
 	}
 	v.Log = append(v.Log, sh.Cache.Rules.Log...) // the config hooks run before the block size is set
@@ -184,23 +188,6 @@ func describeModel(st *setup.Setup) modelView {
 		v.WrapReachable = v.FirstWrap >= 0 && v.FirstWrap < int64(v.NumGPUBlocks)
 	}
 	return v
-}
-
-// mambaBlockSize is cache_config.mamba_block_size as vLLM resolves it:
-// without prefix caching the mamba_block_size given, else max_model_len
-// (MambaModelConfig.verify_and_update_config); in align mode the block
-// size, in all mode the chunk-rounded attention block, which Layout
-// already made the block size (Platform._align_hybrid_block_size,
-// vllm/platforms/interface.py @ 6adad0876).
-func mambaBlockSize(st *setup.Setup, l *model.Layout) int {
-	sc := st.Scenario
-	if st.Mamba.PrefixCaching {
-		return l.BlockSize
-	}
-	if sc.Engine.MambaBlockSize > 0 {
-		return sc.Engine.MambaBlockSize
-	}
-	return sc.Engine.MaxModelLen
 }
 
 func thousands(n int64) string {
@@ -253,6 +240,7 @@ func writeModelText(w io.Writer, v *modelView) error {
 		p("  group %-2d %-9s block size %-6d layers %s", i, g.Kind, g.BlockSize, joinLayers(g.Layers, v.Layers))
 		p("           %s", g.Spec)
 	}
+	p("cache_config.block_size %d tokens after start-up (the smallest group block size)", v.CacheBlockSize)
 	switch {
 	case v.FromOverride:
 		p("num_gpu_blocks %s (num_gpu_blocks_override)", thousands(int64(v.NumGPUBlocks)))

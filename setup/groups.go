@@ -1,0 +1,34 @@
+package setup
+
+import "statesim/model"
+
+// groups settles the KV cache groups with each spec's block size,
+// cache_config.mamba_block_size and cache_config.block_size as vLLM
+// leaves them after start-up (model.CacheBlockSize).
+func (r *resolver) groups() {
+	st := r.st
+	st.MambaBlockSize = r.mambaBlockSize()
+	st.Groups = st.Shape.GroupSpecs(&st.Layout, st.MambaBlockSize)
+	st.CacheBlockSize = model.CacheBlockSize(st.Groups, st.Layout.BlockSize)
+}
+
+// mambaBlockSize is cache_config.mamba_block_size as vLLM resolves it,
+// 0 for a model without Mamba layers: without prefix caching the
+// mamba_block_size given, else max_model_len
+// (MambaModelConfig.verify_and_update_config,
+// vllm/model_executor/models/config.py @ 6adad0876); in align mode the
+// block size, in all mode the chunk-rounded attention block, which the
+// layout already made the block size (Platform._align_hybrid_block_size,
+// vllm/platforms/interface.py @ 6adad0876).
+func (r *resolver) mambaBlockSize() int {
+	e, st := &r.sc.Engine, r.st
+	switch {
+	case st.Shape.NumMambaLayers() == 0:
+		return 0
+	case st.Mamba.PrefixCaching:
+		return st.Layout.BlockSize
+	case e.MambaBlockSize > 0:
+		return e.MambaBlockSize
+	}
+	return e.MaxModelLen
+}
