@@ -2,6 +2,7 @@ package prop
 
 import (
 	"slices"
+	"strconv"
 
 	"statesim/model"
 )
@@ -84,7 +85,7 @@ func paddedTail(q, c, drafts int) bool {
 
 // has reports whether version's code, under patches, has PR num.
 func has(version string, patches []string, num int) bool {
-	n := "+" + itoa(num)
+	n := "+" + strconv.Itoa(num)
 	switch {
 	case slices.Contains(patches, n):
 		return true
@@ -92,15 +93,6 @@ func has(version string, patches []string, num int) bool {
 		return false
 	}
 	return slices.Contains(releaseHas[num], version)
-}
-
-func itoa(n int) string {
-	b := []byte{}
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
 }
 
 // splitThreshold is the decode_threshold the state layers' builder

@@ -60,11 +60,6 @@ func (b Builder) String() string {
 	return [...]string{"mamba", "mamba2", "linear", "gdn", "kimi-k3-kda"}[b]
 }
 
-// acceptsDrafts reports whether the runner hands builder b
-// num_accepted_tokens under speculative decoding, so that its split can
-// take a row of 1 + K tokens as a decode.
-func (b Builder) acceptsDrafts() bool { return b != BuilderMamba && b != BuilderLinear }
-
 // gdnFamily reports the GDN builder and its Kimi-K3 subclass: they split
 // by the spec mask when a step has draft rows.
 func (b Builder) gdnFamily() bool { return b == BuilderGDN || b == BuilderKimiK3KDA }

@@ -395,7 +395,15 @@ func classify(b *Behaviour, k Builder, rows, tmp []Row, forcePrefill bool, spec 
 	if k.gdnFamily() && drafts && !sp.Off {
 		return specGDN(sp, b.SpecNonSpecPrefill, rows), moved
 	}
-	handed := k.acceptsDrafts() && !k.gdnFamily() && spec.On() && (drafts || v2)
+	// handed: the runner hands this step's builder num_accepted_tokens,
+	// which raises its split's decode_threshold to 1 + K
+	// (_compute_common_metadata: "reorder_batch_threshold if
+	// num_accepted_tokens is not None else 1", mamba_attn.py @ 6adad0876).
+	// Of the builders that split by position only Mamba2's gets them: on
+	// V1 in a step with drafts (use_spec_decode =
+	// len(scheduled_spec_decode_tokens) > 0), on V2 whenever K > 0. The
+	// GDN family's non-spec branch passes decode_threshold=1 and none.
+	handed := k == BuilderMamba2 && spec.On() && (drafts || v2)
 	if sp.Threshold == 0 {
 		sp.Threshold = decodeThreshold
 		if handed {
@@ -428,15 +436,6 @@ func hasSpecRow(rows []Row) bool {
 	}
 	return false
 }
-
-// In classify, handed is whether the runner hands the Mamba builders
-// num_accepted_tokens this step, which raises their split's
-// decode_threshold to 1 + K (_compute_common_metadata: "reorder_batch_
-// threshold if num_accepted_tokens is not None else 1"): only the Mamba2
-// builder gets them (V1 only in a step with drafts scheduled, use_spec_
-// decode = len(scheduled_spec_decode_tokens) > 0; V2 whenever K > 0).
-// The GDN builder's non-spec branch passes decode_threshold=1 and no
-// num_accepted_tokens (gdn_attn.py @ 6adad0876).
 
 // specGDN is the GDN builder's split when the batch has draft rows
 // (gdn_attn.py build: the runner's num_decode_draft_tokens is the draft
