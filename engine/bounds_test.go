@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"statesim/scenarios"
+	"statesim/setup"
 )
 
 // traceScenario writes a CSV trace of rows and a scenario replaying it
@@ -98,58 +99,19 @@ func TestInFlightBound(t *testing.T) {
 	}
 }
 
-// mamba_cache_mode with prefix caching off is dropped to none, as vLLM
-// does, and said in a warning rather than silently.
-func TestModeWithoutPrefixCachingWarns(t *testing.T) {
-	doc := "name: m\nmodel: {preset: tiny-hybrid}\nengine: {num_gpu_blocks_override: 512, mamba_cache_mode: MODE, enable_prefix_caching: PC}\nworkload: {kind: poisson, rate: 10, count: 2}\n"
-	warned := func(mode, pc string) bool {
-		sc, err := scenarios.Parse([]byte(strings.NewReplacer("MODE", mode, "PC", pc).Replace(doc)), "m.yaml", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(sc, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range rep.Warnings {
-			if strings.Contains(w, "Mamba cache mode is set to 'none' when prefix caching is disabled") {
-				return true
-			}
-		}
-		return false
+// The report lists the settled start-up warnings (setup.Setup.Warnings,
+// whose rules setup's TestStartupWarnings holds), in their order.
+func TestReportListsTheSetupWarnings(t *testing.T) {
+	doc := "name: m\nmodel: {preset: tiny-hybrid}\nengine: {num_gpu_blocks_override: 512, vllm_version: v0.31, mamba_cache_mode: all, enable_prefix_caching: false, speculative: {method: ngram, num_speculative_tokens: 2, accepted: 1, acceptance_rate: 0.5}}\nworkload: {kind: poisson, rate: 10, count: 2}\n"
+	st, err := setup.Parse([]byte(doc), "m.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !warned("all", "false") || !warned("align", "false") {
-		t.Error("a mode with prefix caching off: no warning")
+	rep, err := RunSetup(st, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if warned("align", "true") || warned("none", "false") {
-		t.Error("warning where the mode applies")
-	}
-}
-
-// acceptance_rate beside a fixed accepted count is not used, and the
-// report says so.
-func TestAcceptanceRateBesideAcceptedWarns(t *testing.T) {
-	doc := "name: a\nmodel: {preset: tiny-hybrid}\nengine: {num_gpu_blocks_override: 512, vllm_version: v0.31, speculative: {method: ngram, num_speculative_tokens: 2, SPEC}}\nworkload: {kind: poisson, rate: 10, count: 2}\n"
-	warned := func(spec string) bool {
-		sc, err := scenarios.Parse([]byte(strings.Replace(doc, "SPEC", spec, 1)), "a.yaml", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(sc, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range rep.Warnings {
-			if strings.Contains(w, "acceptance_rate 0.5 is not used") {
-				return true
-			}
-		}
-		return false
-	}
-	if !warned("accepted: 1, acceptance_rate: 0.5") {
-		t.Error("accepted 1 beside acceptance_rate 0.5: no warning")
-	}
-	if warned("acceptance_rate: 0.5") || warned("accepted: 1") {
-		t.Error("a warning where one of them applies alone")
+	if len(st.Warnings) != 2 || strings.Join(rep.Warnings, "\n") != strings.Join(st.Warnings, "\n") {
+		t.Fatalf("report warnings %q, settled %q", rep.Warnings, st.Warnings)
 	}
 }

@@ -1,0 +1,46 @@
+package prop_test
+
+import (
+	"testing"
+
+	"statesim/prop"
+)
+
+// foundOnlyWithTheBug requires the stale-slot-read search over bug to
+// fail from search seeds 1 and 2, and over each of clean (the same search
+// at a fix) to hold over both seeds' scenarios. bugtable runs the fixes
+// over 10,000.
+func foundOnlyWithTheBug(t *testing.T, bug prop.Config, clean map[string]prop.Config) {
+	t.Helper()
+	p := property(t, "stale-slot-read")
+	for _, seed := range []int64{1, 2} {
+		if res := searchShared(t, bug, p, seed, 2000); res.Holds {
+			t.Errorf("seed %d: no stale read found", seed)
+		}
+		for name, c := range clean {
+			if res := searchShared(t, c, p, seed, 2000); !res.Holds {
+				t.Errorf("seed %d: %s reads a stale state: %v", seed, name, res.Err)
+			}
+		}
+	}
+}
+
+// With closed PR #47491 the search finds the attention-only hit's stale
+// read; the release as shipped (the hybrid hit is the minimum over
+// groups) is clean.
+func TestAttentionOnlyHitFromSeeds1And2(t *testing.T) {
+	released := attnOnlyHit()
+	released.Patches = nil
+	foundOnlyWithTheBug(t, attnOnlyHit(), map[string]prop.Config{"the release as shipped": released})
+}
+
+// With NixlConnector attached and #44243's local hit (v0.22 without
+// #48425) the search finds the stale Mamba read; v0.22 as released
+// (#48425's fallback to the common hit) and v0.28 (#50344) are clean.
+func TestConnectorMaxHitFromSeeds1And2(t *testing.T) {
+	released := connectorMaxHit()
+	released.Patches = nil
+	v028 := connectorMaxHit()
+	v028.Patches, v028.Versions = nil, []string{"v0.28"}
+	foundOnlyWithTheBug(t, connectorMaxHit(), map[string]prop.Config{"v0.22 as released": released, "v0.28": v028})
+}
