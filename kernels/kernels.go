@@ -43,7 +43,7 @@ var (
 // with StateChunkShared floats of shared memory for a chunk of l tokens.
 const (
 	StateRecThreads   = 128
-	StateRecRows      = 16 // REC_WARPS × REC_ROWS
+	StateRecRows      = 32 // REC_WARPS × REC_ROWS
 	StateChunkThreads = 128
 	StateMaxDK        = 128
 	StateMaxChunk     = 64

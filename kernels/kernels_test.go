@@ -137,3 +137,23 @@ func TestStateRecThreadsMatchPTX(t *testing.T) {
 	}
 	t.Fatal("no state module")
 }
+
+// The cuda backend's grid divides dv by StateRecRows; state.cu's default
+// REC_WARPS × REC_ROWS is what each block covers.
+func TestStateRecRowsMatchSource(t *testing.T) {
+	src, err := os.ReadFile("state.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := func(name string) int {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("state.cu: no default for %s", name)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	if w, r := def("REC_WARPS"), def("REC_ROWS"); w*r != StateRecRows || 32*w != StateRecThreads {
+		t.Errorf("state.cu: %d warps × %d rows; kernels: StateRecThreads %d, StateRecRows %d", w, r, StateRecThreads, StateRecRows)
+	}
+}

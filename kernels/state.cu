@@ -22,24 +22,39 @@
 
 // The backend's launch geometry (kernels.StateRecThreads, StateRecRows);
 // the benchmark compiles variants with -DREC_WARPS=... -DREC_ROWS=....
+// docs/kernel-bench.md has the geometries measured.
 #ifndef REC_WARPS
 #define REC_WARPS 4
 #endif
 #ifndef REC_ROWS
-#define REC_ROWS 4     // value rows per warp
+#define REC_ROWS 8     // value rows per warp
 #endif
 #ifdef REC_MIN_BLOCKS  // a variant's register cap: this many resident blocks per multiprocessor
 #define REC_BOUNDS __launch_bounds__(32 * REC_WARPS, REC_MIN_BLOCKS)
 #else
 #define REC_BOUNDS __launch_bounds__(32 * REC_WARPS)
 #endif
-// REC_LINEAR (a variant, not the backend's build): blocks take work in
-// launch order (x fastest), value blocks first, then heads, then rows, so
-// consecutive blocks read adjacent pieces of one slot's page, as the Triton
-// grid (value block fastest) does; 0 keeps (row, head, value block) =
-// (x, y, z). The set of blocks is the same.
+// REC_LINEAR: blocks take work in launch order (x fastest), value blocks
+// first, then heads, then rows, so consecutive blocks read adjacent pieces
+// of one slot's page, as the Triton grid (value block fastest) does; 0
+// keeps (row, head, value block) = (x, y, z). The set of blocks is the same.
 #ifndef REC_LINEAR
-#define REC_LINEAR 0
+#define REC_LINEAR 1
+#endif
+// REC_EARLY_WS: the final write slot is loaded with the read slot, so its
+// latency overlaps the state loads instead of preceding the stores.
+#ifndef REC_EARLY_WS
+#define REC_EARLY_WS 1
+#endif
+// REC_FASTEXP (a variant): the decay through __expf, as Triton's tl.exp
+// lowers to ex2.approx.
+#ifndef REC_FASTEXP
+#define REC_FASTEXP 0
+#endif
+#if REC_FASTEXP
+#define REC_EXP __expf
+#else
+#define REC_EXP expf
 #endif
 // REC_CS: state loads and stores marked evict-first (ld/st.global.cs).
 #ifndef REC_CS
@@ -109,6 +124,9 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
     int c = lane * 4;
     int t0 = cu_seqlens[row], t1 = cu_seqlens[row + 1];
     int rs = read_slot[row];
+#if REC_EARLY_WS
+    int ws_final = per_token ? 0 : write_slots[row * write_stride];
+#endif
     float4 s[REC_ROWS];
     // Every row's load first: REC_ROWS 16-byte loads in flight per lane.
 #pragma unroll
@@ -123,9 +141,9 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
         float4 e;
         if (gate_per_channel) {
             float4 g4 = ld4(g + hk, c, dk);
-            e = make_float4(expf(g4.x), expf(g4.y), expf(g4.z), expf(g4.w));
+            e = make_float4(REC_EXP(g4.x), REC_EXP(g4.y), REC_EXP(g4.z), REC_EXP(g4.w));
         } else {
-            float x = expf(g[(long long)t * heads + head]);
+            float x = REC_EXP(g[(long long)t * heads + head]);
             e = make_float4(x, x, x, x);
         }
         float b = DELTA ? beta[(long long)t * heads + head] : 0.f;
@@ -153,7 +171,10 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
         }
     }
     if (!per_token) {
-        float* dst = state_at(state, page_elems, state_offset, write_slots[row * write_stride], head, dv, dk);
+#if !REC_EARLY_WS
+        int ws_final = write_slots[row * write_stride];
+#endif
+        float* dst = state_at(state, page_elems, state_offset, ws_final, head, dv, dk);
 #pragma unroll
         for (int r = 0; r < REC_ROWS; r++)
             if (p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);

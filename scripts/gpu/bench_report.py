@@ -104,7 +104,7 @@ if len(sys.argv) > 4:
     p(f"\n## GDN decode: `gdn_recurrent_decode` against a vLLM/FLA-structured Triton kernel\n")
     when = f"Run {gd['date']}; " if gd.get("date") else ""
     p(f"{when}{'same' if when else 'Same'} run, same card ({gd['device']}, {gd['sms']} SMs), Triton {gd['triton']}, PyTorch {gd['torch']}, by")
-    p("scripts/gpu/gdn_bench.py: statesim's kernel is the PTX of kernels/state.cu loaded through the driver; the Triton")
+    p("scripts/gpu/gdn_bench.py: statesim's kernel is the PTX of kernels/state.cu loaded through the driver (its arguments marshalled once); the Triton")
     p("kernel has the structure of vLLM's fla `fused_recurrent_gated_delta_rule` decode (one program per value block ×")
     p("row × head, the key dimension whole, one warp, the state tile in registers, the slot widened to int64), written")
     p(f"for this benchmark, at FLA's value block of 8 and at 32. Qwen3-Next's shape: {gd['heads']} value heads, dk = dv = {gd['dk']},")
@@ -128,15 +128,16 @@ if len(sys.argv) > 4:
               f"{x['time_b2b_us']:.1f} | {x['gbs_b2b']:.0f} | {100 * x['gbs_b2b'] / gcopy:.0f}% | {r['copy_same']['gbs_b2b']:.0f} |")
     if gd.get("variants"):
         geo = gd.get("ours_geometry")
-        which = f"; the backend's is {geo[0]} × {geo[1]}" if geo else ""
+        which = f"; the backend's is {geo[0]} × {geo[1]}, kernels/state.cu's defaults" if geo else ""
         p(f"\nThe same source at other launch geometries (warps per block × value rows per warp{which}),")
         p("back to back, % of copy:\n")
         def label(v):
-            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?(?:_(l1|cs))?", v)
+            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?((?:_(?:l0|cs|ws0|fx))*)", v)
             if not m:
                 return v
-            w, r, b, tag = m.groups()
-            return f"{w} × {r}" + (f", ≥ {b} blocks" if b else "") + {"l1": ", launch order", "cs": ", streaming"}.get(tag, "")
+            w, r, b, tags = m.groups()
+            words = {"l0": ", grid order", "cs": ", streaming", "ws0": ", write slot late", "fx": ", __expf"}
+            return f"{w} × {r}" + (f", ≥ {b} blocks" if b else "") + "".join(words[t] for t in tags.split("_") if t)
         head = [label(v) for v in gd["variants"]]
         p("| batch | " + " | ".join(head) + " |")
         p("|---:|" + "---:|" * len(gd["variants"]))

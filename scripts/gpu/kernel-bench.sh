@@ -11,22 +11,28 @@ out=${1:?usage: kernel-bench.sh OUT_DIR}
 mkdir -p "$out"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
-# The GDN decode kernel as the backend builds it (4 warps × 4 rows: kernels.StateRecThreads,
-# StateRecRows), and launch-geometry variants.
+# The GDN decode kernel as the backend builds it (kernels/state.ptx: 4 warps × 8 rows, blocks in
+# launch order, the write slot loaded early; kernels.StateRecThreads, StateRecRows), and variants.
 vars=()
-# warps:rows[:min resident blocks, a register cap[:l1 (blocks in launch order) or cs (streaming)]]
-for v in ${GDN_VARIANTS:-4:4::l1 4:8 4:8::l1 2:8::l1 1:8 1:8::l1 1:8:32::l1 2:8:16::l1 1:16::l1 2:16::l1 4:8::cs 1:8::cs}; do
-	IFS=: read -r w r b tag <<<"$v"
+# warps:rows[:min resident blocks, a register cap[:tags joined by +]]; tags: l0 (grid order, not
+# launch order), cs (streaming loads and stores), ws0 (the write slot loaded late), fx (__expf)
+for v in ${GDN_VARIANTS:-4:4::l0 4:8::l0 4:8::ws0 4:8::fx 4:8::cs 2:8 1:8 1:16 2:16 8:4}; do
+	IFS=: read -r w r b tags <<<"$v"
 	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r"
 	if [ -n "$b" ]; then name+=_b$b flags+=" -DREC_MIN_BLOCKS=$b"; fi
-	case "$tag" in
-	l1) name+=_l1 flags+=" -DREC_LINEAR=1" ;;
-	cs) name+=_cs flags+=" -DREC_CS=1" ;;
-	esac
+	for tag in ${tags//+/ }; do
+		case "$tag" in
+		l0) name+=_l0 flags+=" -DREC_LINEAR=0" ;;
+		cs) name+=_cs flags+=" -DREC_CS=1" ;;
+		ws0) name+=_ws0 flags+=" -DREC_EARLY_WS=0" ;;
+		fx) name+=_fx flags+=" -DREC_FASTEXP=1" ;;
+		*) echo "kernel-bench.sh: unknown variant tag $tag in $v" >&2; exit 2 ;;
+		esac
+	done
 	"$NVCC" -arch=sm_90 -std=c++17 -ptx $flags kernels/state.cu -o "$tmp/state_$name.ptx"
 	vars+=("$tmp/state_$name.ptx:$w:$r")
 done
-PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx:4:4 "${vars[@]}"
+PYTHONUNBUFFERED=1 python3 scripts/gpu/gdn_bench.py "$out/kernel-bench-gdn.json" kernels/state.ptx:4:8 "${vars[@]}"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$tmp/kernel_bench" scripts/gpu/kernel_bench.cu
 "$tmp/kernel_bench" check
 "$tmp/kernel_bench" bench "$out/kernel-bench-cuda.json"
