@@ -41,20 +41,11 @@
 #ifndef REC_LINEAR
 #define REC_LINEAR 1
 #endif
-// REC_EARLY_WS: the final write slot is loaded with the read slot, so its
-// latency overlaps the state loads instead of preceding the stores.
-#ifndef REC_EARLY_WS
-#define REC_EARLY_WS 1
-#endif
-// REC_FASTEXP (a variant): the decay through __expf, as Triton's tl.exp
-// lowers to ex2.approx.
-#ifndef REC_FASTEXP
-#define REC_FASTEXP 0
-#endif
-#if REC_FASTEXP
-#define REC_EXP __expf
-#else
-#define REC_EXP expf
+// REC_FULL: a second copy of the recurrence for the common shape (dk =
+// MAX_DK, dv a multiple of the rows a block covers) with no bounds checks,
+// so the hot path carries no partial-vector code or divergent branches.
+#ifndef REC_FULL
+#define REC_FULL 1
 #endif
 // REC_CS: state loads and stores marked evict-first (ld/st.global.cs).
 #ifndef REC_CS
@@ -64,8 +55,9 @@
 #define CHUNK_MAX 64   // tokens per chunk at most
 #define CHUNK_MAX_DV 128
 
-__device__ __forceinline__ float4 ld4(const float* p, int c, int dk) {
-    if (c + 3 < dk) return *reinterpret_cast<const float4*>(p + c);
+// full: the caller knows c + 3 < dk (a compile-time constant after inlining).
+__device__ __forceinline__ float4 ld4(const float* p, int c, int dk, bool full = false) {
+    if (full || c + 3 < dk) return *reinterpret_cast<const float4*>(p + c);
     float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
     if (c < dk) r.x = p[c];
     if (c + 1 < dk) r.y = p[c + 1];
@@ -73,26 +65,26 @@ __device__ __forceinline__ float4 ld4(const float* p, int c, int dk) {
     return r;
 }
 
-__device__ __forceinline__ void st4(float* p, int c, int dk, float4 v) {
-    if (c + 3 < dk) { *reinterpret_cast<float4*>(p + c) = v; return; }
+__device__ __forceinline__ void st4(float* p, int c, int dk, float4 v, bool full = false) {
+    if (full || c + 3 < dk) { *reinterpret_cast<float4*>(p + c) = v; return; }
     if (c < dk) p[c] = v.x;
     if (c + 1 < dk) p[c + 1] = v.y;
     if (c + 2 < dk) p[c + 2] = v.z;
 }
 
 // The state's own loads and stores (REC_CS: streaming).
-__device__ __forceinline__ float4 lds4(const float* p, int c, int dk) {
+__device__ __forceinline__ float4 lds4(const float* p, int c, int dk, bool full) {
 #if REC_CS
-    if (c + 3 < dk) return __ldcs(reinterpret_cast<const float4*>(p + c));
+    if (full || c + 3 < dk) return __ldcs(reinterpret_cast<const float4*>(p + c));
 #endif
-    return ld4(p, c, dk);
+    return ld4(p, c, dk, full);
 }
 
-__device__ __forceinline__ void sts4(float* p, int c, int dk, float4 v) {
+__device__ __forceinline__ void sts4(float* p, int c, int dk, float4 v, bool full) {
 #if REC_CS
-    if (c + 3 < dk) { __stcs(reinterpret_cast<float4*>(p + c), v); return; }
+    if (full || c + 3 < dk) { __stcs(reinterpret_cast<float4*>(p + c), v); return; }
 #endif
-    st4(p, c, dk, v);
+    st4(p, c, dk, v, full);
 }
 
 __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
@@ -106,7 +98,7 @@ __device__ __forceinline__ float* state_at(float* state, long long page_elems, l
 // block 32 * REC_WARPS (REC_LINEAR: the blocks' work in launch order); a
 // warp owns REC_ROWS value rows, a lane four key channels (dk <= 128, a
 // multiple of 4 for 16-byte accesses).
-template <bool DELTA>
+template <bool DELTA, bool FULL>
 __device__ void recurrent(float* state, long long page_elems, long long state_offset, const int* cu_seqlens,
                           const int* read_slot, const int* write_slots, int write_stride, int per_token,
                           const float* q, const float* k, const float* v, const float* g, const float* beta,
@@ -119,31 +111,30 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
 #else
     int row = blockIdx.x, head = blockIdx.y, zb = blockIdx.z;
 #endif
+    if (FULL) dk = MAX_DK;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int p0 = (zb * REC_WARPS + warp) * REC_ROWS;
     int c = lane * 4;
     int t0 = cu_seqlens[row], t1 = cu_seqlens[row + 1];
     int rs = read_slot[row];
-#if REC_EARLY_WS
-    int ws_final = per_token ? 0 : write_slots[row * write_stride];
-#endif
+    int ws_final = per_token ? 0 : write_slots[row * write_stride]; // loaded beside the state
     float4 s[REC_ROWS];
     // Every row's load first: REC_ROWS 16-byte loads in flight per lane.
 #pragma unroll
     for (int r = 0; r < REC_ROWS; r++) {
         int p = p0 + r;
         s[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (rs >= 0 && p < dv) s[r] = lds4(state_at(state, page_elems, state_offset, rs, head, dv, dk) + (long long)p * dk, c, dk);
+        if (rs >= 0 && (FULL || p < dv)) s[r] = lds4(state_at(state, page_elems, state_offset, rs, head, dv, dk) + (long long)p * dk, c, dk, FULL);
     }
     for (int t = t0; t < t1; t++) {
         long long hk = ((long long)t * heads + head) * dk;
-        float4 q4 = ld4(q + hk, c, dk), k4 = ld4(k + hk, c, dk);
+        float4 q4 = ld4(q + hk, c, dk, FULL), k4 = ld4(k + hk, c, dk, FULL);
         float4 e;
         if (gate_per_channel) {
-            float4 g4 = ld4(g + hk, c, dk);
-            e = make_float4(REC_EXP(g4.x), REC_EXP(g4.y), REC_EXP(g4.z), REC_EXP(g4.w));
+            float4 g4 = ld4(g + hk, c, dk, FULL);
+            e = make_float4(expf(g4.x), expf(g4.y), expf(g4.z), expf(g4.w));
         } else {
-            float x = REC_EXP(g[(long long)t * heads + head]);
+            float x = expf(g[(long long)t * heads + head]);
             e = make_float4(x, x, x, x);
         }
         float b = DELTA ? beta[(long long)t * heads + head] : 0.f;
@@ -151,7 +142,7 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
 #pragma unroll
         for (int r = 0; r < REC_ROWS; r++) {
             int p = p0 + r;
-            if (p >= dv) break;
+            if (!FULL && p >= dv) break;
             float4 x = s[r];
             x.x *= e.x; x.y *= e.y; x.z *= e.z; x.w *= e.w;
             float u = v[hv + p];
@@ -167,17 +158,14 @@ __device__ void recurrent(float* state, long long page_elems, long long state_of
             float* dst = state_at(state, page_elems, state_offset, ws, head, dv, dk);
 #pragma unroll
             for (int r = 0; r < REC_ROWS; r++)
-                if (p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);
+                if (FULL || p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r], FULL);
         }
     }
     if (!per_token) {
-#if !REC_EARLY_WS
-        int ws_final = write_slots[row * write_stride];
-#endif
         float* dst = state_at(state, page_elems, state_offset, ws_final, head, dv, dk);
 #pragma unroll
         for (int r = 0; r < REC_ROWS; r++)
-            if (p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r]);
+            if (FULL || p0 + r < dv) sts4(dst + (long long)(p0 + r) * dk, c, dk, s[r], FULL);
     }
 }
 
@@ -186,8 +174,15 @@ gdn_recurrent_decode(float* state, long long page_elems, long long state_offset,
                      const int* read_slot, const int* write_slots, int write_stride, int per_token, const float* q,
                      const float* k, const float* v, const float* g, const float* beta, int gate_per_channel, float* o,
                      int heads, int dk, int dv) {
-    recurrent<true>(state, page_elems, state_offset, cu_seqlens, read_slot, write_slots, write_stride, per_token, q, k,
-                    v, g, beta, gate_per_channel, o, heads, dk, dv);
+#if REC_FULL
+    if (dk == MAX_DK && dv % (REC_WARPS * REC_ROWS) == 0) {
+        recurrent<true, true>(state, page_elems, state_offset, cu_seqlens, read_slot, write_slots, write_stride,
+            per_token, q, k, v, g, beta, gate_per_channel, o, heads, dk, dv);
+        return;
+    }
+#endif
+    recurrent<true, false>(state, page_elems, state_offset, cu_seqlens, read_slot, write_slots, write_stride,
+        per_token, q, k, v, g, beta, gate_per_channel, o, heads, dk, dv);
 }
 
 extern "C" __global__ void REC_BOUNDS
@@ -195,8 +190,15 @@ mamba2_state_update(float* state, long long page_elems, long long state_offset, 
                     const int* read_slot, const int* write_slots, int write_stride, int per_token, const float* q,
                     const float* k, const float* v, const float* g, const float* beta, int gate_per_channel, float* o,
                     int heads, int dk, int dv) {
-    recurrent<false>(state, page_elems, state_offset, cu_seqlens, read_slot, write_slots, write_stride, per_token, q,
-                     k, v, g, beta, gate_per_channel, o, heads, dk, dv);
+#if REC_FULL
+    if (dk == MAX_DK && dv % (REC_WARPS * REC_ROWS) == 0) {
+        recurrent<false, true>(state, page_elems, state_offset, cu_seqlens, read_slot, write_slots, write_stride,
+            per_token, q, k, v, g, beta, gate_per_channel, o, heads, dk, dv);
+        return;
+    }
+#endif
+    recurrent<false, false>(state, page_elems, state_offset, cu_seqlens, read_slot, write_slots, write_stride,
+        per_token, q, k, v, g, beta, gate_per_channel, o, heads, dk, dv);
 }
 
 // In chunks of L tokens (L <= CHUNK_MAX, L * dk <= 2048 floats of shared

@@ -132,11 +132,11 @@ if len(sys.argv) > 4:
         p(f"\nThe same source at other launch geometries (warps per block × value rows per warp{which}),")
         p("back to back, % of copy:\n")
         def label(v):
-            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?((?:_(?:l0|cs|ws0|fx))*)", v)
+            m = re.fullmatch(r"ours_w(\d+)_r(\d+)(?:_b(\d+))?((?:_(?:l0|cs|full0))*)", v)
             if not m:
                 return v
             w, r, b, tags = m.groups()
-            words = {"l0": ", grid order", "cs": ", streaming", "ws0": ", write slot late", "fx": ", __expf"}
+            words = {"l0": ", grid order", "cs": ", streaming", "full0": ", bounds-checked"}
             return f"{w} × {r}" + (f", ≥ {b} blocks" if b else "") + "".join(words[t] for t in tags.split("_") if t)
         head = [label(v) for v in gd["variants"]]
         p("| batch | " + " | ".join(head) + " |")

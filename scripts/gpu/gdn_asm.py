@@ -1,7 +1,11 @@
 """Both GDN decode kernels as the card runs them, for comparing their code:
 scripts/gpu/gdn_asm.py OUT_DIR writes the Triton kernel's PTX, cubin and
 register/shared/spill counts, and the same for kernels/state.ptx (through
-ptxas -v), beside gdn_bench.py's run."""
+ptxas -v), beside gdn_bench.py's run. With a second argument, `profile`,
+it only launches each kernel a few times at batch 256, for ncu:
+
+    ncu -k regex:'gdn_recurrent_decode|fla_recurrent_gdn' --launch-skip 2 \
+        --launch-count 2 python3 scripts/gpu/gdn_asm.py /tmp profile"""
 import os
 import subprocess
 import sys
@@ -17,6 +21,14 @@ os.makedirs(out, exist_ok=True)
 batch = 256
 state, slots, q, k, v, gate, beta = b.inputs(batch)
 o = torch.empty(batch, b.HV, b.DV, device=b.dev)
+if sys.argv[2:] == ["profile"]:
+    drv = b.Driver("kernels/state.ptx", 4, 8)
+    seqlens = torch.arange(batch + 1, device=b.dev, dtype=torch.int32)
+    for _ in range(4):
+        b.ours(drv, batch, state, slots, q, k, v, gate, beta, o, seqlens)
+        b.fla(batch, state, slots, q, k, v, gate, beta, o, 8)
+    torch.cuda.synchronize()
+    sys.exit(0)
 for bv in (8, 32):
     ck = b.fla_recurrent_gdn[(triton.cdiv(b.DV, bv), batch * b.HV)](
         q, k, v, gate, beta, o, state, slots, HV=b.HV, K=b.DK, V=b.DV, BK=triton.next_power_of_2(b.DK), BV=bv,

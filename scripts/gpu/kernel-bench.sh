@@ -12,11 +12,11 @@ mkdir -p "$out"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d)
 # The GDN decode kernel as the backend builds it (kernels/state.ptx: 4 warps × 8 rows, blocks in
-# launch order, the write slot loaded early; kernels.StateRecThreads, StateRecRows), and variants.
+# launch order, no bounds checks at dk = 128; kernels.StateRecThreads, StateRecRows), and variants.
 vars=()
 # warps:rows[:min resident blocks, a register cap[:tags joined by +]]; tags: l0 (grid order, not
-# launch order), cs (streaming loads and stores), ws0 (the write slot loaded late), fx (__expf)
-for v in ${GDN_VARIANTS:-4:4::l0 4:8::l0 4:8::ws0 4:8::fx 4:8::cs 2:8 1:8 1:16 2:16 8:4}; do
+# launch order), cs (streaming loads and stores), full0 (the bounds-checked path only)
+for v in ${GDN_VARIANTS:-4:4::l0+full0 4:8::full0 4:8:8 4:8:8:full0 4:8:7 2:8 1:8 2:16}; do
 	IFS=: read -r w r b tags <<<"$v"
 	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r"
 	if [ -n "$b" ]; then name+=_b$b flags+=" -DREC_MIN_BLOCKS=$b"; fi
@@ -24,8 +24,7 @@ for v in ${GDN_VARIANTS:-4:4::l0 4:8::l0 4:8::ws0 4:8::fx 4:8::cs 2:8 1:8 1:16 2
 		case "$tag" in
 		l0) name+=_l0 flags+=" -DREC_LINEAR=0" ;;
 		cs) name+=_cs flags+=" -DREC_CS=1" ;;
-		ws0) name+=_ws0 flags+=" -DREC_EARLY_WS=0" ;;
-		fx) name+=_fx flags+=" -DREC_FASTEXP=1" ;;
+		full0) name+=_full0 flags+=" -DREC_FULL=0" ;;
 		*) echo "kernel-bench.sh: unknown variant tag $tag in $v" >&2; exit 2 ;;
 		esac
 	done
