@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 vars=()
 # warps:rows[:min resident blocks, a register cap[:tags joined by +]]; tags: l0 (grid order, not
 # launch order), cs (streaming loads and stores), full0 (the bounds-checked path only)
-for v in ${GDN_VARIANTS:-4:4::l0+full0 4:8::full0 4:8:8 4:8:8:full0 4:8:7 2:8 1:8 2:16}; do
+for v in ${GDN_VARIANTS:-4:4::l0+full0 4:8::full0 4:8:7 2:8 2:16 2:16:14 1:8 1:8:28}; do
 	IFS=: read -r w r b tags <<<"$v"
 	name=w${w}_r$r flags="-DREC_WARPS=$w -DREC_ROWS=$r"
 	if [ -n "$b" ]; then name+=_b$b flags+=" -DREC_MIN_BLOCKS=$b"; fi
