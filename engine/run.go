@@ -252,7 +252,7 @@ func (r *runner) newBackend() error {
 	r.sym.KV = r.kv
 	r.sym.Out, r.sym.Detail = &r.step, r.opt.Detail
 	if st.Runner == sched.RunnerV2 {
-		r.sym.SeedBlockSize = st.CacheBlockSize
+		r.sym.SeedBlockSize = st.WorkerBlockSize
 		if r.opt.cacheBlockSize > 0 {
 			r.sym.SeedBlockSize = r.opt.cacheBlockSize
 		}

@@ -10,6 +10,24 @@ func (r *resolver) groups() {
 	st.MambaBlockSize = r.mambaBlockSize()
 	st.Groups = st.Shape.GroupSpecs(&st.Layout, st.MambaBlockSize)
 	st.CacheBlockSize = model.CacheBlockSize(st.Groups, st.Layout.BlockSize)
+	st.WorkerBlockSize = workerBlockSize(st.Shape.Cache.TensorParallelSize, st.CacheBlockSize, st.Layout.BlockSize)
+}
+
+// workerBlockSize is cache_config.block_size where the model runner reads
+// it. At world size 1 ParallelConfig picks the in-process executor
+// ("uni", vllm/config/parallel.py @ 6adad0876), whose worker shares the
+// engine core's VllmConfig and so reads the core's later minimum
+// (coreBlock). Above it the workers are processes ("mp") spawned with
+// their own copy, which each sets once from the platform
+// (update_block_size_for_backend after load_model in WorkerProc.__init__,
+// vllm/v1/executor/multiproc_executor.py @ 6adad0876; EngineCore syncs
+// max_model_len to them afterwards, not the block size): the unified
+// block, platformBlock.
+func workerBlockSize(tensorParallel, coreBlock, platformBlock int) int {
+	if tensorParallel > 1 {
+		return platformBlock
+	}
+	return coreBlock
 }
 
 // mambaBlockSize is cache_config.mamba_block_size as vLLM resolves it,

@@ -98,6 +98,18 @@ workload:
 		if st.MambaBlockSize != tc.mamba || st.CacheBlockSize != tc.cacheSize {
 			t.Errorf("caching %s: mamba_block_size %d, block_size %d; want %d, %d", tc.caching, st.MambaBlockSize, st.CacheBlockSize, tc.mamba, tc.cacheSize)
 		}
+		// One GPU: the in-process worker reads the core's value. Two:
+		// each worker process keeps the platform's unified block.
+		if st.WorkerBlockSize != tc.cacheSize {
+			t.Errorf("caching %s, tensor_parallel_size 1: the worker's block_size %d, want the core's %d", tc.caching, st.WorkerBlockSize, tc.cacheSize)
+		}
+		tp, err := setup.Parse(doc, "short", []string{"engine.enable_prefix_caching=" + tc.caching, "engine.tensor_parallel_size=2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.WorkerBlockSize != tp.Layout.BlockSize || tp.CacheBlockSize != tc.cacheSize {
+			t.Errorf("caching %s, tensor_parallel_size 2: the worker's block_size %d, the core's %d; want the platform's %d and %d", tc.caching, tp.WorkerBlockSize, tp.CacheBlockSize, tp.Layout.BlockSize, tc.cacheSize)
+		}
 		// The align-mode chunking divides by cache_config.block_size;
 		// without prefix caching there is none.
 		if want := map[string]int{"true": tc.cacheSize}[tc.caching]; st.Sched.Config.MambaAlignBlockSize != want {

@@ -43,11 +43,14 @@ type Setup struct {
 	// MambaBlockSize is cache_config.mamba_block_size (0 without Mamba
 	// layers); CacheBlockSize is cache_config.block_size as the engine
 	// core leaves it after the workers size their caches, the smallest
-	// group block size (model.CacheBlockSize): the divisor of V2's
-	// add_request seed and of align mode's chunking.
-	Groups         []model.GroupSpec
-	MambaBlockSize int
-	CacheBlockSize int
+	// group block size (model.CacheBlockSize): the divisor of align
+	// mode's chunking. WorkerBlockSize is cache_config.block_size as the
+	// worker reads it, the divisor of V2's add_request seed (groups.go
+	// says when the two differ).
+	Groups          []model.GroupSpec
+	MambaBlockSize  int
+	CacheBlockSize  int
+	WorkerBlockSize int
 	// IndexBits is the width the prefill kernel forms slot × stride in:
 	// state_index_bits where that kind's kernel used 32 bits, else 64
 	// (model.Shape.IndexBits): the width in effect, not the one asked.
