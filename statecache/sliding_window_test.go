@@ -349,6 +349,26 @@ func (h *swHarness) allocate(t *testing.T, r *swReq, numNew int) ([][]int32, boo
 	return got, true
 }
 
+// prime looks a new request up and allocates numNew tokens past its hit.
+func (h *swHarness) prime(t *testing.T, id RequestID, tokens []int32, numNew int) *swReq {
+	t.Helper()
+	r := h.newReq(id, tokens)
+	h.lookup(r)
+	if _, ok := h.allocate(t, r, numNew); !ok {
+		t.Fatalf("request %d not allocated", id)
+	}
+	return r
+}
+
+// runs is n runs of size equal tokens: 0…0, 1…1, ….
+func runs(n, size int) []int32 {
+	var out []int32
+	for i := range n {
+		out = append(out, rep(int32(i), size)...)
+	}
+	return out
+}
+
 func (h *swHarness) free(t *testing.T, r *swReq) {
 	t.Helper()
 	for i, m := range h.sw {
@@ -419,37 +439,18 @@ func TestVLLMPrefillHybridModelSlidingWindow(t *testing.T) {
 	eq(t, "all free", h.p.NumFree(), 20)
 	eq(t, "no shared entries left", h.sw[0].SharedRefs()+h.sw[1].SharedRefs(), 0)
 
-	k := func(i int, g int32) BlockKey { return keyAt(r1.hashes, i, g) }
-	for _, c := range []struct {
-		name  string
-		evict []BlockKey
-		want  int // blocks
-	}{
-		{"outside the window", []BlockKey{k(0, 1), k(0, 2)}, 3},
-		{"first full-attention block", []BlockKey{k(0, 0)}, 0},
-		{"last block everywhere", []BlockKey{k(2, 0), k(2, 1), k(2, 2)}, 2},
-		{"last full-attention block", []BlockKey{k(2, 0)}, 2},
-		{"last window block of group 1", []BlockKey{k(2, 1)}, 2},
-		{"last window block of group 2", []BlockKey{k(2, 2)}, 2},
-		{"different blocks per kind", []BlockKey{k(2, 0), k(0, 1), k(0, 2)}, 0},
-	} {
-		saved := make([]int32, len(c.evict))
-		for i, k := range c.evict {
-			saved[i] = h.p.pc.table.lookup(k)
-			h.p.pc.table.del(k)
-		}
-		r := h.newReq(9, all)
-		if hit := h.lookup(r); hit != c.want*16 {
-			t.Errorf("%s: hit %d tokens, want %d", c.name, hit, c.want*16)
-		}
-		for _, hb := range append([][]int32{r.fullHit}, r.swHit...) {
-			if len(hb) != c.want {
-				t.Errorf("%s: %d hit blocks in a group, want %d", c.name, len(hb), c.want)
+	for _, c := range prefillHybridEvictions(r1.hashes) {
+		withEvicted(h.p, c.evict, func() {
+			r := h.newReq(9, all)
+			if hit := h.lookup(r); hit != c.want*16 {
+				t.Errorf("%s: hit %d tokens, want %d", c.name, hit, c.want*16)
 			}
-		}
-		for i, k := range c.evict {
-			h.p.pc.table.put(k, saved[i])
-		}
+			for _, hb := range append([][]int32{r.fullHit}, r.swHit...) {
+				if len(hb) != c.want {
+					t.Errorf("%s: %d hit blocks in a group, want %d", c.name, len(hb), c.want)
+				}
+			}
+		})
 	}
 }
 
@@ -458,10 +459,7 @@ func TestVLLMPrefillHybridModelSlidingWindow(t *testing.T) {
 // a multiple of 32.
 func TestVLLMDifferentBlockSize(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 16, Window: 32, HashBlockSize: 16, SchedulerBlockSize: 32}, 1, false)
-	var common []int32
-	for i := range 10 {
-		common = append(common, rep(int32(i), 16)...)
-	}
+	common := runs(10, 16)
 	r0 := h.newReq(0, common)
 	eq(t, "req0 hit", h.lookup(r0), 0)
 	b, ok := h.allocate(t, r0, 7*16)
@@ -488,15 +486,8 @@ func TestVLLMDifferentBlockSize(t *testing.T) {
 // serve a hit, so only it is cached.
 func TestVLLMHybridCacheBlocksSWATailWindowOnly(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 8, Window: 8, HashBlockSize: 8, SchedulerBlockSize: 32}, 1, false)
-	var tokens []int32
-	for i := range 8 {
-		tokens = append(tokens, rep(int32(i), 8)...)
-	}
-	r := h.newReq(0, tokens)
-	h.lookup(r)
-	if _, ok := h.allocate(t, r, 64); !ok {
-		t.Fatal("not allocated")
-	}
+	tokens := runs(8, 8)
+	r := h.prime(t, 0, tokens, 64)
 	eq(t, "hashes", len(r.hashes), 8)
 	eq(t, "cached window positions", fmt.Sprint(swCached(h.p, r.hashes, 1)), fmt.Sprint([]int{3, 7}))
 }
@@ -505,15 +496,8 @@ func TestVLLMHybridCacheBlocksSWATailWindowOnly(t *testing.T) {
 // a 32-token-aligned hit can reach.
 func TestVLLMHybridCacheBlocksClampedToLCM(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 16, Window: 32, HashBlockSize: 16, SchedulerBlockSize: 32}, 1, false)
-	var tokens []int32
-	for i := range 7 {
-		tokens = append(tokens, rep(int32(i), 16)...)
-	}
-	r := h.newReq(0, tokens)
-	h.lookup(r)
-	if _, ok := h.allocate(t, r, 7*16); !ok {
-		t.Fatal("not allocated")
-	}
+	tokens := runs(7, 16)
+	r := h.prime(t, 0, tokens, 7*16)
 	eq(t, "cached window positions", fmt.Sprint(swCached(h.p, r.hashes, 1)), fmt.Sprint([]int{0, 1, 2, 3, 4, 5}))
 }
 
@@ -523,11 +507,7 @@ func TestVLLMHybridCacheBlocksClampedToLCM(t *testing.T) {
 func TestVLLMEagleWithSlidingWindow(t *testing.T) {
 	h := newSWHarness(t, 10, 0, SlidingWindowSpec{BlockSize: 16, Window: 16}, 1, true)
 	tokens := rep(0, 2*16+5)
-	r := h.newReq(0, tokens)
-	h.lookup(r)
-	if _, ok := h.allocate(t, r, len(tokens)); !ok {
-		t.Fatal("not allocated")
-	}
+	r := h.prime(t, 0, tokens, len(tokens))
 	h.free(t, r)
 	re := h.newReq(1, tokens)
 	eq(t, "eagle hit", h.lookup(re), 16)
@@ -545,15 +525,8 @@ func TestVLLMEagleWithSlidingWindow(t *testing.T) {
 // [11, 12] with 12 dropped).
 func TestVLLMEagleSWAAlignmentCachesExtraBlock(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 8, Window: 8, HashBlockSize: 8, SchedulerBlockSize: 32}, 1, true)
-	var tokens []int32
-	for i := range 16 {
-		tokens = append(tokens, rep(int32(i), 8)...)
-	}
-	r0 := h.newReq(0, tokens)
-	h.lookup(r0)
-	if _, ok := h.allocate(t, r0, len(tokens)); !ok {
-		t.Fatal("not allocated")
-	}
+	tokens := runs(16, 8)
+	r0 := h.prime(t, 0, tokens, len(tokens))
 	eq(t, "cached window positions", fmt.Sprint(swCached(h.p, r0.hashes, 1)), fmt.Sprint([]int{3, 4, 7, 8, 11, 12, 15}))
 	h.free(t, r0)
 	r1 := h.newReq(1, tokens)
@@ -568,15 +541,8 @@ func TestVLLMEagleSWAAlignmentCachesExtraBlock(t *testing.T) {
 // a 41-token prompt then hits 32.
 func TestVLLMEagleSWABoundaryCachesPostBoundaryBlock(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 8, Window: 8, HashBlockSize: 8, SchedulerBlockSize: 32}, 1, true)
-	var tokens []int32
-	for i := range 5 {
-		tokens = append(tokens, rep(int32(i), 8)...)
-	}
-	r0 := h.newReq(0, tokens)
-	h.lookup(r0)
-	if _, ok := h.allocate(t, r0, len(tokens)); !ok {
-		t.Fatal("not allocated")
-	}
+	tokens := runs(5, 8)
+	r0 := h.prime(t, 0, tokens, len(tokens))
 	eq(t, "cached window positions", fmt.Sprint(swCached(h.p, r0.hashes, 1)), fmt.Sprint([]int{3, 4}))
 	h.free(t, r0)
 	r1 := h.newReq(1, append(slices.Clone(tokens), 999))
@@ -588,15 +554,8 @@ func TestVLLMEagleSWABoundaryCachesPostBoundaryBlock(t *testing.T) {
 // 73-token prompt hits 64.
 func TestVLLMEagleGroupedSWASiblings(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 8, Window: 8, HashBlockSize: 8, SchedulerBlockSize: 32}, 2, true)
-	var tokens []int32
-	for i := range 9 {
-		tokens = append(tokens, rep(int32(i), 8)...)
-	}
-	r0 := h.newReq(0, tokens)
-	h.lookup(r0)
-	if _, ok := h.allocate(t, r0, len(tokens)); !ok {
-		t.Fatal("not allocated")
-	}
+	tokens := runs(9, 8)
+	r0 := h.prime(t, 0, tokens, len(tokens))
 	for _, i := range []int{4, 8} {
 		var b [2]int32
 		if !h.p.GetCachedBlock(r0.hashes, i, []int32{1, 2}, b[:]) {
