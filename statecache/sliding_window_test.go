@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -711,4 +712,163 @@ func countNull(bs []int32) int {
 		}
 	}
 	return n
+}
+
+// swSimReq is one request of TestSlidingWindowRandomLives.
+type swSimReq struct {
+	id       RequestID
+	tokens   []int32
+	hashes   []BlockHash
+	computed int
+	t        SlidingWindowTable
+}
+
+// swRandomLives drives one window group through random request lives
+// (admission with a hit, chunked prefill, decode, finish) from seed,
+// checking after every call what the manager must keep true, and returns
+// a transcript of the pool's state.
+func swRandomLives(t *testing.T, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	order := []FreeOrder{FreeToTail, FreshToHead}[rng.IntN(2)]
+	p := cachingPool(24+rng.IntN(40), order)
+	eagle := rng.IntN(2) == 0
+	spec := SlidingWindowSpec{BlockSize: 8, Window: []int{1, 5, 16, 24}[rng.IntN(4)], HashBlockSize: 4, Eagle: eagle}
+	m := swManager(t, p, spec, 0)
+	prefixes := [][]int32{span(0, 40), span(100, 164), span(200, 209)}
+	var live []*swSimReq
+	var next RequestID
+	var log []byte
+	check := func(what string) {
+		t.Helper()
+		held := 0
+		for _, r := range live {
+			seen := map[int32]bool{}
+			n := 0
+			for _, b := range r.t.Blocks {
+				if b == NullBlock {
+					continue
+				}
+				n++
+				if seen[b] {
+					t.Fatalf("seed %d, %s: request %d holds block %d twice", seed, what, r.id, b)
+				}
+				seen[b] = true
+				if p.RefCount(b) < 1 {
+					t.Fatalf("seed %d, %s: request %d's block %d has no reference", seed, what, r.id, b)
+				}
+			}
+			if n != r.t.Held() {
+				t.Fatalf("seed %d, %s: request %d holds %d blocks, counts %d", seed, what, r.id, n, r.t.Held())
+			}
+			held += n
+		}
+		if got := p.NumHeld(); got != held-m.SharedRefs() {
+			t.Fatalf("seed %d, %s: pool holds %d, tables %d less %d shared", seed, what, got, held, m.SharedRefs())
+		}
+	}
+	// schedule gives r q more tokens, as allocate_slots: false when the
+	// pool is short.
+	schedule := func(r *swSimReq, hit []int32, hitTokens, q int) bool {
+		t.Helper()
+		total := r.computed + hitTokens
+		if err := m.RemoveSkippedBlocks(r.id, &r.t, total); err != nil {
+			t.Fatal(err)
+		}
+		for i := range min(spec.NumSkippedTokens(total)/spec.BlockSize, len(r.t.Blocks)) {
+			if r.t.Blocks[i] != NullBlock {
+				t.Fatalf("seed %d: request %d keeps block %d at position %d, out of the window at %d tokens", seed, r.id, r.t.Blocks[i], i, total)
+			}
+		}
+		need := m.BlocksToAllocate(&r.t, total+q, total, hit, false)
+		if need > p.NumFree() {
+			return false
+		}
+		free := p.NumFree()
+		if len(hit) > 0 {
+			if err := m.AddHitBlocks(r.id, &r.t, hit, hitTokens); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := m.AllocateNewBlocks(r.id, &r.t, total+q); err != nil {
+			t.Fatalf("seed %d: %d blocks counted, %d free: %v", seed, need, free, err)
+		}
+		if used := free - p.NumFree(); used != need {
+			t.Fatalf("seed %d: request %d counted %d blocks, used %d", seed, r.id, need, used)
+		}
+		r.computed = total + q
+		if err := m.CacheBlocks(r.id, &r.t, min(r.computed, len(r.tokens)), r.hashes); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	for op := range 80 {
+		switch k := rng.IntN(4); {
+		case k == 0 || len(live) == 0: // admit
+			r := &swSimReq{id: next, tokens: slices.Clone(prefixes[rng.IntN(len(prefixes))])}
+			r.tokens = r.tokens[:1+rng.IntN(len(r.tokens))]
+			for range rng.IntN(20) {
+				r.tokens = append(r.tokens, int32(1000+rng.IntN(3)))
+			}
+			r.hashes = AppendBlockHashes(nil, r.tokens, 4)
+			dst := make([][]int32, 1)
+			hit := m.FindLongestCacheHit(r.hashes, len(r.tokens)-1, eagle, []int32{0}, dst)
+			if hit%spec.BlockSize != 0 || hit > len(r.tokens)-1 || len(dst[0]) != hit/spec.BlockSize {
+				t.Fatalf("seed %d: hit %d tokens in %d blocks for %d tokens", seed, hit, len(dst[0]), len(r.tokens))
+			}
+			view := BlockHashesAt(nil, r.hashes, 4, spec.BlockSize)
+			for i, b := range dst[0] {
+				if b == NullBlock {
+					continue
+				}
+				if err := p.Record(b).Serves(0, view[i], (i+1)*spec.BlockSize); err != nil {
+					t.Fatalf("seed %d: hit block %d at %d: %v", seed, b, i, err)
+				}
+			}
+			q := 1 + rng.IntN(len(r.tokens)-hit)
+			if schedule(r, dst[0], hit, q) {
+				next++
+				live = append(live, r)
+				log = fmt.Appendf(log, "%d: admit %d hit %d q %d\n", op, r.id, hit, q)
+			}
+		case k == 1: // finish
+			i := rng.IntN(len(live))
+			if err := m.Free(live[i].id, &live[i].t); err != nil {
+				t.Fatal(err)
+			}
+			log = fmt.Appendf(log, "%d: free %d\n", op, live[i].id)
+			live = slices.Delete(live, i, i+1)
+		default: // a chunk or a decode
+			r := live[rng.IntN(len(live))]
+			if r.computed == len(r.tokens) {
+				r.tokens = append(r.tokens, int32(1000+rng.IntN(3)))
+				r.hashes = AppendBlockHashes(r.hashes, r.tokens, 4)
+			}
+			q := 1 + rng.IntN(len(r.tokens)-r.computed)
+			ok := schedule(r, nil, 0, q)
+			log = fmt.Appendf(log, "%d: run %d q %d %v\n", op, r.id, q, ok)
+		}
+		check(fmt.Sprint("op ", op))
+	}
+	return fmt.Sprintf("%s%v %d", log, p.FreeQueue(), p.NumCachedBlocks())
+}
+
+// Random lives hold the manager to its counts (what BlocksToAllocate
+// predicts is what is popped), the pool's conservation, the window's
+// frees and the hit's records, and repeat exactly from their seed.
+func TestSlidingWindowRandomLives(t *testing.T) {
+	hits := 0
+	for seed := range uint64(150) {
+		a := swRandomLives(t, seed)
+		if b := swRandomLives(t, seed); a != b {
+			t.Fatalf("seed %d: two runs differ", seed)
+		}
+		if strings.Contains(a, "hit 8") || strings.Contains(a, "hit 16") || strings.Contains(a, "hit 24") {
+			hits++
+		}
+	}
+	t.Logf("%d seeds with a hit", hits)
+	if hits < 20 {
+		t.Errorf("only %d of 150 seeds had a hit", hits)
+	}
 }
