@@ -15,7 +15,9 @@
 // prefix cache: reference-counted blocks found by chained hashes, kept in
 // the free queue until evicted, and the lookup every KV cache group must
 // agree on. The Mamba groups' cache modes none/align/all (mamba_modes*.go)
-// are per-group allocation policies and hit rules over the same pool.
+// are per-group allocation policies and hit rules over the same pool. A
+// sliding-window group with its own block size (sliding_window.go) is
+// one too, standalone: nothing in the engine calls it yet.
 //
 // It is a pure state machine: no clock, no randomness, no I/O.
 package statecache

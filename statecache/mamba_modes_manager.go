@@ -120,18 +120,9 @@ func (m *MambaManager) SharedRefs() int { return m.sharedRefs }
 // release frees blocks (ordered by eviction priority) for req, keeping
 // the shared-reference count.
 func (m *MambaManager) release(req RequestID, blocks []int32) error {
-	if len(blocks) == 0 {
-		return nil // most steps free nothing
-	}
-	if m.Pool.pc == nil {
-		if err := m.Pool.FreeBlocks(req, blocks); err != nil {
-			return fmt.Errorf("mamba group %d: %w", m.Group, err)
-		}
-		return nil
-	}
 	// The free counts the references it drops from blocks still held
 	// (a table's real blocks are distinct, so each is one table entry).
-	shared, err := m.Pool.pc.freeBlocks(&m.Pool.q, m.Pool.order, req, blocks, false)
+	shared, err := m.Pool.releaseCounting(req, blocks)
 	if err != nil {
 		return fmt.Errorf("mamba group %d: %w", m.Group, err)
 	}
@@ -466,12 +457,7 @@ func (m *MambaManager) Free(req RequestID, t *MambaTable) error {
 	// Only the real blocks, gathered in one pass that ends at the last
 	// of them (held counts them): a finished request's table is nulls
 	// but for its last block or two.
-	m.freed = m.freed[:0]
-	for i := len(t.Blocks) - 1; i >= 0 && len(m.freed) < t.held; i-- {
-		if b := t.Blocks[i]; b != NullBlock {
-			m.freed = append(m.freed, b)
-		}
-	}
+	m.freed = appendHeldTailFirst(m.freed[:0], t.Blocks, t.held)
 	if err := m.release(req, m.freed); err != nil {
 		return err
 	}

@@ -432,3 +432,31 @@ func (p *BlockPool) queue(b int32, front bool) {
 func (p *BlockPool) FreeQueue() []int32 {
 	return p.q.AppendTo(make([]int32, 0, p.q.n))
 }
+
+// releaseCounting frees blocks (ordered by eviction priority) for req
+// and returns how many references it dropped from blocks other requests
+// still hold (a group manager's shared-reference count; 0 without prefix
+// caching, where no block is shared).
+func (p *BlockPool) releaseCounting(req RequestID, blocks []int32) (shared int, err error) {
+	if len(blocks) == 0 {
+		return 0, nil // most steps free nothing
+	}
+	if p.pc == nil {
+		return 0, p.FreeBlocks(req, blocks)
+	}
+	return p.pc.freeBlocks(&p.q, p.order, req, blocks, false)
+}
+
+// appendHeldTailFirst appends the real (non-null) blocks of a table to
+// dst, last first, stopping once held of them are gathered: a finishing
+// request's free, tail first, of a table that is nulls but for its last
+// few blocks.
+func appendHeldTailFirst(dst, blocks []int32, held int) []int32 {
+	for i, n := len(blocks)-1, 0; i >= 0 && n < held; i-- {
+		if b := blocks[i]; b != NullBlock {
+			dst = append(dst, b)
+			n++
+		}
+	}
+	return dst
+}

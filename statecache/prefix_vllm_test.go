@@ -478,12 +478,34 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 	free(t, m, r1)
 	eq(t, "all free", p.NumFree(), 20)
 
-	k := func(i int, g int32) BlockKey { return keyAt(r1.hashes, i, g) }
-	for _, c := range []struct {
-		name  string
-		evict []BlockKey
-		want  int // blocks
-	}{
+	for _, c := range prefillHybridEvictions(r1.hashes) {
+		withEvicted(p, c.evict, func() {
+			r := newVreq(m, 9, all)
+			hit, ids := lookup(m, r)
+			if hit != c.want*16 {
+				t.Errorf("%s: hit %d tokens, want %d", c.name, hit, c.want*16)
+			}
+			for g, bs := range ids {
+				if len(bs) != hit/16 {
+					t.Errorf("%s: group %d has %d hit blocks for a %d-token hit", c.name, g, len(bs), hit)
+				}
+			}
+		})
+	}
+}
+
+// evictCase is one of test_prefill_hybrid_model's evictions (full
+// attention in group 0, windows of 2 blocks in groups 1 and 2, three
+// cached blocks): the keys taken out and the hit left, in blocks.
+type evictCase struct {
+	name  string
+	evict []BlockKey
+	want  int
+}
+
+func prefillHybridEvictions(hashes []BlockHash) []evictCase {
+	k := func(i int, g int32) BlockKey { return keyAt(hashes, i, g) }
+	return []evictCase{
 		{"outside the window", []BlockKey{k(0, 1), k(0, 2)}, 3},
 		{"first full-attention block", []BlockKey{k(0, 0)}, 0},
 		{"last block everywhere", []BlockKey{k(2, 0), k(2, 1), k(2, 2)}, 2},
@@ -493,25 +515,20 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 		// Full attention can serve 1... 2 blocks, the window none ending
 		// there: the two disagree, a miss.
 		{"different blocks per kind", []BlockKey{k(2, 0), k(0, 1), k(0, 2)}, 0},
-	} {
-		saved := make([]int32, len(c.evict))
-		for i, k := range c.evict {
-			saved[i] = p.pc.table.lookup(k)
-			p.pc.table.del(k)
-		}
-		r := newVreq(m, 9, all)
-		hit, ids := lookup(m, r)
-		if hit != c.want*16 {
-			t.Errorf("%s: hit %d tokens, want %d", c.name, hit, c.want*16)
-		}
-		for g, bs := range ids {
-			if len(bs) != hit/16 {
-				t.Errorf("%s: group %d has %d hit blocks for a %d-token hit", c.name, g, len(bs), hit)
-			}
-		}
-		for i, k := range c.evict {
-			p.pc.table.put(k, saved[i])
-		}
+	}
+}
+
+// withEvicted runs f with keys out of p's table, as vLLM's tests pop
+// them from cached_block_hash_to_block, then puts them back.
+func withEvicted(p *BlockPool, keys []BlockKey, f func()) {
+	saved := make([]int32, len(keys))
+	for i, k := range keys {
+		saved[i] = p.pc.table.lookup(k)
+		p.pc.table.del(k)
+	}
+	f()
+	for i, k := range keys {
+		p.pc.table.put(k, saved[i])
 	}
 }
 
