@@ -27,6 +27,12 @@ type GroupSpec struct {
 // mambaBlockSize is cache_config.mamba_block_size as resolved for the
 // scenario's cache mode.
 func (s *Shape) GroupSpecs(l *Layout, mambaBlockSize int) []GroupSpec {
+	return s.GroupSpecsWithDraft(l, mambaBlockSize, DraftWindow{})
+}
+
+// GroupSpecsWithDraft is GroupSpecs for a layout with a drafter's
+// sliding-window groups (LayoutWithDraftWindow), d their layers.
+func (s *Shape) GroupSpecsWithDraft(l *Layout, mambaBlockSize int, d DraftWindow) []GroupSpec {
 	out := make([]GroupSpec, 0, len(l.Groups))
 	for _, g := range l.Groups {
 		gs := GroupSpec{Kind: g.Kind, Layers: g.Layers, BlockSize: l.BlockSize, PageBytes: l.PageBytes}
@@ -36,6 +42,9 @@ func (s *Shape) GroupSpecs(l *Layout, mambaBlockSize int) []GroupSpec {
 		case Mamba:
 			gs.BlockSize = mambaBlockSize
 			gs.Spec = s.mambaSpec(mambaBlockSize, l.PageBytes)
+		case SlidingWindow:
+			gs.BlockSize = g.BlockSize
+			gs.Spec = s.windowSpec(g.BlockSize, d)
 		}
 		out = append(out, gs)
 	}

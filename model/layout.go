@@ -1,10 +1,22 @@
 package model
 
+import "fmt"
+
 // Group is one KV cache group: layers of one kind that share block tables.
 // Each raw cache tensor is shared by one layer of every group.
 type Group struct {
 	Kind   LayerKind `json:"kind"`
 	Layers []int     `json:"layers"`
+	// BlockSize is the group's own block in tokens where it differs from
+	// the layout's (a drafter's sliding-window group), else 0.
+	BlockSize int `json:"block_size,omitempty"`
+}
+
+func (g Group) String() string {
+	if g.BlockSize > 0 {
+		return fmt.Sprintf("{%v %v block %d}", g.Kind, g.Layers, g.BlockSize)
+	}
+	return fmt.Sprintf("{%v %v}", g.Kind, g.Layers)
 }
 
 // Layout is the cache layout vLLM derives for a shape and a requested block
@@ -82,15 +94,24 @@ func (s *Shape) Layout(blockSize int) Layout { return s.LayoutWithDrafter(blockS
 // target with attention layers takes them (an attention-free target would
 // need its page unified with the drafter's: not modelled).
 func (s *Shape) LayoutWithDrafter(blockSize, draftLayers int) Layout {
+	var extra []CacheLayer
+	if draftLayers > 0 && s.NumAttentionLayers() > 0 {
+		for i := 0; i < draftLayers; i++ {
+			extra = append(extra, CacheLayer{Layer: s.NumLayers + i, Kind: Attention})
+		}
+	}
+	return s.layoutWith(blockSize, extra)
+}
+
+// layoutWith is the layout of the shape's cache layers followed by extra
+// (a drafter's, registered after the target's).
+func (s *Shape) layoutWith(blockSize int, extra []CacheLayer) Layout {
 	u := s.Unify(blockSize)
 	l := Layout{BlockSize: u.BlockSize, PageBytes: u.PageBytes, Unify: u}
 
 	entries := s.Entries()
-	if draftLayers > 0 && s.NumAttentionLayers() > 0 {
-		entries = append([]CacheLayer(nil), entries...)
-		for i := 0; i < draftLayers; i++ {
-			entries = append(entries, CacheLayer{Layer: s.NumLayers + i, Kind: Attention})
-		}
+	if len(extra) > 0 {
+		entries = append(append([]CacheLayer(nil), entries...), extra...)
 	}
 	var kinds []LayerKind
 	buckets := map[LayerKind][]int{}

@@ -12,6 +12,9 @@ const (
 	// NoCache is a layer with no KV cache spec (Nemotron-H's MLP and MoE
 	// layers).
 	NoCache
+	// SlidingWindow is a sliding-window attention layer with a block of
+	// its own (a DFlash drafter's: DraftWindow); no target shape has one.
+	SlidingWindow
 )
 
 func (k LayerKind) String() string {
@@ -20,6 +23,8 @@ func (k LayerKind) String() string {
 		return "attention"
 	case Mamba:
 		return "mamba"
+	case SlidingWindow:
+		return "sliding_window"
 	}
 	return "none"
 }
