@@ -122,13 +122,29 @@ const (
 // or acceptance_rate (each draft in turn accepted with that probability
 // until the first rejection), drawn from the scenario's "spec" stream.
 type Speculative struct {
-	// Method: mtp, eagle or ngram; empty: speculative decoding off.
+	// Method: mtp, eagle, ngram or dflash; empty: speculative decoding off.
 	Method               string `yaml:"method" json:"method,omitempty"`
 	NumSpeculativeTokens int    `yaml:"num_speculative_tokens" json:"num_speculative_tokens,omitempty"`
+	// Draft is a DFlash drafter's attention layers (method dflash), as
+	// its config.json gives them; only sliding-window drafters are
+	// modelled.
+	Draft DraftConfig `yaml:"draft" json:"draft,omitempty"`
 	// Accepted >= 0 fixes the accepted drafts per row (capped at the
 	// drafts scheduled); -1 (the default) draws with AcceptanceRate.
 	Accepted       int     `yaml:"accepted" json:"accepted,omitempty"`
 	AcceptanceRate float64 `yaml:"acceptance_rate" json:"acceptance_rate,omitempty"`
+}
+
+// DraftConfig is a drafter's attention geometry under its config.json
+// keys: num_hidden_layers layers of num_key_value_heads × head_dim, each
+// with sliding_window tokens (dflash_config.swa_window_size where the
+// checkpoint sets use_swa).
+type DraftConfig struct {
+	NumHiddenLayers  int `yaml:"num_hidden_layers" json:"num_hidden_layers,omitempty"`
+	NumKeyValueHeads int `yaml:"num_key_value_heads" json:"num_key_value_heads,omitempty"`
+	HeadDim          int `yaml:"head_dim" json:"head_dim,omitempty"`
+	SlidingWindow    int `yaml:"sliding_window" json:"sliding_window,omitempty"`
+	KernelBlockSize  int `yaml:"kernel_block_size" json:"kernel_block_size,omitempty"`
 }
 
 // Device is the accelerator the memory model sizes the pool for.

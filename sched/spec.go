@@ -10,9 +10,10 @@ const (
 	SpecMTP                     // the model's own MTP layers draft (Nemotron-H, Qwen3-Next)
 	SpecEAGLE                   // an EAGLE head drafts
 	SpecNgram                   // prompt lookup: no draft model, no drafter cache group
+	SpecDFlash                  // a DFlash drafter: K mask queries after one bonus query, its own KV cache groups
 )
 
-var specMethodNames = [...]string{"", "mtp", "eagle", "ngram"}
+var specMethodNames = [...]string{"", "mtp", "eagle", "ngram", "dflash"}
 
 func (m SpecMethod) String() string { return specMethodNames[m] }
 
@@ -46,10 +47,15 @@ func (s *Spec) On() bool { return s != nil && s.K > 0 }
 // Lookahead is the scheduler's num_lookahead_tokens: slots allocated past
 // the scheduled tokens for the drafter's next proposals (scheduler.py sets
 // it to K when speculative_config.use_eagle(), which covers EAGLE and
-// MTP; ngram drafts on the CPU and needs none).
+// MTP; ngram drafts on the CPU and needs none). DFlash takes K + 1, a
+// query for the last sampled token and one per draft
+// (vllm/config/vllm.py @ 6adad0876, use_dflash).
 func (s *Spec) Lookahead() int {
-	if s.Method == SpecMTP || s.Method == SpecEAGLE {
+	switch s.Method {
+	case SpecMTP, SpecEAGLE:
 		return s.K
+	case SpecDFlash:
+		return s.K + 1
 	}
 	return 0
 }

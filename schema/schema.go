@@ -30,7 +30,7 @@ func enums() map[string][]string {
 		"engine.mamba_cache_mode":      {"", "none", "align", "all"},
 		"engine.cudagraph_mode":        {"none", "piecewise", "full_decode_only", "full_and_piecewise"},
 		"engine.model_runner":          {"", "v1", "v2"},
-		"engine.speculative.method":    {"", "mtp", "eagle", "ngram"},
+		"engine.speculative.method":    {"", "mtp", "eagle", "ngram", "dflash"},
 		"engine.mamba_cache_dtype":     stateDTypes,
 		"engine.mamba_ssm_cache_dtype": stateDTypes,
 		"engine.kv_cache_dtype":        {"auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2"},

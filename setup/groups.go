@@ -1,6 +1,9 @@
 package setup
 
-import "statesim/model"
+import (
+	"statesim/model"
+	"statesim/statecache"
+)
 
 // groups settles the KV cache groups with each spec's block size,
 // cache_config.mamba_block_size and cache_config.block_size as vLLM
@@ -8,8 +11,10 @@ import "statesim/model"
 func (r *resolver) groups() {
 	st := r.st
 	st.MambaBlockSize = r.mambaBlockSize()
-	st.Groups = st.Shape.GroupSpecs(&st.Layout, st.MambaBlockSize)
+	st.Groups = st.Shape.GroupSpecsWithDraft(&st.Layout, st.MambaBlockSize, st.Draft)
 	st.CacheBlockSize = model.CacheBlockSize(st.Groups, st.Layout.BlockSize)
+	st.SchedulerBlockSize = model.SchedulerBlockSize(st.Groups, st.Layout.BlockSize)
+	st.HashBlockSize = model.HashBlockSize(st.Groups, st.Layout.BlockSize, st.Mamba.PrefixCaching, st.Mamba.Mode == statecache.MambaAlign)
 	st.WorkerBlockSize = workerBlockSize(st.Shape.Cache.TensorParallelSize, st.CacheBlockSize, st.Layout.BlockSize)
 }
 

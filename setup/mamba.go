@@ -56,7 +56,9 @@ func (r *resolver) mamba() error {
 	if err != nil {
 		return r.fail("engine.mamba_cache_mode", "%v", err)
 	}
-	st.Layout = r.layout(sh)
+	if st.Layout, err = r.layout(sh); err != nil {
+		return err
+	}
 	pc := r.prefixCaching(&st.Layout)
 	switch {
 	case sh.NumMambaLayers() == 0:
@@ -82,7 +84,9 @@ func (r *resolver) mamba() error {
 		// kernel's chunk (model.Unify); mamba_block_size is that chunk.
 		c := *sh
 		c.Cache.MambaChunkAligned, c.Cache.MambaBlockSize = true, e.MambaBlockSize
-		st.Layout = r.layout(&c)
+		if st.Layout, err = r.layout(&c); err != nil {
+			return err
+		}
 	}
 	// The layout's block size: a hybrid's attention block grows until its
 	// page holds a state (page unification), and the Mamba groups share it.

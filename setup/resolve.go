@@ -230,9 +230,44 @@ func (r *resolver) spec() error {
 	case e.ForcePrefillPath:
 		return r.fail(f+"method", "force_prefill_path with speculative decoding is not modelled")
 	}
+	if err := r.draft(m); err != nil {
+		return err
+	}
 	if m != sched.SpecOff {
 		r.st.Spec = sched.Spec{Method: m, K: sp.NumSpeculativeTokens, Accept: sched.Acceptance{Fixed: sp.Accepted, Rate: sp.AcceptanceRate}}
 	}
+	return nil
+}
+
+// draft settles engine.speculative.draft, the DFlash drafter's layers:
+// required with method dflash, refused with any other. Only drafters
+// whose layers are all sliding-window are modelled, from the v0.28 row
+// (#42890, merged 2026-07-03, gives their spec the kernel block; the
+// v0.22 row stands for v0.22–v0.27), under Model Runner V2 (the V1
+// runner's reorder threshold for the drafter's backend was not read).
+func (r *resolver) draft(m sched.SpecMethod) error {
+	d := &r.sc.Engine.Speculative.Draft
+	const f = "engine.speculative.draft"
+	if m != sched.SpecDFlash {
+		if *d != (scenarios.DraftConfig{}) {
+			return r.fail(f, "applies only with method dflash (the other methods' drafters share the target's attention spec)")
+		}
+		return nil
+	}
+	switch {
+	case d.NumHiddenLayers <= 0 || d.NumKeyValueHeads <= 0 || d.HeadDim <= 0:
+		return r.fail(f, "method dflash needs the drafter's num_hidden_layers, num_key_value_heads and head_dim (its config.json)")
+	case d.SlidingWindow <= 0:
+		return r.fail(f+".sliding_window", "only sliding-window DFlash drafters are modelled (a full-attention drafter's layers with the target's spec join its group; with another spec they form a group statesim does not build)")
+	case d.KernelBlockSize < 0:
+		return r.fail(f+".kernel_block_size", "must be >= 0 (0: 16, FlashAttention's), got %d", d.KernelBlockSize)
+	case !r.st.V1 || !r.st.Version.Since(sched.V028):
+		return r.fail("engine.speculative.method", "a sliding-window DFlash drafter is modelled from the v0.28 row (#42890 gives its spec the kernel block), not %s", r.sc.Engine.VLLMVersion)
+	case r.st.Runner != sched.RunnerV2:
+		return r.fail("engine.speculative.method", "dflash under Model Runner V1 is not modelled (the reorder threshold of the drafter's backend was not read): use engine.model_runner v2")
+	}
+	r.st.Draft = model.DraftWindow{NumLayers: d.NumHiddenLayers, NumKVHeads: d.NumKeyValueHeads, HeadDim: d.HeadDim,
+		SlidingWindow: d.SlidingWindow, KernelBlock: d.KernelBlockSize}
 	return nil
 }
 
@@ -254,10 +289,18 @@ func (r *resolver) async() error {
 }
 
 // layout builds the KV cache layout for sh, the drafter's attention
-// layers included (model.Shape.LayoutWithDrafter).
-func (r *resolver) layout(sh *model.Shape) model.Layout {
+// layers included (model.Shape.LayoutWithDrafter; a DFlash drafter's
+// sliding-window layers in groups of their own, LayoutWithDraftWindow).
+func (r *resolver) layout(sh *model.Shape) (model.Layout, error) {
 	count("layout")
-	return sh.LayoutWithDrafter(r.sc.Engine.BlockSize, r.st.Spec.DraftLayers())
+	if r.st.Draft.NumLayers > 0 {
+		l, err := sh.LayoutWithDraftWindow(r.sc.Engine.BlockSize, r.st.Draft)
+		if err != nil {
+			return l, r.fail("engine.speculative.draft", "%v", err)
+		}
+		return l, nil
+	}
+	return sh.LayoutWithDrafter(r.sc.Engine.BlockSize, r.st.Spec.DraftLayers()), nil
 }
 
 // ServedBy is Serves for a vllm_version value given alone (a flag's).

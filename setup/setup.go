@@ -51,6 +51,15 @@ type Setup struct {
 	MambaBlockSize  int
 	CacheBlockSize  int
 	WorkerBlockSize int
+	// SchedulerBlockSize and HashBlockSize are scheduler_block_size (the
+	// lcm of the group blocks) and hash_block_size (their gcd with prefix
+	// caching in align mode; model.HashBlockSize): the layout's block
+	// while every group has it.
+	SchedulerBlockSize int
+	HashBlockSize      int
+	// Draft is the DFlash drafter's sliding-window layers (method dflash;
+	// zero otherwise).
+	Draft model.DraftWindow
 	// IndexBits is the width the prefill kernel forms slot × stride in:
 	// state_index_bits where that kind's kernel used 32 bits, else 64
 	// (model.Shape.IndexBits): the width in effect, not the one asked.

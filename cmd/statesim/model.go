@@ -44,22 +44,26 @@ type modelView struct {
 	CacheBlockSize int `json:"cache_config_block_size"`
 	// WorkerBlockSize is the model runner's cache_config.block_size
 	// (setup.Setup.WorkerBlockSize).
-	WorkerBlockSize int              `json:"worker_cache_config_block_size"`
-	GroupSize       int              `json:"group_size"`
-	BlockBytes      int64            `json:"block_bytes"`
-	NumGPUBlocks    int              `json:"num_gpu_blocks"`
-	FromOverride    bool             `json:"num_gpu_blocks_from_override"`
-	MemoryError     string           `json:"memory_error,omitempty"`
-	CacheTokens     int64            `json:"gpu_kv_cache_tokens"`
-	MaxModelLen     int              `json:"max_model_len"`
-	Concurrency     float64          `json:"max_concurrency"`
-	Log             []string         `json:"vllm_log"`
-	Stride          int64            `json:"state_stride_elems"`
-	Index           model.IndexModel `json:"index_model"`
-	Bits            int              `json:"state_index_bits"`
-	FirstWrap       int64            `json:"first_wrapping_slot_32bit"`
-	WrapReachable   bool             `json:"first_wrap_within_pool"`
-	hookLines       int              // leading Log lines from the config hooks
+	WorkerBlockSize int `json:"worker_cache_config_block_size"`
+	// SchedulerBlockSize and HashBlockSize: scheduler_block_size and
+	// hash_block_size (setup.Setup).
+	SchedulerBlockSize int              `json:"scheduler_block_size"`
+	HashBlockSize      int              `json:"hash_block_size"`
+	GroupSize          int              `json:"group_size"`
+	BlockBytes         int64            `json:"block_bytes"`
+	NumGPUBlocks       int              `json:"num_gpu_blocks"`
+	FromOverride       bool             `json:"num_gpu_blocks_from_override"`
+	MemoryError        string           `json:"memory_error,omitempty"`
+	CacheTokens        int64            `json:"gpu_kv_cache_tokens"`
+	MaxModelLen        int              `json:"max_model_len"`
+	Concurrency        float64          `json:"max_concurrency"`
+	Log                []string         `json:"vllm_log"`
+	Stride             int64            `json:"state_stride_elems"`
+	Index              model.IndexModel `json:"index_model"`
+	Bits               int              `json:"state_index_bits"`
+	FirstWrap          int64            `json:"first_wrapping_slot_32bit"`
+	WrapReachable      bool             `json:"first_wrap_within_pool"`
+	hookLines          int              // leading Log lines from the config hooks
 }
 
 // groupView is one KV cache group: its kind, layers, the block size its
@@ -143,8 +147,9 @@ func describeModel(st *setup.Setup) modelView {
 		WeightsRank: sh.WeightsPerRankGiB(), States: sh.StateTensors(), Unify: l.Unify,
 		GroupSize: l.GroupSize, BlockBytes: l.BlockBytes(), MaxModelLen: sc.Engine.MaxModelLen,
 		Stride: l.StateStrideElems, Bits: int(st.IndexBits), FirstWrap: -1,
-		CacheBlockSize:  st.CacheBlockSize,
-		WorkerBlockSize: st.WorkerBlockSize,
+		CacheBlockSize:     st.CacheBlockSize,
+		WorkerBlockSize:    st.WorkerBlockSize,
+		SchedulerBlockSize: st.SchedulerBlockSize, HashBlockSize: st.HashBlockSize,
 	}
 	if v.State > 0 {
 		v.StateKind = sh.StateKind()
@@ -247,6 +252,9 @@ func writeModelText(w io.Writer, v *modelView) error {
 	p("cache_config.block_size %d tokens after start-up (the smallest group block size)", v.CacheBlockSize)
 	if v.WorkerBlockSize != v.CacheBlockSize {
 		p("  the model runner's: %d tokens (worker processes keep the platform's block at tensor_parallel_size > 1)", v.WorkerBlockSize)
+	}
+	if v.SchedulerBlockSize != v.Unify.BlockSize || v.HashBlockSize != v.Unify.BlockSize {
+		p("scheduler_block_size %d tokens (the lcm of the group blocks), hash_block_size %d (the hashes' granularity)", v.SchedulerBlockSize, v.HashBlockSize)
 	}
 	switch {
 	case v.FromOverride:
