@@ -163,12 +163,13 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 		r := out.Rows[i].Req
 		t := &r.Blocks
 		seen := t.MarkHitChecked(s.step)
+		hashes := s.blockHashes(r)
 		for g := range t.Attn {
 			pg := s.KV.PoolGroup(g)
 			// The blocks the attention hit itself held, checked in place;
 			// from the first that does not serve (or past them: the EAGLE
 			// gap), block by block with the message.
-			first := statecache.FirstHitMismatch(s.Pool, s.Prov, pg, t.Attn[g][:min(t.HitBlocks(), t.AttnHitBlocks())], r.BlockHashes, s.bs)
+			first := statecache.FirstHitMismatch(s.Pool, s.Prov, pg, t.Attn[g][:min(t.HitBlocks(), t.AttnHitBlocks())], hashes, s.bs)
 			for bi := first; bi < t.HitBlocks(); bi++ {
 				b := t.Attn[g][bi]
 				rec := s.Pool.Record(b)
@@ -177,10 +178,10 @@ func (s *Symbolic) checkHits(out *sched.Output, now sim.Time) {
 				switch {
 				case bi >= t.AttnHitBlocks():
 					why = s.eagleGap(r, g, bi)
-				case bi >= len(r.BlockHashes):
+				case bi >= len(hashes):
 					why = fmt.Sprintf("reader has no hash for block position %d", bi)
-				case rec.Serves(pg, r.BlockHashes[bi], (bi+1)*s.bs) != nil:
-					why = rec.Serves(pg, r.BlockHashes[bi], (bi+1)*s.bs).Error()
+				case rec.Serves(pg, hashes[bi], (bi+1)*s.bs) != nil:
+					why = rec.Serves(pg, hashes[bi], (bi+1)*s.bs).Error()
 				case p.Content != statecache.KV || p.Writer != rec.Writer || p.Tainted || int(p.Tokens) < s.bs:
 					why = fmt.Sprintf("the cache says request %d wrote it (prefix %#x, %d tokens), the bytes hold %s",
 						rec.Writer, uint64(rec.Hash), rec.Tokens, describe(p))
@@ -454,6 +455,16 @@ func (s *Symbolic) continueAlign(row *sched.Row) (copied, tainted, ok bool) {
 	return copied, tainted, true
 }
 
+// blockHashes is r's hashes at the layout's block, as the attention and
+// Mamba groups cached them (KVCacheManager.AtBlock: r's own where the
+// hash block is the block).
+func (s *Symbolic) blockHashes(r *sched.Request) []statecache.BlockHash {
+	if s.KV == nil {
+		return r.BlockHashes
+	}
+	return s.KV.AtBlock(r.BlockHashes)
+}
+
 // restoring is whether a row with c computed tokens starts from its
 // prefix hit's state, not yet checked.
 func (s *Symbolic) restoring(t *statecache.BlockTable, c int) bool {
@@ -465,8 +476,8 @@ func (s *Symbolic) restoring(t *statecache.BlockTable, c int) bool {
 // cache's record and r's prefix, otherwise r's own state; empty when it
 // is.
 func (s *Symbolic) sourceMismatch(r *sched.Request, mm *statecache.MambaManager, src int32, p statecache.Provenance, restore bool, c int) string {
-	if restore && c/s.bs <= len(r.BlockHashes) {
-		return statecache.MambaRestoreMismatch(src, p, s.Pool.Record(src), mm.Group, r.BlockHashes[c/s.bs-1], c)
+	if hashes := s.blockHashes(r); restore && c/s.bs <= len(hashes) {
+		return statecache.MambaRestoreMismatch(src, p, s.Pool.Record(src), mm.Group, hashes[c/s.bs-1], c)
 	}
 	return statecache.MambaCopyMismatch(src, p, r.ID, c)
 }

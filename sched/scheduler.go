@@ -154,7 +154,8 @@ func (st *State) allocate(r *Request, numTokens, lookahead int) (bool, error) {
 
 // hashes brings r.BlockHashes up to r's known tokens.
 func (st *State) hashes(r *Request) {
-	bs := st.KV.BlockSize()
+	bs := st.KV.HashBlockSize() // the block size but with groups of other blocks
+
 	if len(r.BlockHashes) >= r.NumTokens()/bs {
 		return
 	}

@@ -6,11 +6,11 @@ import "math/rand/v2"
 type SpecMethod uint8
 
 const (
-	SpecOff   SpecMethod = iota // no speculative decoding (K = 0)
-	SpecMTP                     // the model's own MTP layers draft (Nemotron-H, Qwen3-Next)
-	SpecEAGLE                   // an EAGLE head drafts
-	SpecNgram                   // prompt lookup: no draft model, no drafter cache group
-	SpecDFlash                  // a DFlash drafter: K mask queries after one bonus query, its own KV cache groups
+	SpecOff    SpecMethod = iota // no speculative decoding (K = 0)
+	SpecMTP                      // the model's own MTP layers draft (Nemotron-H, Qwen3-Next)
+	SpecEAGLE                    // an EAGLE head drafts
+	SpecNgram                    // prompt lookup: no draft model, no drafter cache group
+	SpecDFlash                   // a DFlash drafter: K mask queries after one bonus query, its own KV cache groups
 )
 
 var specMethodNames = [...]string{"", "mtp", "eagle", "ngram", "dflash"}

@@ -22,6 +22,9 @@ type BlockTable struct {
 	// table of blocks; Mamba[g] is then its running block, the one the
 	// step's kernels write.
 	MambaT []MambaTable
+	// Window: each sliding-window group's table, at that group's own
+	// block size (a DFlash drafter's; nil without one).
+	Window []SlidingWindowTable
 
 	// covered: tokens every group's blocks hold room for (0 until the
 	// first allocation, and after Free); held: blocks in the table.
@@ -180,6 +183,13 @@ type KVCacheManager struct {
 	// mamba: with a Mamba cache mode, one manager per Mamba group (vLLM
 	// keeps one MambaManager per KV cache group); nil otherwise.
 	mamba []*MambaManager
+	// window: one manager per sliding-window group, at its own block
+	// size; hashBlock is hash_block_size, the granularity of the hashes
+	// the callers pass (the gcd of the groups' blocks), which the other
+	// groups read at blockSize (atBlock, viewB its scratch).
+	window    []*SlidingWindowManager
+	hashBlock int
+	viewB     []BlockHash
 	// lockstepPop: allocateLockstep's scratch; mambaGroups: each Mamba
 	// group's id in the pool.
 	lockstepPop []int32
@@ -205,6 +215,9 @@ func (m *KVCacheManager) SharedRefs() int {
 	n := m.sharedRefs
 	for _, mm := range m.mamba {
 		n += mm.sharedRefs
+	}
+	for _, w := range m.window {
+		n += w.SharedRefs()
 	}
 	return n
 }
@@ -234,6 +247,19 @@ type ManagerOptions struct {
 	// maximum over groups with no external tokens behind it (#44243
 	// without #48425; sched.ConnectorHit).
 	ConnectorMaxHit bool
+	// SlidingWindow is the sliding-window groups' window in tokens (a
+	// DFlash drafter's layers, model.Group.BlockSize their block);
+	// HashBlockSize and SchedulerBlockSize are hash_block_size and
+	// scheduler_block_size (model.HashBlockSize, SchedulerBlockSize), 0
+	// for the layout's block.
+	SlidingWindow      int
+	HashBlockSize      int
+	SchedulerBlockSize int
+	// WindowEagle: the sliding-window groups hold the drafter's layers,
+	// the EAGLE groups of the coordinator (is_eagle_group): only they
+	// drop a block at a lookup and cache one past the boundary; UseEagle
+	// is then off for the target's groups.
+	WindowEagle bool
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -247,8 +273,9 @@ var ErrHybridPrefixCaching = errors.New("prefix caching on a hybrid model needs 
 var ErrSpecMambaPrefixCaching = errors.New("speculative decoding with mamba_cache_mode all is not modelled (vLLM picks align for spec decode since #40454; all + MTP was broken, #39809): use mamba_cache_mode align")
 
 type groupRef struct {
-	mamba bool
-	i     int
+	mamba  bool
+	window bool // a sliding-window group (mamba false)
+	i      int
 }
 
 // NewKVCacheManager builds a manager for a layout over numBlocks blocks,
@@ -269,16 +296,28 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		nMamba:    l.NumMambaGroups(),
 		spec:      o.NumSpeculativeBlocks,
 	}
+	m.hashBlock = m.blockSize
+	if o.HashBlockSize > 0 {
+		m.hashBlock = o.HashBlockSize
+	}
 	na, nm := 0, 0
-	for _, g := range l.Groups {
-		if g.Kind == model.Mamba {
-			m.order = append(m.order, groupRef{true, nm})
+	for gi, g := range l.Groups {
+		switch g.Kind {
+		case model.Mamba:
+			m.order = append(m.order, groupRef{mamba: true, i: nm})
 			nm++
-		} else {
-			m.order = append(m.order, groupRef{false, na})
+		case model.SlidingWindow:
+			if err := m.addWindow(l, gi, o); err != nil {
+				return nil, err
+			}
+		default:
+			m.order = append(m.order, groupRef{i: na})
 			m.attnGroup = append(m.attnGroup, int32(len(m.order)-1))
 			na++
 		}
+	}
+	if m.hashBlock != m.blockSize && (m.blockSize%m.hashBlock != 0 || len(m.window) == 0) {
+		return nil, fmt.Errorf("hash block size %d with block size %d and %d sliding-window groups", m.hashBlock, m.blockSize, len(m.window))
 	}
 	m.blockwiseFree = o.EnablePrefixCaching || o.FreeOrder != FreeToTail
 	if !o.EnablePrefixCaching {
@@ -328,6 +367,45 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	}
 	m.coord = coord
 	return m, nil
+}
+
+// addWindow adds layout group gi, a sliding-window group at its own block
+// size, with its manager. Only with prefix caching in align mode (or no
+// Mamba groups): the hash block is then the groups' gcd, which every
+// group's block divides (resolve_kv_cache_block_sizes, kv_cache_utils.py
+// @ 6adad0876); block accounting without prefix caching is not modelled.
+func (m *KVCacheManager) addWindow(l *model.Layout, gi int, o ManagerOptions) error {
+	g := l.Groups[gi]
+	if !o.EnablePrefixCaching || (l.NumMambaGroups() > 0 && o.MambaCacheMode != MambaAlign) {
+		return fmt.Errorf("a sliding-window group of its own block size is modelled with prefix caching in align mode only")
+	}
+	spec := SlidingWindowSpec{BlockSize: g.BlockSize, Window: o.SlidingWindow, HashBlockSize: o.HashBlockSize,
+		SchedulerBlockSize: o.SchedulerBlockSize, Eagle: o.WindowEagle}
+	w, err := NewSlidingWindowManager(m.Pool, spec, int32(gi))
+	if err != nil {
+		return err
+	}
+	m.order = append(m.order, groupRef{window: true, i: len(m.window)})
+	m.window = append(m.window, w)
+	return nil
+}
+
+// HashBlockSize is hash_block_size: the granularity of the hashes the
+// manager's callers pass (the block size but with sliding-window groups
+// of their own block).
+func (m *KVCacheManager) HashBlockSize() int { return m.hashBlock }
+
+// AtBlock is hashes (at HashBlockSize) read at the layout's block size,
+// as the attention and Mamba groups cache and look them up
+// (BlockHashListWithBlockSize, kv_cache_utils.py @ 6adad0876): hashes
+// itself when the two agree, else a view in m's scratch, valid until the
+// next call.
+func (m *KVCacheManager) AtBlock(hashes []BlockHash) []BlockHash {
+	if m.hashBlock == m.blockSize {
+		return hashes
+	}
+	m.viewB = BlockHashesAt(m.viewB[:0], hashes, m.hashBlock, m.blockSize)
+	return m.viewB
 }
 
 // MambaMode is the Mamba groups' cache mode: none without prefix caching
@@ -417,8 +495,16 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	if err := m.RemoveSkippedBlocks(req, t, computed); err != nil {
 		return false, err
 	}
+	for i, w := range m.window {
+		if err := w.RemoveSkippedBlocks(req, &t.Window[i], computed); err != nil {
+			return false, err
+		}
+	}
 	want := (numTokens + m.blockSize - 1) / m.blockSize
 	need := 0
+	for i, w := range m.window {
+		need += w.BlocksToAllocate(&t.Window[i], numTokens, computed, m.windowHit(i, hitTokens), false)
+	}
 	// Under the EAGLE drop the attention hit may end a block short of
 	// the hit (the Mamba group's, #53912): the request still starts at
 	// hitTokens and the missing position gets a fresh block.
@@ -465,6 +551,13 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		t.hitSeen = -1
 		t.resetKV()
 	}
+	if hitTokens > 0 {
+		for i, w := range m.window {
+			if err := w.AddHitBlocks(req, &t.Window[i], m.windowHit(i, hitTokens), hitTokens); err != nil {
+				return false, err
+			}
+		}
+	}
 	if len(t.MambaT) > 0 && !t.MambaT[0].running { // one group running: all are (lockstep)
 		for g, mm := range m.mamba {
 			if mt := &t.MambaT[g]; !mt.running {
@@ -476,6 +569,12 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	}
 	for oi := 0; oi < len(m.order); oi++ {
 		g := m.order[oi]
+		if g.window {
+			if _, err := m.window[g.i].AllocateNewBlocks(req, &t.Window[g.i], numTokens); err != nil {
+				return false, err // counted above: cannot happen
+			}
+			continue
+		}
 		if g.mamba {
 			if m.mamba == nil {
 				continue
@@ -526,6 +625,15 @@ func (m *KVCacheManager) mambaNeed(t *BlockTable, numTokens, lookahead, computed
 		need += mm.BlocksToAllocate(&t.MambaT[g], mm.mainTokens(numTokens, lookahead), computed, m.mambaHit(g, hitTokens))
 	}
 	return need
+}
+
+// windowHit is sliding-window group i's part of the last hit, nil
+// without one.
+func (m *KVCacheManager) windowHit(i, hitTokens int) []int32 {
+	if hitTokens == 0 {
+		return nil
+	}
+	return m.coord.HitBlocks(m.window[i].Group)
 }
 
 // attnHit is attention group g's part of the last hit, at most hb blocks.
@@ -679,6 +787,21 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 	if m.coord == nil {
 		return nil
 	}
+	if len(m.window) > 0 {
+		// The hybrid coordinator caches every group up to a multiple of
+		// scheduler_block_size, where hits can end; an EAGLE group one
+		// block past it (HybridKVCacheCoordinator.cache_blocks,
+		// kv_cache_coordinator.py @ 6adad0876; fine-grained hits, which
+		// cache at the hash block, are not modelled).
+		for i, w := range m.window {
+			if err := w.CacheBlocks(req, &t.Window[i], w.Spec.HybridCacheTokens(numTokens, false), hashes); err != nil {
+				return err
+			}
+		}
+		hashes = m.AtBlock(hashes)
+		numTokens = numTokens / m.window[0].Spec.schedBlock() * m.window[0].Spec.schedBlock()
+		full = numTokens / m.blockSize
+	}
 	if m.mamba != nil && full > int(t.mambaCached) && t.mambaCachesNoBlock(full, len(hashes)) {
 		// Align mode between boundaries, every group alike (lockstep):
 		// only the counts move.
@@ -750,6 +873,9 @@ func (m *KVCacheManager) Publish(req RequestID, t *BlockTable) {
 		return
 	}
 	for _, g := range m.order {
+		if g.window {
+			continue // cached listed (SlidingWindowManager.CacheBlocks)
+		}
 		if g.mamba {
 			if m.mamba != nil {
 				mt := &t.MambaT[g.i]
@@ -775,6 +901,9 @@ func (m *KVCacheManager) NewTable() BlockTable {
 	}
 	if m.mamba != nil {
 		t.MambaT = make([]MambaTable, m.nMamba)
+	}
+	if len(m.window) > 0 {
+		t.Window = make([]SlidingWindowTable, len(m.window))
 	}
 	return t
 }
@@ -900,6 +1029,12 @@ func (m *KVCacheManager) Free(req RequestID, t *BlockTable) error {
 // under FreshToHead, pushing block by block would reverse vLLM's order.
 func (m *KVCacheManager) freeBlockwise(req RequestID, t *BlockTable) error {
 	for _, g := range m.order {
+		if g.window {
+			if err := m.window[g.i].Free(req, &t.Window[g.i]); err != nil {
+				return err
+			}
+			continue
+		}
 		if g.mamba && m.mamba != nil {
 			if err := m.mamba[g.i].Free(req, &t.MambaT[g.i]); err != nil {
 				return err
@@ -981,6 +1116,9 @@ func (t *BlockTable) countHeld() int {
 	n := 0
 	for _, g := range t.Attn {
 		n += len(g)
+	}
+	for i := range t.Window {
+		n += t.Window[i].Held()
 	}
 	if t.MambaT != nil {
 		return n + t.mambaHeld()
