@@ -260,6 +260,9 @@ func (r *runner) newBackend() error {
 	r.sym.Out, r.sym.Detail = &r.step, r.opt.Detail
 	if st.Runner == sched.RunnerV2 {
 		r.sym.SeedBlockSize = st.WorkerBlockSize
+		if st.Version.Behaviour().SeedMambaBlock {
+			r.sym.SeedBlockSize = st.MambaBlockSize
+		}
 		if r.opt.cacheBlockSize > 0 {
 			r.sym.SeedBlockSize = r.opt.cacheBlockSize
 		}

@@ -148,6 +148,10 @@ type Behaviour struct {
 	// release takes the minimum over groups: docs/model.md, "The hybrid
 	// hit and has_initial_state").
 	KeepAttentionOnMiss bool
+	// SeedMambaBlock: Model Runner V2's add_request divides the resumed
+	// position by the Mamba group's block (open PR #53798), not by
+	// cache_config.block_size (mamba_hybrid.py @ 6adad0876).
+	SeedMambaBlock bool
 	// AwaitAccepted: under async scheduling the V1 runner waits on the
 	// accepted-token copy before it moves any row, and reads the counts
 	// in place (open PR #53919; accepted.go).

@@ -116,6 +116,10 @@ var prs = []pr{
 		status{merged: "2026-06-11", commit: "55911db58", how: "one of v0.22.0..v0.24.0 (v0.24.0 was out by 2026-07-01), not established"}},
 	{48425, V022, []int{44243}, "the connector's per-group hit falls back to the common hit when no external tokens back it",
 		status{merged: "2026-07-23", commit: "229e01e9e", how: "one of v0.25.0..v0.27.0 (v0.27.0 was out 2026-08-10), not established"}},
+	// Three open PRs make the same change (#53798, #55507 for #53142,
+	// #55601 for #55600): the first stands for them.
+	{53798, numVersions, nil, "Model Runner V2's add_request seeds the align-mode running state column in Mamba blocks, not cache_config.block_size (open)",
+		status{asOf: "2026-09-14", note: "open in the stored threads (opened 2026-08-25); #55507 (2026-09-05) and #55601 (2026-09-06) are the same one-line change, also open; main at 6adad0876 divides by cache_config.block_size"}},
 	{50344, V028, []int{48425}, "the per-group hit only for connectors with supports_divergent_local_hybrid_hits (NIXL)",
 		status{merged: "2026-08-09", commit: "d6941300f", release: "v0.28.0", how: "inferred: merged the day before v0.27.0 (2026-08-10); main at 6adad0876 has it",
 			note: "if v0.27.0 was cut after 2026-08-09 it has it too; not established"}},
@@ -124,7 +128,7 @@ var prs = []pr{
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 23 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 24 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -192,6 +196,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.SpecSafeFree = has(33997)
 	b.KeepAttentionOnMiss = has(47491)
 	b.AwaitAccepted = has(53919)
+	b.SeedMambaBlock = has(53798)
 	b.AcceptedCopyAsync = has(40172)
 	switch {
 	case has(50344):
