@@ -1,6 +1,9 @@
 package statecache
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // HitRule is one kind of KV cache group's prefix-hit lookup (vLLM's
 // SingleTypeKVCacheManager.find_longest_cache_hit, a class method there
@@ -213,6 +216,7 @@ type HybridCoordinator struct {
 	// gets the one-block margin and the attention rules drop their last
 	// matched block; mambaEagle is how the Mamba rule treats it.
 	eagle      bool
+	eagleRule  []bool // per rule: its spec group's use_eagle
 	mambaEagle EagleMamba
 	// keepOnMiss: a rule that is not downward-closed (a Mamba mode, a
 	// sliding window) finding nothing leaves the candidate as it was
@@ -235,20 +239,43 @@ func (c *HybridCoordinator) SetMaxOverGroups() { c.maxOverGroups = true }
 func (c *HybridCoordinator) SetKeepAttentionOnMiss() { c.keepOnMiss = true }
 
 // SetEagle turns the EAGLE drop on (MTP or EAGLE drafting) with the Mamba
-// rule's treatment m. A coordinator with fine-grained hits needs
-// EnableEagle.
-func (c *HybridCoordinator) SetEagle(m EagleMamba) { c.eagle, c.mambaEagle = true, m }
+// rule's treatment m, for every rule. A coordinator with fine-grained
+// hits needs EnableEagle.
+func (c *HybridCoordinator) SetEagle(m EagleMamba) {
+	c.eagle, c.mambaEagle = true, m
+	for i := range c.eagleRule {
+		c.eagleRule[i] = true
+	}
+}
 
-// EnableEagle is SetEagle, refusing a coordinator with fine-grained hash
-// hits: there vLLM's margin and drop are one hash block
-// (find_longest_cache_hit, kv_cache_coordinator.py and
-// FullAttentionManager, single_type_kv_cache_manager.py @ 6adad0876),
-// which the block-counting rules do not model.
-func (c *HybridCoordinator) EnableEagle(m EagleMamba) error {
+// EnableEagle turns the EAGLE drop on for the rules holding a group of
+// flagged (KVCacheGroupSpec.is_eagle_group), or for every rule when none
+// is flagged (KVCacheCoordinator.__init__'s fallback and
+// verify_and_split_kv_cache_groups, kv_cache_coordinator.py @
+// 6adad0876); m is the Mamba rule's treatment. It refuses a coordinator
+// with fine-grained hash hits: there vLLM's margin and drop are one hash
+// block (the same file and FullAttentionManager,
+// single_type_kv_cache_manager.py), which the block-counting rules do
+// not model.
+func (c *HybridCoordinator) EnableEagle(m EagleMamba, flagged ...int32) error {
 	if c.fine {
 		return fmt.Errorf("EAGLE drop with fine-grained hash hits (hash block %d): a one-hash-block drop is not modelled", c.hashBlock)
 	}
+	for _, g := range flagged {
+		if g < 0 || int(g) >= len(c.hit) {
+			return fmt.Errorf("EAGLE group %d of %d groups", g, len(c.hit))
+		}
+	}
 	c.SetEagle(m)
+	if len(flagged) == 0 {
+		return nil
+	}
+	for i, r := range c.rules {
+		c.eagleRule[i] = false
+		for _, g := range r.Groups {
+			c.eagleRule[i] = c.eagleRule[i] || slices.Contains(flagged, g)
+		}
+	}
 	return nil
 }
 
@@ -360,6 +387,7 @@ func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool
 	c.viewed = make([]bool, len(c.rules))
 	c.verified = make([]bool, len(c.rules))
 	c.ruleHit = make([]int, len(c.rules))
+	c.eagleRule = make([]bool, len(c.rules))
 	return c, nil
 }
 
@@ -412,9 +440,9 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 				}
 				continue
 			}
-			drop := c.eagle && c.rounds == 1
+			drop := c.eagle && c.eagleRule[i] && c.rounds == 1
 			if c.sized {
-				drop = c.eagle && !c.verified[i]
+				drop = c.eagle && c.eagleRule[i] && !c.verified[i]
 			}
 			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), drop) * bs
 			if c.sized {
@@ -550,7 +578,7 @@ func (c *HybridCoordinator) findPerGroup(p *BlockPool, hashes []BlockHash, maxLe
 	hitLen := 0
 	for i, r := range c.rules {
 		bs := r.Rule.BlockSize()
-		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle)
+		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle && c.eagleRule[i])
 		if i == 0 {
 			c.first = n * bs
 		}
