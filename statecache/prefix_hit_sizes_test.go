@@ -218,23 +218,29 @@ func TestCoordinatorFineGrainedLayouts(t *testing.T) {
 
 // acceptsAt is each rule's acceptance of a hit of k tokens, from the
 // rules' definitions over the hashes at hb: full attention needs every
-// block of its size before k, the window the last ⌈(window−1)/block⌉ of
+// block of its size that k reaches into (within maxLen's whole blocks), the window the last ⌈(window−1)/block⌉ of
 // its blocks (all when fewer; at least one), the Mamba state block
 // k/block − 1.
-func acceptsAt(p *BlockPool, hashes []BlockHash, hb int, r HitGroup, k int) bool {
+func acceptsAt(p *BlockPool, hashes []BlockHash, hb int, r HitGroup, k, maxLen int) bool {
 	bs := r.Rule.BlockSize()
 	if k == 0 {
 		return true
 	}
-	if k%bs != 0 {
-		return false
-	}
 	view := BlockHashesAt(nil, hashes, hb, bs)
 	in := func(i int) bool { return i < len(view) && p.cachedAll(view, i, r.Groups) }
 	n := k / bs
+	if _, ok := r.Rule.(FullAttention); !ok && k%bs != 0 {
+		return false
+	}
 	switch rule := r.Rule.(type) {
 	case FullAttention:
-		for i := range n {
+		// Any length its blocks cover: with fine-grained hits a hit may
+		// end inside a full-attention block (⌈k/block⌉ blocks), but its
+		// lookup reads only the whole blocks within maxLen.
+		if mambaCeilDiv(k, bs) > maxLen/bs {
+			return false
+		}
+		for i := range mambaCeilDiv(k, bs) {
 			if !in(i) {
 				return false
 			}
@@ -257,7 +263,7 @@ func acceptsAt(p *BlockPool, hashes []BlockHash, hb int, r HitGroup, k int) bool
 }
 
 // Over random cache contents and layouts of three block sizes (full
-// attention at 2·hb or 4·hb, a window group at hb or 2·hb, a Mamba align
+// attention at 2, 3 or 4·hb, a window group at hb or 2·hb, a Mamba align
 // group at 4·hb), the coordinator returns the longest hit, a multiple of
 // the alignment, that every rule accepts, each group's blocks cached
 // under its own view's hashes; and repeated lookups allocate nothing.
@@ -267,7 +273,7 @@ func TestCoordinatorDifferentBlockSizesFindsTheLongestCommonHit(t *testing.T) {
 	restarts, hits, fine := 0, 0, 0
 	for trial := range 600 {
 		p := cachingPool(4*nHash+1, FreshToHead)
-		fullBS := hb * []int{2, 4}[rng.IntN(2)]
+		fullBS := hb * []int{2, 3, 4}[rng.IntN(3)]
 		swBS := hb * []int{1, 2}[rng.IntN(2)]
 		window := 1 + rng.IntN(3*swBS)
 		rules := []HitGroup{{FullAttention{fullBS}, []int32{0}}}
@@ -302,7 +308,7 @@ func TestCoordinatorDifferentBlockSizesFindsTheLongestCommonHit(t *testing.T) {
 		for k := maxLen / c.Alignment() * c.Alignment(); k > 0; k -= c.Alignment() {
 			all := true
 			for _, r := range rules {
-				all = all && acceptsAt(p, hashes, hb, r, k)
+				all = all && acceptsAt(p, hashes, hb, r, k, maxLen)
 			}
 			if all {
 				want = k
@@ -317,7 +323,7 @@ func TestCoordinatorDifferentBlockSizesFindsTheLongestCommonHit(t *testing.T) {
 			bs := r.Rule.BlockSize()
 			view := BlockHashesAt(nil, hashes, hb, bs)
 			blocks := c.HitBlocks(r.Groups[0])
-			if len(blocks) != want/bs {
+			if len(blocks) != mambaCeilDiv(want, bs) {
 				t.Fatalf("trial %d: group %d has %d blocks of %d for a %d-token hit", trial, r.Groups[0], len(blocks), bs, want)
 			}
 			for i, b := range blocks {
@@ -348,4 +354,30 @@ func TestCoordinatorDifferentBlockSizesFindsTheLongestCommonHit(t *testing.T) {
 	if hits < 100 || restarts == 0 || fine == 0 {
 		t.Errorf("%d hits, %d restarts, %d fine-grained: the search went untested", hits, restarts, fine)
 	}
+}
+
+// The layout above with every group dropping (use_eagle, none flagged),
+// full attention cached for 10 tokens: FullAttentionManager drops its
+// last block before cutting to the alignment (10 → 8 → 8 tokens,
+// single_type_kv_cache_manager.py @ 6adad0876), where cutting first would
+// leave nothing (10 → 8 → 6 → 0). The Mamba group gets no margin
+// (#46384) and the window keeps its drop: the hit is 8.
+func TestCoordinatorFullAttentionDropsBeforeAligning(t *testing.T) {
+	const hb, swBS, mambaBS = 2, 4, 8
+	p := cachingPool(64, FreshToHead)
+	sw := swManager(t, p, SlidingWindowSpec{BlockSize: swBS, Window: swBS, HashBlockSize: hb, SchedulerBlockSize: mambaBS, Eagle: true}, 2)
+	c := coordAt(t, 3, hb,
+		HitGroup{FullAttention{hb}, []int32{0}},
+		HitGroup{MambaHit{MambaAlign, mambaBS}, []int32{1}},
+		HitGroup{SlidingWindowHit{sw}, []int32{2}})
+	if err := c.EnableEagle(EagleMambaUnmargined); err != nil {
+		t.Fatal(err)
+	}
+	hashes := AppendBlockHashes(nil, span(0, 14), hb)
+	cachePositions(t, p, 0, hashes[:5], []bool{true, true, true, true, true}, hb)
+	cachePositions(t, p, 1, BlockHashesAt(nil, hashes, hb, mambaBS), []bool{true}, mambaBS)
+	cachePositions(t, p, 2, BlockHashesAt(nil, hashes, hb, swBS), []bool{true, true, true}, swBS)
+	eq(t, "hit", c.FindLongestCacheHit(p, hashes, 13), 8)
+	eq(t, "full attention's own hit", c.FirstRuleHit(), 8)
+	eq(t, "blocks", fmt.Sprint(len(c.HitBlocks(0)), len(c.HitBlocks(1)), len(c.HitBlocks(2))), "4 1 2")
 }
