@@ -381,3 +381,35 @@ func TestCoordinatorFullAttentionDropsBeforeAligning(t *testing.T) {
 	eq(t, "full attention's own hit", c.FirstRuleHit(), 8)
 	eq(t, "blocks", fmt.Sprint(len(c.HitBlocks(0)), len(c.HitBlocks(1)), len(c.HitBlocks(2))), "4 1 2")
 }
+
+// eagle_verified (kv_cache_coordinator.py @ 6adad0876, #40860): a lookup
+// without the drop that shortens the candidate makes the EAGLE groups
+// drop again. Hashes of 2; full attention at 2 (cached throughout), the
+// Mamba group at 8 (a state at 8 only), an EAGLE window group at 4
+// (window 4) cached but for its blocks 2 and 7, looked up before the
+// Mamba group (the rules' order). Round 1: full attention
+// 24, the window (drop) 24, the Mamba group 8; round 2: the window drops
+// again at 8, which needs its block 2: the hit is 0. Verified once and
+// kept, the window would take 8 without the drop.
+func TestCoordinatorEagleDropsAgainAfterAShorterCandidate(t *testing.T) {
+	const hb, swBS, mambaBS = 2, 4, 8
+	p := cachingPool(64, FreshToHead)
+	sw := swManager(t, p, SlidingWindowSpec{BlockSize: swBS, Window: swBS, HashBlockSize: hb, SchedulerBlockSize: mambaBS, Eagle: true}, 2)
+	c := coordAt(t, 3, hb,
+		HitGroup{FullAttention{hb}, []int32{0}},
+		HitGroup{SlidingWindowHit{sw}, []int32{2}},
+		HitGroup{MambaHit{MambaAlign, mambaBS}, []int32{1}})
+	if err := c.EnableEagle(EagleMambaUnmargined, 2); err != nil {
+		t.Fatal(err)
+	}
+	hashes := AppendBlockHashes(nil, span(0, 32), hb)
+	all := make([]bool, 16)
+	for i := range all {
+		all[i] = true
+	}
+	cachePositions(t, p, 0, hashes, all, hb)
+	cachePositions(t, p, 1, BlockHashesAt(nil, hashes, hb, mambaBS), []bool{true, false, false, false}, mambaBS)
+	cachePositions(t, p, 2, BlockHashesAt(nil, hashes, hb, swBS), []bool{true, true, false, true, true, true, true, false}, swBS)
+	eq(t, "hit", c.FindLongestCacheHit(p, hashes, 31), 0)
+	eq(t, "full attention's first hit", c.FirstRuleHit(), 24)
+}
