@@ -18,7 +18,9 @@ import (
 // Not wired into KVCacheManager yet: it is a standalone state machine over
 // the shared BlockPool, tested against vLLM's own cases
 // (sliding_window_test.go), for the KV cache groups of different block
-// sizes to call per step (docs/model.md, "Sliding-window groups").
+// sizes to call per step; its lookup joins a HybridCoordinator built by
+// NewHybridCoordinatorAt as SlidingWindowHit (docs/model.md,
+// "Sliding-window groups").
 
 // SlidingWindowSpec is one sliding-window group's spec as its manager and
 // the coordinator see it. Token counts throughout are tokens, never blocks
