@@ -23,7 +23,29 @@ func coordAt(t *testing.T, numGroups, hashBlock int, rules ...HitGroup) *HybridC
 	return c
 }
 
-// test_prefill_hybrid_model_combinations: block 16, the 15 layouts of
+// drafterLayout is test_hybrid_sliding_window_group_disables_partial_hash_hits'
+// layout: hashes of 2, full attention at 2 (group 0), a Mamba align group
+// at 8 (group 1), an EAGLE drafter's window group at 4, window 4 (group
+// 2), the window's rule before the Mamba group's when windowFirst; EAGLE
+// on for the rules holding flagged (every rule when none).
+func drafterLayout(t *testing.T, windowFirst bool, flagged ...int32) (*BlockPool, *SlidingWindowManager, *HybridCoordinator) {
+	t.Helper()
+	const hb, swBS, mambaBS = 2, 4, 8
+	p := cachingPool(64, FreshToHead)
+	sw := swManager(t, p, SlidingWindowSpec{BlockSize: swBS, Window: swBS, HashBlockSize: hb, SchedulerBlockSize: mambaBS, Eagle: true}, 2)
+	rules := []HitGroup{{FullAttention{hb}, []int32{0}}, {MambaHit{MambaAlign, mambaBS}, []int32{1}}, {SlidingWindowHit{sw}, []int32{2}}}
+	if windowFirst {
+		rules[1], rules[2] = rules[2], rules[1]
+	}
+	c := coordAt(t, 3, hb, rules...)
+	if err := c.EnableEagle(EagleMambaUnmargined, flagged...); err != nil {
+		t.Fatal(err)
+	}
+	return p, sw, c
+}
+
+// test_prefill_hybrid_model_combinations: block 16, the 14 distinct layouts
+// (two of its 15 cases name the same list) of
 // full, sliding-window (window 32 or 64) and Mamba groups. Request 0
 // (three full blocks and 7 tokens, all computed) leaves the three blocks
 // cached in every group (one block size: the window's mask keeps every
@@ -132,19 +154,11 @@ func TestVLLMPrefillHybridModelCombinationsEagle(t *testing.T) {
 // and 2 more hit 8 tokens, four full-attention blocks.
 func TestVLLMHybridSlidingWindowDisablesPartialHashHits(t *testing.T) {
 	const hb, swBS, mambaBS = 2, 4, 8
-	p := cachingPool(64, FreshToHead)
-	spec := SlidingWindowSpec{BlockSize: swBS, Window: swBS, HashBlockSize: hb, SchedulerBlockSize: mambaBS, Eagle: true}
-	sw := swManager(t, p, spec, 2)
-	c := coordAt(t, 3, hb,
-		HitGroup{FullAttention{hb}, []int32{0}},
-		HitGroup{MambaHit{MambaAlign, mambaBS}, []int32{1}},
-		HitGroup{SlidingWindowHit{sw}, []int32{2}})
+	// The drafter's group alone is is_eagle_group.
+	p, sw, c := drafterLayout(t, false, 2)
+	spec := sw.Spec
 	if c.FineGrained() || c.Alignment() != mambaBS {
 		t.Fatalf("fine-grained %v, alignment %d: want off and 8", c.FineGrained(), c.Alignment())
-	}
-	// The drafter's group alone is is_eagle_group.
-	if err := c.EnableEagle(EagleMambaUnmargined, 2); err != nil {
-		t.Fatal(err)
 	}
 	tokens := span(0, 12)
 	hashes := AppendBlockHashes(nil, tokens, hb)
@@ -364,15 +378,7 @@ func TestCoordinatorDifferentBlockSizesFindsTheLongestCommonHit(t *testing.T) {
 // (#46384) and the window keeps its drop: the hit is 8.
 func TestCoordinatorFullAttentionDropsBeforeAligning(t *testing.T) {
 	const hb, swBS, mambaBS = 2, 4, 8
-	p := cachingPool(64, FreshToHead)
-	sw := swManager(t, p, SlidingWindowSpec{BlockSize: swBS, Window: swBS, HashBlockSize: hb, SchedulerBlockSize: mambaBS, Eagle: true}, 2)
-	c := coordAt(t, 3, hb,
-		HitGroup{FullAttention{hb}, []int32{0}},
-		HitGroup{MambaHit{MambaAlign, mambaBS}, []int32{1}},
-		HitGroup{SlidingWindowHit{sw}, []int32{2}})
-	if err := c.EnableEagle(EagleMambaUnmargined); err != nil {
-		t.Fatal(err)
-	}
+	p, _, c := drafterLayout(t, false)
 	hashes := AppendBlockHashes(nil, span(0, 14), hb)
 	cachePositions(t, p, 0, hashes[:5], []bool{true, true, true, true, true}, hb)
 	cachePositions(t, p, 1, BlockHashesAt(nil, hashes, hb, mambaBS), []bool{true}, mambaBS)
@@ -393,15 +399,7 @@ func TestCoordinatorFullAttentionDropsBeforeAligning(t *testing.T) {
 // kept, the window would take 8 without the drop.
 func TestCoordinatorEagleDropsAgainAfterAShorterCandidate(t *testing.T) {
 	const hb, swBS, mambaBS = 2, 4, 8
-	p := cachingPool(64, FreshToHead)
-	sw := swManager(t, p, SlidingWindowSpec{BlockSize: swBS, Window: swBS, HashBlockSize: hb, SchedulerBlockSize: mambaBS, Eagle: true}, 2)
-	c := coordAt(t, 3, hb,
-		HitGroup{FullAttention{hb}, []int32{0}},
-		HitGroup{SlidingWindowHit{sw}, []int32{2}},
-		HitGroup{MambaHit{MambaAlign, mambaBS}, []int32{1}})
-	if err := c.EnableEagle(EagleMambaUnmargined, 2); err != nil {
-		t.Fatal(err)
-	}
+	p, _, c := drafterLayout(t, true, 2)
 	hashes := AppendBlockHashes(nil, span(0, 32), hb)
 	all := make([]bool, 16)
 	for i := range all {
