@@ -413,10 +413,10 @@ func lcm(a, b int) int {
 // maxLength, for a request whose block hashes (at the hash block size)
 // are hashes; HitBlocks then gives each group's blocks.
 func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength int) int {
-	for i := range c.looked {
-		c.looked[i] = false
-		c.viewed[i] = false
-		c.verified[i] = false
+	clear(c.looked)
+	if c.sized {
+		clear(c.viewed)
+		clear(c.verified)
 	}
 	for g := range c.hit {
 		c.hit[g] = c.hit[g][:0]
@@ -514,12 +514,9 @@ func (f FullAttention) findLongestCacheHitDrop(p *BlockPool, hashes []BlockHash,
 	return n
 }
 
-// view is the lookup's hashes at rule i's block size.
-func (c *HybridCoordinator) view(i int, hashes []BlockHash) []BlockHash {
-	bs := c.rules[i].Rule.BlockSize()
-	if bs == c.hashBlock {
-		return hashes
-	}
+// view is the lookup's hashes at rule i's block size bs, above the hash
+// block.
+func (c *HybridCoordinator) view(i, bs int, hashes []BlockHash) []BlockHash {
 	if !c.viewed[i] {
 		c.views[i] = BlockHashesAt(c.views[i][:0], hashes, c.hashBlock, bs)
 		c.viewed[i] = true
@@ -542,8 +539,15 @@ func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur,
 	}
 	n := 0
 	if ceiling > 0 {
-		h := c.view(i, hashes)
-		if dr, ok := r.Rule.(dropHitRule); ok && drop {
+		h := hashes
+		if bs != c.hashBlock {
+			h = c.view(i, bs, hashes)
+		}
+		var dr dropHitRule
+		if drop {
+			dr, _ = r.Rule.(dropHitRule)
+		}
+		if dr != nil {
 			n, drop = dr.findLongestCacheHitDrop(p, h, ceiling, c.alignment, r.Groups, dst), false
 		} else {
 			n = r.Rule.FindLongestCacheHit(p, h, ceiling, c.alignment, r.Groups, dst)
