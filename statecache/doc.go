@@ -17,7 +17,9 @@
 // agree on. The Mamba groups' cache modes none/align/all (mamba_modes*.go)
 // are per-group allocation policies and hit rules over the same pool. A
 // sliding-window group with its own block size (sliding_window.go) is
-// one too, standalone: nothing in the engine calls it yet.
+// one too, and NewHybridCoordinatorAt agrees hits across groups of
+// different block sizes (SlidingWindowHit joins it): nothing in the
+// engine calls either yet.
 //
 // It is a pure state machine: no clock, no randomness, no I/O.
 package statecache

@@ -33,6 +33,11 @@ const (
 	// fine-grained hashes (not modelled) its scan equals a ceiling one
 	// block lower.
 	EagleMambaNoMargin
+	// EagleMambaUnmargined is vLLM's coordinator from #46384
+	// (481e481be, 2026-07-12; still @ 6adad0876): no margin for the
+	// Mamba group ("its finder never drops") and no drop, so the state
+	// lies at or below the candidate.
+	EagleMambaUnmargined
 )
 
 // eagleCeiling is the largest hit, in tokens, rule r may return under the
@@ -45,6 +50,8 @@ func eagleCeiling(r HitRule, m EagleMamba, cur, max, bs int) (ceiling int, drop 
 			return min(cur+bs, max) - bs, false
 		case EagleMambaNoMargin:
 			return cur - bs, false
+		case EagleMambaUnmargined:
+			return cur, false
 		}
 		return min(cur+bs, max), false
 	}

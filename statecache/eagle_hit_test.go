@@ -25,6 +25,8 @@ func TestEagleDropMambaHit(t *testing.T) {
 		{"released", true, EagleMambaIgnored, 6 * bs, 5},
 		{"+48375", true, EagleMambaHonored, 5 * bs, 5},
 		{"+57128", true, EagleMambaNoMargin, 4 * bs, 4},
+		// #46384 (481e481be, kept @ 6adad0876): no margin, no drop.
+		{"#46384", true, EagleMambaUnmargined, 5 * bs, 5},
 	} {
 		coord, err := NewHybridCoordinator(2, []HitGroup{{FullAttention{bs}, []int32{0}}, {MambaHit{MambaAlign, bs}, []int32{1}}})
 		if err != nil {

@@ -1,6 +1,9 @@
 package statecache
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // HitRule is one kind of KV cache group's prefix-hit lookup (vLLM's
 // SingleTypeKVCacheManager.find_longest_cache_hit, a class method there
@@ -178,10 +181,11 @@ type HitGroup struct {
 // rule in turn accepts the candidate length or shortens it, and any
 // shortening restarts the round, until a round changes nothing. Full
 // attention goes first: its hit bounds the rest, and later rounds only
-// trim it.
+// trim it. The candidate is in tokens; each rule reads it at its own
+// block size, over the request's hashes viewed at that size.
 type HybridCoordinator struct {
 	rules     []HitGroup
-	alignment int         // lcm of the rules' block sizes
+	alignment int         // alignment_tokens: the lcm of the rules' block sizes, or the hash block with fine-grained hits
 	hit       [][]int32   // per group id: the last hit's blocks
 	dst       [][][]int32 // per rule: its groups' slices, lent to the rule
 	looked    []bool
@@ -189,10 +193,30 @@ type HybridCoordinator struct {
 	// first: the first rule's hit in the last lookup's first round, in
 	// tokens (full attention's own, before the other rules trim it).
 	first int
+	// hashBlock is block_pool.hash_block_size: the lookup's hashes are
+	// of blocks this long. views[i] is rule i's view of them at its
+	// block size (BlockHashesAt), made once per lookup (viewed[i]) in
+	// scratch kept across lookups; nil for a rule at the hash block.
+	hashBlock int
+	views     [][]BlockHash
+	viewed    []bool
+	// sized: built by NewHybridCoordinatorAt, vLLM's loop @ 6adad0876:
+	// the EAGLE drop once per candidate length (verified, #40860) and
+	// full attention's later rounds trimmed to its own hit (ruleHit).
+	// The first constructor keeps its older rules (drop in the first
+	// round only, trim to whole blocks).
+	sized    bool
+	verified []bool
+	ruleHit  []int // per rule: its last lookup's hit, in tokens
+	// fine: enable_partial_hash_hits (a Mamba align group with a block
+	// above the hash block, every other rule fine-grained or at the
+	// hash block): the alignment is the hash block.
+	fine bool
 	// eagle: use_eagle (MTP/EAGLE drafting): each rule's first lookup
 	// gets the one-block margin and the attention rules drop their last
 	// matched block; mambaEagle is how the Mamba rule treats it.
 	eagle      bool
+	eagleRule  []bool // per rule: its spec group's use_eagle
 	mambaEagle EagleMamba
 	// keepOnMiss: a rule that is not downward-closed (a Mamba mode, a
 	// sliding window) finding nothing leaves the candidate as it was
@@ -215,18 +239,98 @@ func (c *HybridCoordinator) SetMaxOverGroups() { c.maxOverGroups = true }
 func (c *HybridCoordinator) SetKeepAttentionOnMiss() { c.keepOnMiss = true }
 
 // SetEagle turns the EAGLE drop on (MTP or EAGLE drafting) with the Mamba
-// rule's treatment m.
-func (c *HybridCoordinator) SetEagle(m EagleMamba) { c.eagle, c.mambaEagle = true, m }
+// rule's treatment m, for every rule. A coordinator with fine-grained
+// hits needs EnableEagle.
+func (c *HybridCoordinator) SetEagle(m EagleMamba) {
+	c.eagle, c.mambaEagle = true, m
+	for i := range c.eagleRule {
+		c.eagleRule[i] = true
+	}
+}
+
+// EnableEagle turns the EAGLE drop on for the rules holding a group of
+// flagged (KVCacheGroupSpec.is_eagle_group), or for every rule when none
+// is flagged (KVCacheCoordinator.__init__'s fallback and
+// verify_and_split_kv_cache_groups, kv_cache_coordinator.py @
+// 6adad0876); m is the Mamba rule's treatment. It refuses a coordinator
+// with fine-grained hash hits: there vLLM's margin and drop are one hash
+// block (the same file and FullAttentionManager,
+// single_type_kv_cache_manager.py), which the block-counting rules do
+// not model.
+func (c *HybridCoordinator) EnableEagle(m EagleMamba, flagged ...int32) error {
+	if c.fine {
+		return fmt.Errorf("EAGLE drop with fine-grained hash hits (hash block %d): a one-hash-block drop is not modelled", c.hashBlock)
+	}
+	for _, g := range flagged {
+		if g < 0 || int(g) >= len(c.hit) {
+			return fmt.Errorf("EAGLE group %d of %d groups", g, len(c.hit))
+		}
+	}
+	c.SetEagle(m)
+	if len(flagged) == 0 {
+		return nil
+	}
+	for i, r := range c.rules {
+		c.eagleRule[i] = false
+		for _, g := range r.Groups {
+			c.eagleRule[i] = c.eagleRule[i] || slices.Contains(flagged, g)
+		}
+	}
+	return nil
+}
 
 // FirstRuleHit is the last lookup's hit by the first rule alone (full
 // attention's, when the layout has it), in tokens: what the other groups'
 // rules (a Mamba mode's state at the hit's end) cut it down from.
 func (c *HybridCoordinator) FirstRuleHit() int { return c.first }
 
+// Alignment is alignment_tokens, the unit every hit is a multiple of
+// (_cache_hit_alignment_tokens, kv_cache_coordinator.py @ 6adad0876).
+func (c *HybridCoordinator) Alignment() int { return c.alignment }
+
+// FineGrained is enable_partial_hash_hits: whether the hash block is the
+// alignment (a Mamba align group's block above it).
+func (c *HybridCoordinator) FineGrained() bool { return c.fine }
+
 // NewHybridCoordinator takes the rules over groups 0..numGroups-1, each
-// group in exactly one rule.
+// group in exactly one rule, all of one block size, which is then the
+// hash block too.
 func NewHybridCoordinator(numGroups int, rules []HitGroup) (*HybridCoordinator, error) {
-	c := &HybridCoordinator{hit: make([][]int32, numGroups), looked: make([]bool, len(rules)), alignment: 1}
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("no hit rules")
+	}
+	bs := rules[0].Rule.BlockSize()
+	for _, r := range rules {
+		if r.Rule.BlockSize() != bs {
+			// One hash per block of every group: different block sizes
+			// need the hash block (NewHybridCoordinatorAt).
+			return nil, fmt.Errorf("hit rules with block sizes %d and %d: one block size only (NewHybridCoordinatorAt takes several)", bs, r.Rule.BlockSize())
+		}
+	}
+	return newHybridCoordinator(numGroups, bs, rules, false)
+}
+
+// NewHybridCoordinatorAt takes rules of any block sizes that are
+// multiples of hashBlockSize (block_pool.hash_block_size, the gcd of the
+// groups' blocks under prefix caching with every Mamba group in align
+// mode, else their lcm: resolve_kv_cache_block_sizes, kv_cache_utils.py @
+// 6adad0876); lookups then take the request's hashes at that size. The
+// hit alignment is _cache_hit_alignment_tokens: the lcm of the block
+// sizes (scheduler_block_size), or the hash block when fine-grained hits
+// apply (HybridKVCacheCoordinator.__init__, kv_cache_coordinator.py @
+// 6adad0876, #46384 and #51843): a MambaHit in align mode with a block
+// above the hash block, and every rule other than FullAttention and
+// MambaHit at the hash block. A sliding window's alignment must be a
+// multiple of its block (SlidingWindowManager asserts it).
+func NewHybridCoordinatorAt(numGroups, hashBlockSize int, rules []HitGroup) (*HybridCoordinator, error) {
+	return newHybridCoordinator(numGroups, hashBlockSize, rules, true)
+}
+
+func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool) (*HybridCoordinator, error) {
+	if hashBlock <= 0 {
+		return nil, fmt.Errorf("hash block size %d", hashBlock)
+	}
+	c := &HybridCoordinator{hit: make([][]int32, numGroups), looked: make([]bool, len(rules)), alignment: 1, hashBlock: hashBlock, sized: sized}
 	seen := make([]bool, numGroups)
 	for _, r := range rules {
 		if r.Rule.DownwardClosed() {
@@ -243,12 +347,13 @@ func NewHybridCoordinator(numGroups int, rules []HitGroup) (*HybridCoordinator, 
 		if bs <= 0 || len(r.Groups) == 0 {
 			return nil, fmt.Errorf("hit rule %T: block size %d over groups %v", r.Rule, bs, r.Groups)
 		}
-		if bs != c.rules[0].Rule.BlockSize() {
-			// One hash per block of every group: different block sizes
-			// need vLLM's re-chunked hash lists (BlockHashListWithBlockSize).
-			return nil, fmt.Errorf("hit rules with block sizes %d and %d: one block size only", c.rules[0].Rule.BlockSize(), bs)
+		if bs%hashBlock != 0 {
+			return nil, fmt.Errorf("hit rule %T: block size %d is not a multiple of the hash block size %d", r.Rule, bs, hashBlock)
 		}
 		c.alignment = lcm(c.alignment, bs)
+		if m, ok := r.Rule.(MambaHit); ok && m.Mode == MambaAlign && bs > hashBlock {
+			c.fine = true
+		}
 		for _, g := range r.Groups {
 			if g < 0 || int(g) >= numGroups || seen[g] {
 				return nil, fmt.Errorf("group %d is out of range or in two hit rules", g)
@@ -262,9 +367,38 @@ func NewHybridCoordinator(numGroups int, rules []HitGroup) (*HybridCoordinator, 
 		}
 	}
 	for _, r := range c.rules {
+		// #51843: a manager without fine-grained lookups at a block
+		// above the hash block turns them off.
+		if !fineGrainedRule(r.Rule) && r.Rule.BlockSize() != hashBlock {
+			c.fine = false
+		}
+	}
+	sched := c.alignment
+	if c.fine {
+		c.alignment = hashBlock
+	}
+	for _, r := range c.rules {
+		if err := checkAlignment(r, c.alignment, hashBlock, sched); err != nil {
+			return nil, err
+		}
 		c.dst = append(c.dst, make([][]int32, len(r.Groups)))
 	}
+	c.views = make([][]BlockHash, len(c.rules))
+	c.viewed = make([]bool, len(c.rules))
+	c.verified = make([]bool, len(c.rules))
+	c.ruleHit = make([]int, len(c.rules))
+	c.eagleRule = make([]bool, len(c.rules))
 	return c, nil
+}
+
+// fineGrainedRule: supports_fine_grained_hash_lookup (FullAttentionManager
+// and MambaManager, single_type_kv_cache_manager.py @ 6adad0876).
+func fineGrainedRule(r HitRule) bool {
+	switch r.(type) {
+	case FullAttention, MambaHit:
+		return true
+	}
+	return false
 }
 
 func lcm(a, b int) int {
@@ -276,10 +410,13 @@ func lcm(a, b int) int {
 }
 
 // FindLongestCacheHit returns the hit length in tokens, at most
-// maxLength; HitBlocks then gives each group's blocks.
+// maxLength, for a request whose block hashes (at the hash block size)
+// are hashes; HitBlocks then gives each group's blocks.
 func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash, maxLength int) int {
-	for i := range c.looked {
-		c.looked[i] = false
+	clear(c.looked)
+	if c.sized {
+		clear(c.viewed)
+		clear(c.verified)
 	}
 	for g := range c.hit {
 		c.hit[g] = c.hit[g][:0]
@@ -296,14 +433,32 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 		for i, r := range c.rules {
 			bs := r.Rule.BlockSize()
 			if r.Rule.DownwardClosed() && c.looked[i] {
-				cur = cur / bs * bs // trimmed at the end
+				if c.sized {
+					cur = min(cur, c.ruleHit[i])
+				} else {
+					cur = cur / bs * bs // trimmed at the end
+				}
 				continue
 			}
-			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), c.eagle && c.rounds == 1)
+			drop := c.eagle && c.eagleRule[i] && c.rounds == 1
+			if c.sized {
+				drop = c.eagle && c.eagleRule[i] && !c.verified[i]
+			}
+			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), drop) * bs
+			if c.sized {
+				// Each rule drops once per candidate length: a shorter
+				// candidate from a lookup without the drop calls for the
+				// drops again (eagle_verified, #40860).
+				if drop {
+					c.verified[i] = true
+				} else if n < cur {
+					clear(c.verified)
+				}
+			}
 			if n == 0 && c.keepOnMiss && !r.Rule.DownwardClosed() {
 				continue // #47491: the group's miss does not cut the hit
 			}
-			cur = n * bs
+			cur = n
 			if i == 0 && c.rounds == 1 {
 				c.first = cur
 			}
@@ -316,35 +471,87 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 			break
 		}
 	}
-	// vLLM trims only the first (full-attention) spec's groups; every
-	// downward-closed rule is trimmed here, which differs only for two
-	// full-attention specs, a layout statesim does not build.
+	// vLLM trims only the first (full-attention) spec's groups, to
+	// ⌈hit/block⌉ blocks; every downward-closed rule is trimmed here,
+	// which differs only for two full-attention specs, a layout statesim
+	// does not build.
 	for _, r := range c.rules {
 		if !r.Rule.DownwardClosed() {
 			continue
 		}
 		for _, g := range r.Groups {
-			c.hit[g] = c.hit[g][:min(len(c.hit[g]), hitLen/r.Rule.BlockSize())]
+			c.hit[g] = c.hit[g][:min(len(c.hit[g]), mambaCeilDiv(hitLen, r.Rule.BlockSize()))]
 		}
 	}
 	return hitLen
+}
+
+// dropHitRule is a rule that applies the EAGLE drop itself, as vLLM's
+// finders do given drop_eagle_block: FullAttention drops its last
+// matched block before cutting to the alignment, a sliding window needs
+// one more contiguous block and checks alignment after the drop.
+type dropHitRule interface {
+	// findLongestCacheHitDrop is FindLongestCacheHit with the drop: the
+	// hit in blocks after it.
+	findLongestCacheHitDrop(p *BlockPool, hashes []BlockHash, maxLength, alignment int, groups []int32, dst [][]int32) int
+}
+
+// findLongestCacheHitDrop: phase 1's run, less its last block, cut to
+// the alignment (FullAttentionManager.find_longest_cache_hit,
+// single_type_kv_cache_manager.py @ 6adad0876). With the alignment at the
+// block it is the coordinator's older drop of one block after the lookup.
+func (f FullAttention) findLongestCacheHitDrop(p *BlockPool, hashes []BlockHash, maxLength, alignment int, groups []int32, dst [][]int32) int {
+	n := f.FindLongestCacheHit(p, hashes, maxLength, f.Block, groups, dst)
+	if n > 0 {
+		n--
+	}
+	for n > 0 && n*f.Block%alignment != 0 {
+		n--
+	}
+	for j := range dst {
+		dst[j] = dst[j][:n]
+	}
+	return n
+}
+
+// view is the lookup's hashes at rule i's block size bs, above the hash
+// block.
+func (c *HybridCoordinator) view(i, bs int, hashes []BlockHash) []BlockHash {
+	if !c.viewed[i] {
+		c.views[i] = BlockHashesAt(c.views[i][:0], hashes, c.hashBlock, bs)
+		c.viewed[i] = true
+	}
+	return c.views[i]
 }
 
 // lookUp runs rule i up to cur tokens (less the EAGLE drop when eagle),
 // leaves its groups' blocks in c.hit and returns its hit in blocks.
 func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur, maxLength int, eagle bool) int {
 	r := c.rules[i]
+	bs := r.Rule.BlockSize()
 	dst := c.dst[i]
 	for j, g := range r.Groups {
 		dst[j] = c.hit[g]
 	}
 	ceiling, drop := cur, false
 	if eagle {
-		ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, maxLength, r.Rule.BlockSize())
+		ceiling, drop = eagleCeiling(r.Rule, c.mambaEagle, cur, maxLength, bs)
 	}
 	n := 0
 	if ceiling > 0 {
-		n = r.Rule.FindLongestCacheHit(p, hashes, ceiling, c.alignment, r.Groups, dst)
+		h := hashes
+		if bs != c.hashBlock {
+			h = c.view(i, bs, hashes)
+		}
+		var dr dropHitRule
+		if drop {
+			dr, _ = r.Rule.(dropHitRule)
+		}
+		if dr != nil {
+			n, drop = dr.findLongestCacheHitDrop(p, h, ceiling, c.alignment, r.Groups, dst), false
+		} else {
+			n = r.Rule.FindLongestCacheHit(p, h, ceiling, c.alignment, r.Groups, dst)
+		}
 	} else {
 		for j := range dst {
 			dst[j] = dst[j][:0]
@@ -352,6 +559,9 @@ func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur,
 	}
 	if drop && n > 0 {
 		n--
+		for n > 0 && n*bs%c.alignment != 0 {
+			n--
+		}
 		for j := range dst {
 			dst[j] = dst[j][:n]
 		}
@@ -360,6 +570,7 @@ func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur,
 		c.hit[g] = dst[j]
 	}
 	c.looked[i] = true
+	c.ruleHit[i] = n * bs
 	return n
 }
 
@@ -371,7 +582,7 @@ func (c *HybridCoordinator) findPerGroup(p *BlockPool, hashes []BlockHash, maxLe
 	hitLen := 0
 	for i, r := range c.rules {
 		bs := r.Rule.BlockSize()
-		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle)
+		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle && c.eagleRule[i])
 		if i == 0 {
 			c.first = n * bs
 		}

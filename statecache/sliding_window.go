@@ -18,7 +18,9 @@ import (
 // Not wired into KVCacheManager yet: it is a standalone state machine over
 // the shared BlockPool, tested against vLLM's own cases
 // (sliding_window_test.go), for the KV cache groups of different block
-// sizes to call per step (docs/model.md, "Sliding-window groups").
+// sizes to call per step; its lookup joins a HybridCoordinator built by
+// NewHybridCoordinatorAt as SlidingWindowHit (docs/model.md,
+// "Sliding-window groups").
 
 // SlidingWindowSpec is one sliding-window group's spec as its manager and
 // the coordinator see it. Token counts throughout are tokens, never blocks
@@ -433,9 +435,15 @@ func (m *SlidingWindowManager) Free(req RequestID, t *SlidingWindowTable) error 
 // the hit in tokens, a multiple of the alignment (the unit the
 // coordinator agrees hits in across block sizes, coordinator.py).
 func (m *SlidingWindowManager) FindLongestCacheHit(hashes []BlockHash, maxLength int, drop bool, groups []int32, dst [][]int32) int {
+	return m.findLongestCacheHitView(m.Pool, m.hashesAt(hashes), maxLength, m.Spec.hitAlignment(), drop, groups, dst) * m.Spec.BlockSize
+}
+
+// findLongestCacheHitView is FindLongestCacheHit over view, the hashes
+// already at the group's block size, in p with alignment align (the
+// coordinator's); it returns the hit in blocks.
+func (m *SlidingWindowManager) findLongestCacheHitView(p *BlockPool, view []BlockHash, maxLength, align int, drop bool, groups []int32, dst [][]int32) int {
 	s := m.Spec
-	bs, align := s.BlockSize, s.hitAlignment()
-	view := m.hashesAt(hashes)
+	bs := s.BlockSize
 	need := s.ContiguousBlocksForHit(drop)
 	n := min(max(maxLength, 0)/bs, len(view))
 	for i := range groups {
@@ -446,7 +454,7 @@ func (m *SlidingWindowManager) FindLongestCacheHit(hashes []BlockHash, maxLength
 	}
 	hit, run, found := 0, 0, false
 	for i := n - 1; i >= 0; i-- {
-		if !m.Pool.cachedAll(view, i, groups) {
+		if !p.cachedAll(view, i, groups) {
 			run = 0
 			continue
 		}
@@ -460,7 +468,7 @@ func (m *SlidingWindowManager) FindLongestCacheHit(hashes []BlockHash, maxLength
 			}
 		}
 		for j, g := range groups {
-			dst[j][i] = m.Pool.cachedBlock(view, i, g)
+			dst[j][i] = p.cachedBlock(view, i, g)
 		}
 		run++
 		if run >= need {
@@ -483,5 +491,5 @@ func (m *SlidingWindowManager) FindLongestCacheHit(hashes []BlockHash, maxLength
 	for j := range groups {
 		dst[j] = dst[j][:hit]
 	}
-	return hit * bs
+	return hit
 }

@@ -209,6 +209,10 @@ type swHarness struct {
 	sw     []*SlidingWindowManager
 	groups []int32 // the sliding-window groups
 	drop   bool    // the spec group's use_eagle
+	// coord is the hybrid coordinator over the same groups (the window
+	// groups flagged is_eagle_group under EAGLE): lookup returns its hit
+	// and checks it against the hand-written simple-hybrid round.
+	coord *HybridCoordinator
 }
 
 type swReq struct {
@@ -236,6 +240,21 @@ func newSWHarness(t *testing.T, numBlocks, fullBS int, spec SlidingWindowSpec, n
 		h.sw = append(h.sw, swManager(t, h.p, spec, g))
 		h.groups = append(h.groups, g)
 	}
+	var rules []HitGroup
+	if fullBS > 0 {
+		rules = append(rules, HitGroup{FullAttention{fullBS}, []int32{0}})
+	}
+	rules = append(rules, HitGroup{SlidingWindowHit{h.sw[0]}, h.groups})
+	c, err := NewHybridCoordinatorAt(int(first)+numSW, spec.hashBlock(), rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eagle {
+		if err := c.EnableEagle(EagleMambaIgnored, h.groups...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.coord = c
 	return h
 }
 
@@ -249,28 +268,49 @@ func (h *swHarness) fullView(r *swReq) []BlockHash {
 	return BlockHashesAt(nil, r.hashes, h.spec().hashBlock(), h.fullBS)
 }
 
-// lookup is get_computed_blocks: at most num_tokens − 1 tokens; the
-// simple hybrid's one round (full attention, then the window at the full
-// hit, with the EAGLE margin), or the unitary lookup.
-func (h *swHarness) lookup(r *swReq) int {
+// lookup is get_computed_blocks (at most num_tokens − 1 tokens) through
+// the coordinator; it fails the test where the coordinator's hit differs
+// from the hand-written round (lookupByHand).
+func (h *swHarness) lookup(t *testing.T, r *swReq) int {
+	t.Helper()
+	want, wantFull, wantSW := h.lookupByHand(r)
+	r.hit = h.coord.FindLongestCacheHit(h.p, r.hashes, len(r.tokens)-1)
+	r.fullHit, r.swHit = nil, make([][]int32, len(h.groups))
+	if h.fullBS > 0 {
+		r.fullHit = slices.Clone(h.coord.HitBlocks(0))
+	}
+	for i, g := range h.groups {
+		r.swHit[i] = slices.Clone(h.coord.HitBlocks(g))
+	}
+	if r.hit != want || !slices.Equal(r.fullHit, wantFull) || !slices.EqualFunc(r.swHit, wantSW, slices.Equal[[]int32]) {
+		t.Errorf("request %d: coordinator hit %d tokens %v %v, by hand %d %v %v", r.id, r.hit, r.fullHit, r.swHit, want, wantFull, wantSW)
+	}
+	return r.hit
+}
+
+// lookupByHand is the simple hybrid's one round written out (full
+// attention, then the window at the full hit with the EAGLE margin), or
+// the unitary lookup.
+func (h *swHarness) lookupByHand(r *swReq) (int, []int32, [][]int32) {
 	maxLen := len(r.tokens) - 1
 	cur := maxLen
+	var fullHit []int32
 	if h.fullBS > 0 {
 		dst := [][]int32{nil}
 		nb := FullAttention{h.fullBS}.FindLongestCacheHit(h.p, h.fullView(r), maxLen, h.spec().hitAlignment(), []int32{0}, dst)
-		r.fullHit = dst[0]
+		fullHit = dst[0]
 		cur = nb * h.fullBS
 	}
 	ceiling := cur
 	if h.drop && h.fullBS > 0 {
 		ceiling = min(cur+h.spec().BlockSize, maxLen) // the coordinator's eagle margin
 	}
-	r.swHit = make([][]int32, len(h.groups))
-	r.hit = h.sw[0].FindLongestCacheHit(r.hashes, ceiling, h.drop, h.groups, r.swHit)
+	swHit := make([][]int32, len(h.groups))
+	hit := h.sw[0].FindLongestCacheHit(r.hashes, ceiling, h.drop, h.groups, swHit)
 	if h.fullBS > 0 {
-		r.fullHit = r.fullHit[:mambaCeilDiv(r.hit, h.fullBS)]
+		fullHit = fullHit[:mambaCeilDiv(hit, h.fullBS)]
 	}
-	return r.hit
+	return hit, fullHit, swHit
 }
 
 // allocate is allocate_slots for a new request after its lookup, numNew
@@ -354,7 +394,7 @@ func (h *swHarness) allocate(t *testing.T, r *swReq, numNew int) ([][]int32, boo
 func (h *swHarness) prime(t *testing.T, id RequestID, tokens []int32, numNew int) *swReq {
 	t.Helper()
 	r := h.newReq(id, tokens)
-	h.lookup(r)
+	h.lookup(t, r)
 	if _, ok := h.allocate(t, r, numNew); !ok {
 		t.Fatalf("request %d not allocated", id)
 	}
@@ -407,7 +447,7 @@ func TestVLLMPrefillHybridModelSlidingWindow(t *testing.T) {
 	h := newSWHarness(t, 21, 16, SlidingWindowSpec{BlockSize: 16, Window: 32}, 2, false)
 	all := cat(common3(), rep(3, 7))
 	r0 := h.newReq(0, all)
-	eq(t, "req0 hit", h.lookup(r0), 0)
+	eq(t, "req0 hit", h.lookup(t, r0), 0)
 	b, ok := h.allocate(t, r0, 55)
 	if !ok {
 		t.Fatal("req0 not allocated")
@@ -424,7 +464,7 @@ func TestVLLMPrefillHybridModelSlidingWindow(t *testing.T) {
 		eq(t, "partial block cached", h.p.Record(id).Cached, false)
 	}
 	r1 := h.newReq(1, cat(common3(), rep(3, 5)))
-	eq(t, "req1 hit", h.lookup(r1), 48)
+	eq(t, "req1 hit", h.lookup(t, r1), 48)
 	eq(t, "req1 hit blocks", [][]int32{r1.fullHit, r1.swHit[0], r1.swHit[1]}, [][]int32{{1, 2, 3}, {0, 6, 7}, {0, 10, 11}})
 	b, ok = h.allocate(t, r1, 53-48)
 	if !ok {
@@ -443,7 +483,7 @@ func TestVLLMPrefillHybridModelSlidingWindow(t *testing.T) {
 	for _, c := range prefillHybridEvictions(r1.hashes) {
 		withEvicted(h.p, c.evict, func() {
 			r := h.newReq(9, all)
-			if hit := h.lookup(r); hit != c.want*16 {
+			if hit := h.lookup(t, r); hit != c.want*16 {
 				t.Errorf("%s: hit %d tokens, want %d", c.name, hit, c.want*16)
 			}
 			for _, hb := range append([][]int32{r.fullHit}, r.swHit...) {
@@ -462,23 +502,23 @@ func TestVLLMDifferentBlockSize(t *testing.T) {
 	h := newSWHarness(t, 100, 32, SlidingWindowSpec{BlockSize: 16, Window: 32, HashBlockSize: 16, SchedulerBlockSize: 32}, 1, false)
 	common := runs(10, 16)
 	r0 := h.newReq(0, common)
-	eq(t, "req0 hit", h.lookup(r0), 0)
+	eq(t, "req0 hit", h.lookup(t, r0), 0)
 	b, ok := h.allocate(t, r0, 7*16)
 	if !ok {
 		t.Fatal("req0 not allocated")
 	}
 	eq(t, "req0 blocks", b, [][]int32{{1, 2, 3, 4}, {5, 6, 7, 8, 9, 10, 11}})
 	r1 := h.newReq(1, common[:7*16+1])
-	eq(t, "req1 hit", h.lookup(r1), 6*16)
+	eq(t, "req1 hit", h.lookup(t, r1), 6*16)
 	eq(t, "req1 hit blocks", fmt.Sprint([]int{len(r1.fullHit), len(r1.swHit[0])}), fmt.Sprint([]int{3, 6}))
 	r2 := h.newReq(2, common[:6*16+1])
-	eq(t, "req2 hit", h.lookup(r2), 6*16)
+	eq(t, "req2 hit", h.lookup(t, r2), 6*16)
 	eq(t, "req2 hit blocks", fmt.Sprint([]int{len(r2.fullHit), len(r2.swHit[0])}), fmt.Sprint([]int{3, 6}))
 	// The window's hit would be 5 blocks; the hit must be a multiple of 32.
 	for _, i := range []int{6, 5} {
 		h.p.pc.table.del(keyAt(r1.hashes, i, 1))
 	}
-	eq(t, "req1 hit after evicting", h.lookup(r1), 4*16)
+	eq(t, "req1 hit after evicting", h.lookup(t, r1), 4*16)
 	eq(t, "req1 hit blocks after evicting", fmt.Sprint([]int{len(r1.fullHit), len(r1.swHit[0])}), fmt.Sprint([]int{2, 4}))
 }
 
@@ -511,11 +551,11 @@ func TestVLLMEagleWithSlidingWindow(t *testing.T) {
 	r := h.prime(t, 0, tokens, len(tokens))
 	h.free(t, r)
 	re := h.newReq(1, tokens)
-	eq(t, "eagle hit", h.lookup(re), 16)
+	eq(t, "eagle hit", h.lookup(t, re), 16)
 	eq(t, "eagle hit blocks", len(re.swHit[0]), 1)
 	h.p.pc.table.del(keyAt(r.hashes, 0, 0))
 	ra := h.newReq(2, tokens)
-	eq(t, "hit after evicting the first block", h.lookup(ra), 0)
+	eq(t, "hit after evicting the first block", h.lookup(t, ra), 0)
 	eq(t, "blocks after evicting the first block", len(ra.swHit[0]), 0)
 }
 
@@ -531,7 +571,7 @@ func TestVLLMEagleSWAAlignmentCachesExtraBlock(t *testing.T) {
 	eq(t, "cached window positions", fmt.Sprint(swCached(h.p, r0.hashes, 1)), fmt.Sprint([]int{3, 4, 7, 8, 11, 12, 15}))
 	h.free(t, r0)
 	r1 := h.newReq(1, tokens)
-	hit := h.lookup(r1)
+	hit := h.lookup(t, r1)
 	if hit <= 0 || hit%32 != 0 || hit != 96 {
 		t.Errorf("hit %d tokens, want 96", hit)
 	}
@@ -547,7 +587,7 @@ func TestVLLMEagleSWABoundaryCachesPostBoundaryBlock(t *testing.T) {
 	eq(t, "cached window positions", fmt.Sprint(swCached(h.p, r0.hashes, 1)), fmt.Sprint([]int{3, 4}))
 	h.free(t, r0)
 	r1 := h.newReq(1, append(slices.Clone(tokens), 999))
-	eq(t, "hit", h.lookup(r1), 32)
+	eq(t, "hit", h.lookup(t, r1), 32)
 }
 
 // test_eagle_grouped_swa_siblings_use_same_cache_mask: two window groups
@@ -565,7 +605,7 @@ func TestVLLMEagleGroupedSWASiblings(t *testing.T) {
 	}
 	h.free(t, r0)
 	r1 := h.newReq(1, append(slices.Clone(tokens), 999))
-	eq(t, "hit", h.lookup(r1), 64)
+	eq(t, "hit", h.lookup(t, r1), 64)
 }
 
 // BlockHashListWithBlockSize's docstring: hashes A B C D of 16 tokens are
