@@ -169,13 +169,6 @@ func RunSetup(st *setup.Setup, opt Options) (*report.Report, error) {
 	if err := st.CheckPool(); err != nil {
 		return nil, err
 	}
-	if st.Draft.NumLayers > 0 {
-		// model.LayoutWithDraftWindow forms the groups and statecache's
-		// SlidingWindowManager keeps their blocks, but the KV cache
-		// manager does not drive it yet (docs/model.md, "#53142 / #55600").
-		return nil, &scenarios.InputError{File: st.Scenario.File, Path: "engine.speculative.method",
-			Msg: "a DFlash drafter's sliding-window KV cache groups are not simulated yet (statesim model shows them): the KV cache manager does not drive groups of another block size"}
-	}
 	r := &runner{st: st, sc: st.Scenario, opt: opt, shape: st.Shape, layout: st.Layout, nBlocks: st.Pool.NumBlocks}
 	for _, build := range []func() error{r.newChecks, r.newCache, r.newScheduler, r.newBackend, r.newSource} {
 		if err := build(); err != nil {

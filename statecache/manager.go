@@ -352,8 +352,32 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		m.mambaGroups = ids
 		rules = append(rules, HitGroup{Rule: MambaHit{Mode: o.MambaCacheMode, Block: m.blockSize}, Groups: ids})
 	}
-	coord, err := NewHybridCoordinator(len(m.order), rules)
-	if err != nil {
+	var coord *HybridCoordinator
+	var err error
+	if len(m.window) > 0 {
+		// Groups of other block sizes: the lookup over hashes at the hash
+		// block, each rule reading them at its own (NewHybridCoordinatorAt).
+		var flagged []int32
+		for _, w := range m.window {
+			rules = append(rules, HitGroup{Rule: SlidingWindowHit{Manager: w}, Groups: []int32{w.Group}})
+			flagged = append(flagged, w.Group)
+		}
+		if FineGrainedHits(rules, m.hashBlock) {
+			// enable_partial_hash_hits (kv_cache_coordinator.py @
+			// 6adad0876): hits at the hash block, partial attention blocks
+			// copied on write and Mamba lookups inside a block, which the
+			// manager does not model.
+			return nil, fmt.Errorf("vLLM turns fine-grained prefix-cache hits on for this layout (a Mamba align block of %d above the hash block of %d, the sliding-window groups at the hash block): partial-block hits are not modelled", m.blockSize, m.hashBlock)
+		}
+		if coord, err = NewHybridCoordinatorAt(len(m.order), m.hashBlock, rules); err != nil {
+			return nil, err
+		}
+		if o.WindowEagle {
+			if err := coord.EnableEagle(o.EagleMamba, flagged...); err != nil {
+				return nil, err
+			}
+		}
+	} else if coord, err = NewHybridCoordinator(len(m.order), rules); err != nil {
 		return nil, err
 	}
 	if o.UseEagle {

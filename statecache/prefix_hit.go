@@ -351,9 +351,6 @@ func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool
 			return nil, fmt.Errorf("hit rule %T: block size %d is not a multiple of the hash block size %d", r.Rule, bs, hashBlock)
 		}
 		c.alignment = lcm(c.alignment, bs)
-		if m, ok := r.Rule.(MambaHit); ok && m.Mode == MambaAlign && bs > hashBlock {
-			c.fine = true
-		}
 		for _, g := range r.Groups {
 			if g < 0 || int(g) >= numGroups || seen[g] {
 				return nil, fmt.Errorf("group %d is out of range or in two hit rules", g)
@@ -366,17 +363,8 @@ func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool
 			return nil, fmt.Errorf("group %d has no hit rule", g)
 		}
 	}
-	for _, r := range c.rules {
-		// #51843: a manager without fine-grained lookups at a block
-		// above the hash block turns them off.
-		if !fineGrainedRule(r.Rule) && r.Rule.BlockSize() != hashBlock {
-			c.fine = false
-		}
-	}
 	sched := c.alignment
-	if c.fine {
-		c.alignment = hashBlock
-	}
+	c.alignment, c.fine = cacheHitAlignment(c.rules, hashBlock)
 	for _, r := range c.rules {
 		if err := checkAlignment(r, c.alignment, hashBlock, sched); err != nil {
 			return nil, err
@@ -389,6 +377,40 @@ func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool
 	c.ruleHit = make([]int, len(c.rules))
 	c.eagleRule = make([]bool, len(c.rules))
 	return c, nil
+}
+
+// cacheHitAlignment is _cache_hit_alignment_tokens for rules over hashes
+// of hashBlock tokens, and whether fine-grained hits are on
+// (HybridKVCacheCoordinator.__init__, kv_cache_coordinator.py @
+// 6adad0876): on with a Mamba align group whose block is above the hash
+// block (has_partial_mamba_group), unless a manager without fine-grained
+// lookups has a block above it (#51843); the alignment is then the hash
+// block, else the lcm of the blocks (scheduler_block_size).
+func cacheHitAlignment(rules []HitGroup, hashBlock int) (alignment int, fine bool) {
+	alignment = 1
+	for _, r := range rules {
+		alignment = lcm(alignment, r.Rule.BlockSize())
+		if m, ok := r.Rule.(MambaHit); ok && m.Mode == MambaAlign && r.Rule.BlockSize() > hashBlock {
+			fine = true
+		}
+	}
+	for _, r := range rules {
+		if !fineGrainedRule(r.Rule) && r.Rule.BlockSize() != hashBlock {
+			fine = false
+		}
+	}
+	if fine {
+		return hashBlock, true
+	}
+	return alignment, false
+}
+
+// FineGrainedHits reports whether vLLM's hybrid coordinator turns
+// fine-grained hits on for rules over hashes of hashBlock tokens
+// (cacheHitAlignment).
+func FineGrainedHits(rules []HitGroup, hashBlock int) bool {
+	_, fine := cacheHitAlignment(rules, hashBlock)
+	return fine
 }
 
 // fineGrainedRule: supports_fine_grained_hash_lookup (FullAttentionManager
