@@ -123,7 +123,9 @@ func (t *BlockTable) kvGroup(g int) *kvGroup {
 		return &t.kv0
 	}
 	for len(t.kvN) < len(t.Attn)-1 {
-		t.kvN = append(t.kvN, kvGroup{})
+		// A group's cache created after a hit starts past the hit blocks,
+		// as resetKV leaves the existing ones.
+		t.kvN = append(t.kvN, kvGroup{ok: t.hitBlocks})
 	}
 	return &t.kvN[g-1]
 }
