@@ -79,6 +79,9 @@ type Config struct {
 	// KVConnector is every scenario's engine.kv_transfer_config.
 	// kv_connector ("": none).
 	KVConnector string
+	// Draft is the DFlash drafter every dflash scenario runs (its
+	// config.json's geometry: never drawn).
+	Draft scenarios.DraftConfig
 }
 
 // Matrix is c drawing every dimension the simulator models: every
@@ -365,6 +368,12 @@ func Gen(c Config) gopter.Gen {
 	fields["SpecAlign"] = gen.Const(c.SpecAlign)
 	fields["HostStepUS"] = gen.Const(0)
 	fields["KVConnector"] = gen.Const(c.KVConnector)
+	fields["Draft"] = gen.Const(c.Draft)
+	if c.Draft != (scenarios.DraftConfig{}) {
+		// The drafter's window groups run with prefix caching only,
+		// which needs chunked prefill under speculative decoding.
+		fields["ChunkedPrefill"] = gen.Const(true)
+	}
 	if c.MaxHostStepUS > 0 {
 		fields["HostStepUS"] = intRange(0, c.MaxHostStepUS)
 	}

@@ -88,6 +88,9 @@ type Params struct {
 	// KVConnector is engine.kv_transfer_config.kv_connector ("": none;
 	// set by Config and controls, never drawn).
 	KVConnector string
+	// Draft is the DFlash drafter's geometry, written where SpecMethod is
+	// dflash (set by Config, never drawn).
+	Draft scenarios.DraftConfig
 }
 
 // async is engine.async_scheduling as run: vLLM's v0 control has no async
@@ -272,6 +275,9 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	if k := p.specK(); k > 0 {
 		e.Speculative = scenarios.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: k, Accepted: p.SpecAccepted,
 			AcceptanceRate: float64(p.SpecRatePct) / 100}
+		if p.SpecMethod == "dflash" {
+			e.Speculative.Draft = p.Draft
+		}
 	}
 	e.AsyncScheduling = p.async()
 	sc.Timing.HostStepUS = float64(p.HostStepUS)

@@ -43,6 +43,9 @@ type Plan struct {
 	// KVConnector: engine.kv_transfer_config.kv_connector of every
 	// scenario ("": none).
 	KVConnector string
+	// Draft: the DFlash drafter, LAYERS:KV_HEADS:HEAD_DIM:WINDOW (with
+	// --spec dflash).
+	Draft string
 	// PrefixCaching: on, align, all, off; Shared and HashBlock shape the
 	// shared prefixes.
 	PrefixCaching     []string
@@ -91,7 +94,7 @@ func (p *Plan) Settle() (*Search, error) {
 		return nil, err
 	}
 	cfg.MinBits, cfg.MaxBits = lo, hi
-	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs, p.connector, p.prompts} {
+	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs, p.connector, p.draft, p.prompts} {
 		if err := step(&cfg); err != nil {
 			return nil, err
 		}
@@ -211,6 +214,35 @@ func (p *Plan) connector(cfg *Config) error {
 		}
 	}
 	cfg.KVConnector = p.KVConnector
+	return nil
+}
+
+// draft reads --draft into every dflash scenario's drafter; --spec dflash
+// needs it, and it needs --spec dflash.
+func (p *Plan) draft(cfg *Config) error {
+	dflash := slices.Contains(p.Specs, "dflash")
+	switch {
+	case p.Draft == "" && dflash:
+		return fmt.Errorf("--spec dflash needs --draft LAYERS:KV_HEADS:HEAD_DIM:WINDOW (the drafter's num_hidden_layers, num_key_value_heads, head_dim and sliding_window)")
+	case p.Draft == "":
+		return nil
+	case !dflash:
+		return fmt.Errorf("--draft applies only with --spec dflash")
+	}
+	f := strings.Split(p.Draft, ":")
+	v := make([]int, len(f))
+	for i, x := range f {
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || n <= 0 {
+			v = nil
+			break
+		}
+		v[i] = n
+	}
+	if len(v) != 4 {
+		return fmt.Errorf("--draft: want LAYERS:KV_HEADS:HEAD_DIM:WINDOW, four positive integers, got %q", p.Draft)
+	}
+	cfg.Draft = scenarios.DraftConfig{NumHiddenLayers: v[0], NumKeyValueHeads: v[1], HeadDim: v[2], SlidingWindow: v[3]}
 	return nil
 }
 

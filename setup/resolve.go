@@ -52,7 +52,7 @@ func (r *resolver) fail(path, format string, a ...any) error {
 
 func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 	r := &resolver{sc: sc, src: src, st: &Setup{Scenario: sc, Shape: sc.Model.Shape}}
-	for _, step := range []func() error{r.version, r.served, r.graphs, r.runner, r.spec, r.release, r.async, r.mamba, r.connector} {
+	for _, step := range []func() error{r.version, r.served, r.graphs, r.runner, r.spec, r.release, r.async, r.mamba, r.draftCache, r.connector} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -237,6 +237,16 @@ func (r *resolver) spec() error {
 		r.st.Spec = sched.Spec{Method: m, K: sp.NumSpeculativeTokens, Accept: sched.Acceptance{Fixed: sp.Accepted, Rate: sp.AcceptanceRate}}
 	}
 	return nil
+}
+
+// draftCache refuses a DFlash drafter's window groups without prefix
+// caching in align mode: the KV cache manager drives groups of their own
+// block size there only (statecache.KVCacheManager.addWindow).
+func (r *resolver) draftCache() error {
+	if r.st.Draft.NumLayers == 0 || r.st.Mamba.PrefixCaching && (r.st.Mamba.Mode == statecache.MambaAlign || r.st.Layout.NumMambaGroups() == 0) {
+		return nil
+	}
+	return r.fail("engine.enable_prefix_caching", "a DFlash drafter's sliding-window groups are modelled with prefix caching in align mode only (vLLM runs them without it too)")
 }
 
 // draft settles engine.speculative.draft, the DFlash drafter's layers:

@@ -23,7 +23,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--kv-connector NAME] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--kv-connector NAME] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--draft L:H:D:W] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
 			"  statesim check merge DIR...   (the shards' --out directories, or the campaign's)\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario, with the run's verdict in --out/check.json",
 		run: cmdCheck,
@@ -105,8 +105,9 @@ func checkFlags(fs *flag.FlagSet) (*prop.Plan, *string) {
 	fs.IntVar(&p.MaxShrinks, "max-shrinks", 1000, "successful shrink steps at most per counterexample")
 	fs.StringVar(&p.Backend, "backend", "symbolic", "backend the scenarios run on: symbolic, mock, or cuda (a binary built with `make cuda`, on a GPU)")
 	fs.Var((*stringList)(&p.Models), "model", "models to draw (repeatable or comma-separated): presets or built-in configs, e.g. qwen3-next-80b-a3b or kimi-linear-48b-a3b (the GDN builder's models), or all (every hybrid preset and built-in config); default the hybrid presets")
-	fs.Var((*stringList)(&p.Specs), "spec", "speculative decoding methods to draw (off, mtp, eagle, ngram; comma-separated); default off")
+	fs.Var((*stringList)(&p.Specs), "spec", "speculative decoding methods to draw (off, mtp, eagle, ngram, dflash with --draft; comma-separated); default off")
 	fs.StringVar(&p.SpecK, "spec-k", "1-4", "num_speculative_tokens, N or LO-HI (with --spec)")
+	fs.StringVar(&p.Draft, "draft", "", "the DFlash drafter of --spec dflash: LAYERS:KV_HEADS:HEAD_DIM:WINDOW, its config.json's num_hidden_layers, num_key_value_heads, head_dim, sliding_window")
 	fs.StringVar(&p.PromptLen, "prompt-len", "", "prompt lengths to draw, N or LO-HI (default the search's own, from 1 or 2 up to 160 or 2048)")
 	fs.Var((*stringList)(&p.Patches), "patches", "engine.patches of every scenario, e.g. +55898 or +53059,-51565; SET/SET draws one of several (none: no patches), e.g. none/+55898,+53059; 'statesim patches' lists each PR and its state upstream: merged (first release) or open (as of a date)")
 	fs.StringVar(&p.KVConnector, "kv-connector", "", "engine.kv_transfer_config.kv_connector of every scenario: NixlConnector, OffloadingConnector or LMCacheConnectorV1 (attention-only models); only the scheduler's local hit is modelled, every external hit is 0")
