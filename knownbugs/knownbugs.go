@@ -36,8 +36,11 @@ type Bug struct {
 	Prefix     []string `yaml:"prefix" json:"prefix,omitempty"`
 	Async      bool     `yaml:"async" json:"async,omitempty"`
 	// IndexBitsBelow: engine.state_index_bits below it (0: any).
-	IndexBitsBelow int    `yaml:"index_bits_below" json:"index_bits_below,omitempty"`
-	LongPrefill    bool   `yaml:"long_prefill" json:"long_prefill,omitempty"`
+	IndexBitsBelow int  `yaml:"index_bits_below" json:"index_bits_below,omitempty"`
+	LongPrefill    bool `yaml:"long_prefill" json:"long_prefill,omitempty"`
+	// SeedBelowMamba: the model runner's cache_config.block_size is below
+	// the Mamba group's block (a smaller group at world size 1).
+	SeedBelowMamba bool   `yaml:"seed_below_mamba" json:"seed_below_mamba,omitempty"`
 	Property       string `yaml:"property" json:"property"`
 	FixedBy        string `yaml:"fixed_by" json:"fixed_by"`
 	Search         string `yaml:"search" json:"search"`
@@ -73,6 +76,8 @@ type Deployment struct {
 	Async      bool
 	IndexBits  int
 	LongPrefil bool
+	// SeedBelowMamba: setup.Setup.WorkerBlockSize below MambaBlockSize.
+	SeedBelowMamba bool
 }
 
 // Of reads a settled scenario. The v0 control matches no row.
@@ -84,7 +89,7 @@ func Of(st *setup.Setup) (Deployment, bool) {
 	e := &sc.Engine
 	d := Deployment{Release: st.Release, Version: st.Version, Spec: "off", CUDAGraph: e.CUDAGraphMode,
 		Runner: st.Runner.String(), Async: e.AsyncScheduling, IndexBits: e.StateIndexBits,
-		LongPrefil: e.LongPrefillTokenThreshold > 0}
+		LongPrefil: e.LongPrefillTokenThreshold > 0, SeedBelowMamba: st.MambaBlockSize > 0 && st.WorkerBlockSize < st.MambaBlockSize}
 	if m := e.Speculative.Method; m != "" {
 		d.Spec = m
 	}
@@ -136,6 +141,8 @@ func (b *Bug) Applies(d Deployment) (bool, string) {
 		return false, fmt.Sprintf("needs state_index_bits below %d", b.IndexBitsBelow)
 	case b.LongPrefill && !d.LongPrefil:
 		return false, "needs long_prefill_token_threshold > 0"
+	case b.SeedBelowMamba && !d.SeedBelowMamba:
+		return false, "needs the model runner's cache_config.block_size below the Mamba group's block (a smaller KV cache group, world size 1)"
 	}
 	for _, pr := range b.NeedsPRs {
 		if !d.Version.Has(pr) {

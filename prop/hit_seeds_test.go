@@ -44,3 +44,13 @@ func TestConnectorMaxHitFromSeeds1And2(t *testing.T) {
 	v028.Patches, v028.Versions = nil, []string{"v0.28"}
 	foundOnlyWithTheBug(t, connectorMaxHit(), map[string]prop.Config{"v0.22 as released": released, "v0.28": v028})
 }
+
+// With a DFlash drafter whose sliding-window group is smaller than the
+// Mamba group's, Model Runner V2's add_request seed reads past a prefix
+// hit from seeds 1 and 2 (#53142, #55600); with #53798 (the Mamba block
+// as the divisor) the same searches are clean.
+func TestV2SeedUnitsFromSeeds1And2(t *testing.T) {
+	fixed := v2SeedUnits()
+	fixed.Patches = []string{"+53798"}
+	foundOnlyWithTheBug(t, v2SeedUnits(), map[string]prop.Config{"+53798": fixed})
+}

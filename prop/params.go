@@ -188,6 +188,19 @@ func (p *Params) NumGPUBlocks() int {
 func (p *Params) poolSize(k int, on bool) int {
 	sh := p.Shape()
 	l := sh.Layout(blockSize)
+	var window []model.Group // a DFlash drafter's groups, at their own block
+	if p.SpecMethod == "dflash" && k > 0 {
+		d := model.DraftWindow{NumLayers: p.Draft.NumHiddenLayers, NumKVHeads: p.Draft.NumKeyValueHeads, HeadDim: p.Draft.HeadDim, SlidingWindow: p.Draft.SlidingWindow, KernelBlock: p.Draft.KernelBlockSize}
+		sh.Cache.NumSpeculativeTokens = k
+		if dl, err := sh.LayoutWithDraftWindow(blockSize, d); err == nil {
+			l = dl
+			for _, g := range dl.Groups {
+				if g.Kind == model.SlidingWindow {
+					window = append(window, g)
+				}
+			}
+		}
+	}
 	most := 0
 	for _, r := range p.Requests {
 		// 1 + K state columns per Mamba group, and room for K drafts
@@ -200,6 +213,9 @@ func (p *Params) poolSize(k int, on bool) int {
 			perGroup = max(2, ceilDiv(r.Prompt+r.Output, l.BlockSize)) + k
 		}
 		n := l.NumMambaGroups()*perGroup + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output+2*k, l.BlockSize)
+		for _, g := range window {
+			n += ceilDiv(r.Prompt+r.Output+2*k+1, g.BlockSize) // held until freed out of the window: at most all
+		}
 		most = max(most, n)
 	}
 	return max(2, 1+most+p.ExtraBlocks)

@@ -12,6 +12,7 @@ import (
 	"statesim/engine"
 	"statesim/internal/runtest"
 	"statesim/prop"
+	"statesim/scenarios"
 )
 
 var rewrite = flag.Bool("statesim.rewrite-regressions", false,
@@ -258,6 +259,7 @@ var regressions = []regression{
 		more: []func(*prop.Params) string{onV2}},
 	{name: "async-accepted-race", cfg: asyncAcceptedRace, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
 		more: []func(*prop.Params) string{hostAhead, onV2}},
+	{name: "v2-seed-units-53142", cfg: v2SeedUnits, prop: "stale-slot-read", seed: 1, control: with53798},
 	{name: "spec-padded-tail-55178", cfg: paddedTail, prop: "stale-slot-read", noPre: true, seed: 1, control: with55178},
 	{name: "spec-padded-new-prompt", cfg: func() prop.Config { return paddedNewPrompt("tiny-hybrid-mamba2") }, prop: "stale-slot-read", seed: 1, control: unpadded},
 	{name: "spec-padded-new-prompt-gdn", cfg: func() prop.Config { return paddedNewPrompt("qwen3-next-80b-a3b") }, prop: "no-decode-before-prefill", seed: 1, control: unpadded},
@@ -334,6 +336,28 @@ func connectorMaxHit() prop.Config {
 	c.Patches, c.KVConnector = []string{"-48425"}, "NixlConnector"
 	return c
 }
+
+// v2SeedUnits searches Model Runner V2's align-mode seed (#53142,
+// #55600): Qwen3.5-4B with a DFlash drafter whose sliding-window group
+// ends at 256 tokens beside the Mamba group's 528 (11 KV heads × 192: the
+// page divides the unified one and no fine-grained hits), so
+// cache_config.block_size after start-up is 256 and add_request divides a
+// resumed position by it. Prompts share 8704-token prefixes (the 8448
+// hit plus the drafter group's EAGLE block), one request runs at a time
+// so the second looks its prefix up after the first cached it, and the
+// 8448-token budget lets a chunk end on the scheduler block.
+func v2SeedUnits() prop.Config {
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "qwen3.5-4b"), 1, 1, "dflash"), 8704, 1, "align")
+	c.Draft = scenarios.DraftConfig{NumHiddenLayers: 1, NumKeyValueHeads: 11, HeadDim: 192, SlidingWindow: 2048}
+	c.MinPrompt, c.MaxPrompt = 8800, 9500
+	c.MinBudget, c.MaxBudget, c.MaxSeqs, c.MaxLongPrefill = 8448, 8448, 1, 0
+	c.SpecAlign = true
+	return c
+}
+
+// with53798 divides the seed by the Mamba block (#53798; #55507 and
+// #55601 are the same change, all open).
+func with53798(p *prop.Params) string { p.Patches = append(p.Patches, "+53798"); return "53798" }
 
 // with48425 is the same requests at v0.22 as released: #48425 falls
 // back to the common hit when no external tokens back the deeper one.

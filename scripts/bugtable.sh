@@ -77,6 +77,9 @@ spec-padded-tail-55178|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-ma
 spec-padded-tail-55178-v1|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --prefix-caching align --prompt-len 60-70 --shared 2 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000
 spec-padded-new-prompt|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram
 spec-padded-new-prompt-unpadded|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --patches -45237 --trials 10000
+v2-seed-units-53142|FAIL|stale-slot-read|--version v0.31 --model qwen3.5-4b --spec dflash --spec-k 1 --draft 1:11:192:2048 --prefix-caching align --hash-block 8704 --shared 1 --prompt-len 8800-9500 --set engine.max_num_batched_tokens=8448 --set engine.num_gpu_blocks_override=4000 --set engine.long_prefill_token_threshold=0 --set engine.max_num_seqs=1
+v2-seed-units-53142-seed2|FAIL|stale-slot-read|--seed 2 --version v0.31 --model qwen3.5-4b --spec dflash --spec-k 1 --draft 1:11:192:2048 --prefix-caching align --hash-block 8704 --shared 1 --prompt-len 8800-9500 --set engine.max_num_batched_tokens=8448 --set engine.num_gpu_blocks_override=4000 --set engine.long_prefill_token_threshold=0 --set engine.max_num_seqs=1
+v2-seed-units-53798|ok|stale-slot-read|--version v0.31 --model qwen3.5-4b --spec dflash --spec-k 1 --draft 1:11:192:2048 --prefix-caching align --hash-block 8704 --shared 1 --prompt-len 8800-9500 --set engine.max_num_batched_tokens=8448 --set engine.num_gpu_blocks_override=4000 --set engine.long_prefill_token_threshold=0 --set engine.max_num_seqs=1 --patches +53798 --trials 10000
 spec-padded-new-prompt-gdn|FAIL|no-decode-before-prefill|--version v0.31 --model qwen3-next-80b-a3b --spec ngram
 spec-padded-new-prompt-gdn-unpadded|ok|no-decode-before-prefill|--version v0.31 --model qwen3-next-80b-a3b --spec ngram --patches -45237 --trials 10000
 TABLE

@@ -18,8 +18,8 @@
 // are per-group allocation policies and hit rules over the same pool. A
 // sliding-window group with its own block size (sliding_window.go) is
 // one too, and NewHybridCoordinatorAt agrees hits across groups of
-// different block sizes (SlidingWindowHit joins it): nothing in the
-// engine calls either yet.
+// different block sizes (SlidingWindowHit joins it); KVCacheManager
+// drives both for a DFlash drafter's window groups.
 //
 // It is a pure state machine: no clock, no randomness, no I/O.
 package statecache

@@ -15,12 +15,11 @@ import (
 // the page unification scales it to the common page, which can leave it
 // below the Mamba group's block (docs/model.md, "#53142 / #55600").
 //
-// Not wired into KVCacheManager yet: it is a standalone state machine over
-// the shared BlockPool, tested against vLLM's own cases
-// (sliding_window_test.go), for the KV cache groups of different block
-// sizes to call per step; its lookup joins a HybridCoordinator built by
-// NewHybridCoordinatorAt as SlidingWindowHit (docs/model.md,
-// "Sliding-window groups").
+// KVCacheManager drives one per drafter window group (manager.go,
+// addWindow), and its lookup joins the HybridCoordinator built by
+// NewHybridCoordinatorAt as SlidingWindowHit; it is tested against vLLM's
+// own cases (sliding_window_test.go; docs/model.md, "Sliding-window
+// groups").
 
 // SlidingWindowSpec is one sliding-window group's spec as its manager and
 // the coordinator see it. Token counts throughout are tokens, never blocks
