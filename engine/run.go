@@ -652,6 +652,13 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 					hold(b)
 				}
 			}
+			for _, w := range q.Blocks.Window {
+				for _, b := range w.Blocks {
+					if b != 0 {
+						hold(b)
+					}
+				}
+			}
 			if q.Blocks.MambaT != nil {
 				// A Mamba cache mode: every real block of each group's
 				// table (running, copy source, cached boundaries).

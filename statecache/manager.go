@@ -521,11 +521,6 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	if err := m.RemoveSkippedBlocks(req, t, computed); err != nil {
 		return false, err
 	}
-	for i, w := range m.window {
-		if err := w.RemoveSkippedBlocks(req, &t.Window[i], computed); err != nil {
-			return false, err
-		}
-	}
 	want := (numTokens + m.blockSize - 1) / m.blockSize
 	need := 0
 	for i, w := range m.window {
@@ -687,8 +682,21 @@ func (t *BlockTable) skipMemoHolds(numComputed int) bool {
 // computed tokens no longer needs (vLLM's remove_skipped_blocks, called
 // by allocate_slots on every scheduled request, whether or not it needs
 // new blocks): in align mode the copy source one step after its copy.
-// Full attention skips nothing.
+// Full attention skips nothing; a sliding-window group frees the blocks
+// before its window.
 func (m *KVCacheManager) RemoveSkippedBlocks(req RequestID, t *BlockTable, numComputed int) error {
+	if len(t.Window) > 0 {
+		// A sliding window frees what fell out of it.
+		held := t.countHeld()
+		for i, w := range m.window {
+			if err := w.RemoveSkippedBlocks(req, &t.Window[i], numComputed); err != nil {
+				return err
+			}
+		}
+		if n := t.countHeld(); n != held {
+			t.held = n
+		}
+	}
 	if m.mamba == nil || t.MambaT == nil {
 		return nil
 	}
