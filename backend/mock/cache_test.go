@@ -1,10 +1,12 @@
 package mock
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"statesim/model"
+	"statesim/sched"
 )
 
 // A fresh cache holds nothing and reads zeros; a write holds one chunk,
@@ -90,4 +92,28 @@ func TestChunkGeometry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The mock's host memory follows the blocks a run writes, not the pool: a
+// pool of 200,000 blocks (819 MB as dense float32 pages) holds a small
+// run in its chunk table and a few pages.
+func TestCacheFollowsTheRun(t *testing.T) {
+	e := newEngine(t, engineCfg{numBlocks: 200_000, budget: 64, maxSeqs: 8, version: sched.Fixed, weightSeed: 3})
+	e.run(randomArrivals(rand.New(rand.NewPCG(5, 5)), 40, 40, 12, 1))
+	bound, err := CacheBound(e.mk.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := e.mk.CacheBytes()
+	var table int64
+	for _, c := range e.mk.tensors {
+		table += int64(len(c.chunks)) * chunkSlotBytes
+	}
+	if held <= table || held > bound/50 {
+		t.Fatalf("held %d bytes (chunk table %d) of a %d-byte bound; want a few pages past the table and under 2%% of the bound", held, table, bound)
+	}
+	if st := e.mk.Stats(); st.CacheBytes != held || st.MaxDelta != 0 {
+		t.Fatalf("stats %+v: want cache_bytes %d and a clean, exact run", st, held)
+	}
+	t.Logf("held %d bytes: %d of chunk table, %d of pages; bound %d", held, table, held-table, bound)
 }
