@@ -158,16 +158,7 @@ var _ backend.Finisher = (*Mock)(nil)
 // numeric-only run; then cfg.NumBlocks is required). Caches start empty
 // and grow by the chunks the run writes (cache).
 func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
-	var geo Geometry
-	var err error
-	if Exact(&cfg.Shape) {
-		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
-	} else {
-		// A shape the mock cannot compute at full size: its tiny stand-in
-		// over the same block ids (docs/numeric-model.md §8).
-		cfg.Shape = TinyShape(&cfg.Shape)
-		geo, err = newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
-	}
+	geo, err := computed(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +209,10 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 		return nil, fmt.Errorf("mock: state index (stride %d, offset %d, elems %d) differs from the symbolic backend's (%d, %d, %d)",
 			index.Stride, index.Offset, index.Elems, sym.Index.Stride, sym.Index.Offset, sym.Index.Elems)
 	}
+	chunk := chunkGeometry(&geo)
+	if perPage := (geo.PageElems + chunk - 1) / chunk; int64(cfg.NumBlocks)*perPage > math.MaxInt32 {
+		return nil, fmt.Errorf("mock: %d blocks × %d chunks per page is too large for the mock's chunk tables", cfg.NumBlocks, perPage)
+	}
 	w, err := NewWeights(cfg.Shape, cfg.WeightSeed)
 	if err != nil {
 		return nil, err
@@ -238,7 +233,6 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	if sym != nil {
 		sym.Plan = &m.plan
 	}
-	chunk := chunkGeometry(&geo)
 	for t := 0; t < geo.NumTensors; t++ {
 		m.tensors = append(m.tensors, newCache(int64(cfg.NumBlocks), geo.PageElems, chunk))
 	}
@@ -250,14 +244,7 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 // checks.max_memory_gib weighs for the mock; a run holds what it writes
 // (CacheBytes).
 func CacheBound(cfg Config) (int64, error) {
-	var geo Geometry
-	var err error
-	if Exact(&cfg.Shape) {
-		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
-	} else {
-		tiny := TinyShape(&cfg.Shape)
-		geo, err = newTinyGeometry(&tiny, &cfg.Layout, cfg.NumSpec)
-	}
+	geo, err := computed(&cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -266,6 +253,18 @@ func CacheBound(cfg Config) (int64, error) {
 	// Each chunk costs its elements and, written or not, its slot in the
 	// chunk table (a slice header).
 	return int64(geo.NumTensors) * int64(cfg.NumBlocks) * perPage * (chunk*4 + chunkSlotBytes), nil
+}
+
+// computed sets cfg.Shape to the shape the mock computes and returns where
+// its caches live: the shape itself over the layout's pages, or, for a
+// shape the mock cannot compute at full size, its tiny stand-in over the
+// same block ids (docs/numeric-model.md §8).
+func computed(cfg *Config) (Geometry, error) {
+	if Exact(&cfg.Shape) {
+		return NewGeometry(&cfg.Shape, &cfg.Layout)
+	}
+	cfg.Shape = TinyShape(&cfg.Shape)
+	return newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
 }
 
 // CacheBytes is what the engine's cache tensors hold: the chunks written
