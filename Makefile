@@ -41,7 +41,9 @@ bugtable: build
 # cuts run in full: every sweep cell against the golden tables, every
 # output hash through the command (the gigabyte traces and the 100k cut
 # included; the full million also wants STATESIM_HASH_1M=1), and the
-# property and numeric searches at their old sizes. Minutes, not seconds.
+# property and numeric searches at their old sizes, and the bug-b-rollouts
+# regressions replayed on the mock (side by side: 21 minutes on the shared
+# 2-core VM, docs/performance.md). Minutes, not seconds.
 long:
 	STATESIM_LONG=1 $(GO) test -count=1 -timeout 60m ./...
 

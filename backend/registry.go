@@ -40,6 +40,31 @@ func Register(kind string, f Factory) {
 	factories[kind] = f
 }
 
+// Sizer bounds the host bytes a numeric backend's cache tensors can hold
+// in a run (Env without Sym): checks.max_memory_gib weighs it. A kind
+// without one holds the layout's block bytes for every block.
+type Sizer func(env *Env) (int64, error)
+
+var sizers = map[string]Sizer{}
+
+// RegisterSizer gives kind's bound on its caches. Call it from an init
+// function, beside Register.
+func RegisterSizer(kind string, f Sizer) {
+	if _, dup := sizers[kind]; dup {
+		panic("backend: sizer registered twice: " + kind)
+	}
+	sizers[kind] = f
+}
+
+// CacheBytes is kind's bound on its cache tensors for env, or −1 where
+// the kind gives none (the layout's bytes apply).
+func CacheBytes(kind string, env *Env) (int64, error) {
+	if f, ok := sizers[kind]; ok {
+		return f(env)
+	}
+	return -1, nil
+}
+
 // Explain records why kind may be missing from a binary, for its error.
 func Explain(kind, why string) { missing[kind] = why }
 

@@ -147,6 +147,20 @@ type runner struct {
 	tokensArrived int64
 }
 
+// checkPool is the setup's start-up check, with the numeric backend's own
+// bound on its caches where it gives one.
+func checkPool(st *setup.Setup) error {
+	caches := int64(-1)
+	if st.Pool.Err == nil {
+		env := &backend.Env{Setup: st, Shape: &st.Shape, Layout: st.Layout, NumBlocks: st.Pool.NumBlocks}
+		var err error
+		if caches, err = backend.CacheBytes(st.Backend.Kind, env); err != nil {
+			return setupErr(st.Scenario, "backend %s: %v", st.Backend.Kind, err)
+		}
+	}
+	return st.CheckPoolWith(caches)
+}
+
 // Setup errors are input errors in disguise (a trace that does not
 // open, a backend this binary lacks): they carry the scenario's name.
 func setupErr(sc *scenarios.Scenario, format string, a ...any) error {
@@ -166,7 +180,7 @@ func Run(sc *scenarios.Scenario, opt Options) (*report.Report, error) {
 // means the run could not be set up or a component broke; invariant
 // violations are not errors, they are the report.
 func RunSetup(st *setup.Setup, opt Options) (*report.Report, error) {
-	if err := st.CheckPool(); err != nil {
+	if err := checkPool(st); err != nil {
 		return nil, err
 	}
 	r := &runner{st: st, sc: st.Scenario, opt: opt, shape: st.Shape, layout: st.Layout, nBlocks: st.Pool.NumBlocks}

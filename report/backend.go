@@ -36,6 +36,12 @@ type DivergenceStats struct {
 	TokensComputed  int64 `json:"tokens_computed"`
 	TokensSampled   int64 `json:"tokens_sampled"`
 	ReferenceTokens int64 `json:"reference_tokens"`
+	// CacheBytes is the host memory the engine's cache tensors held at
+	// the end, their peak (the mock allocates them as written and frees
+	// nothing); 0 where the backend does not count it. For tests and
+	// benchmarks: the JSON report leaves it out, so the hashed outputs
+	// stay as they were.
+	CacheBytes int64 `json:"-"`
 }
 
 // Divergence is one request whose engine log-probs differ from the

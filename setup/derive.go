@@ -120,12 +120,22 @@ func (r *resolver) pool() Pool {
 // the cache (vLLM's check_enough_kv_cache_memory, vllm/v1/core/
 // kv_cache_utils.py). With num_gpu_blocks_override vLLM checks the
 // profiled memory, not the override, so neither does this.
-func (s *Setup) CheckPool() error {
+func (s *Setup) CheckPool() error { return s.CheckPoolWith(-1) }
+
+// CheckPoolWith is CheckPool with the numeric backend's own bound on its
+// cache tensors in bytes (what they hold with every page of the pool
+// written: the mock's tiny stand-in pages are not the layout's); −1
+// takes the layout's bytes per block.
+func (s *Setup) CheckPoolWith(caches int64) error {
 	sc, l, numBlocks := s.Scenario, &s.Layout, s.Pool.NumBlocks
 	if s.Pool.Err != nil {
 		return &scenarios.InputError{File: sc.File, Msg: s.Pool.Err.Error()}
 	}
-	fp := statecache.EstimateFootprint(numBlocks, l.BlockBytes(), scenarios.NumericBackend(s.Backend.Kind))
+	numeric := scenarios.NumericBackend(s.Backend.Kind)
+	fp := statecache.EstimateFootprint(numBlocks, l.BlockBytes(), numeric)
+	if numeric && caches >= 0 {
+		fp.Caches = caches
+	}
 	if s.Mamba.PrefixCaching {
 		fp = fp.WithPrefixCaching(numBlocks)
 	}
@@ -139,7 +149,7 @@ func (s *Setup) CheckPool() error {
 			what += fmt.Sprintf(" + %.2f GiB for the prefix cache's records and table", statecache.GiB(fp.Prefix))
 		}
 		if fp.Caches > 0 {
-			what += fmt.Sprintf(" + %.2f GiB for the %s backend's cache tensors", statecache.GiB(fp.Caches), s.Backend.Kind)
+			what += fmt.Sprintf(" + %.2f GiB for the %s backend's cache tensors, every page written", statecache.GiB(fp.Caches), s.Backend.Kind)
 		}
 		field := "engine.gpu_memory_utilization"
 		if s.Pool.FromOverride {

@@ -14,7 +14,7 @@ import (
 // first position from which single-token chunks take the decode kernel.
 // It returns the logits at every position and the final cache pages.
 type privateRun struct {
-	tensors [][]float32
+	tensors []*cache
 	attn    [][]int32
 	slots   []int32
 }
@@ -27,7 +27,7 @@ func newPrivate(m *Mock, L int) *privateRun {
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(pages - 1)
 	p := &privateRun{}
 	for t := 0; t < m.geo.NumTensors; t++ {
-		p.tensors = append(p.tensors, make([]float32, int64(pages)*m.geo.PageElems))
+		p.tensors = append(p.tensors, newCache(int64(pages), m.geo.PageElems, chunkGeometry(&m.geo)))
 	}
 	k := 0
 	for g := 0; g < nm; g++ {
@@ -68,16 +68,20 @@ func (p *privateRun) run(t *testing.T, m *Mock, tokens []int32, chunks []int, de
 // position, in logical order, for comparison across block ids.
 func (p *privateRun) logical(m *Mock, L int) []float32 {
 	var out []float32
+	buf := make([]float32, m.geo.PageElems)
 	for _, s := range p.slots {
 		base := int64(s) * m.geo.PageElems
-		out = append(out, p.tensors[0][base:base+m.geo.StateOffset+m.geo.StateElems]...)
+		p.tensors[0].gather(buf[:m.geo.StateOffset+m.geo.StateElems], base)
+		out = append(out, buf[:m.geo.StateOffset+m.geo.StateElems]...)
 	}
 	kv := m.geo.KVElems / int64(m.geo.BlockSize)
 	for _, bl := range p.attn {
 		for pos := 0; pos < L; pos++ {
 			base := int64(bl[pos/m.geo.BlockSize])*m.geo.PageElems + int64(pos%m.geo.BlockSize)*kv
-			out = append(out, p.tensors[0][base:base+kv]...)
-			out = append(out, p.tensors[0][base+m.geo.KVElems:base+m.geo.KVElems+kv]...)
+			p.tensors[0].gather(buf[:kv], base)
+			out = append(out, buf[:kv]...)
+			p.tensors[0].gather(buf[:kv], base+m.geo.KVElems)
+			out = append(out, buf[:kv]...)
 		}
 	}
 	return out

@@ -11,7 +11,7 @@ import (
 // rowJob is one row's forward: tokens at positions [Start, Start+len(Tokens))
 // against caches addressed through its block table.
 type rowJob struct {
-	tensors [][]float32
+	tensors []*cache
 	attn    [][]int32 // attention blocks per attention group
 	slots   []int32   // state slot per Mamba group
 	// ssm is the prefill kernel's state-index arithmetic (possibly
@@ -53,8 +53,8 @@ type net struct {
 	xz, xc, dbc   []float32
 	win, h, y     []float32
 	scores        []float32
-	weights       []float32 // softmax numerators, as scores
-	at            []int64   // attention: K offset of each position
+	weights       []float32   // softmax numerators, as scores
+	kr, vr        [][]float32 // attention: each position's K and V rows
 	o, acc        []float32
 	logits        []float32
 	nrm1          []float32
@@ -148,33 +148,33 @@ func (m *net) forward(j *rowJob) error {
 // graph replay's slot) and writes the conv window and state after its
 // t-th token to column t; vLLM's Mamba1 conv state has no extra columns
 // (mamba1_state_shape takes no num_spec), so each column keeps its own.
-func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) error {
+func (m *net) mamba(w *MambaWeights, tensor *cache, g int, j *rowJob, n int) error {
 	geo := &m.geo
 	if err := m.copyState(tensor, g, j, int(geo.ConvElems), 0, false); err != nil {
 		return err
 	}
 	slot := j.slots[g]
-	at := func(b int32) (conv, ssm []float32, err error) {
-		base := int64(b) * geo.PageElems
-		if b < statecache.NullBlock || b == statecache.NullBlock && (j.kernel == nil || b != j.readSlot(g)) || base+geo.PageElems > int64(len(tensor)) {
-			return nil, nil, fmt.Errorf("mock: state slot %d outside a %d-element cache tensor", b, len(tensor))
+	at := func(b int32, write bool) (conv, ssm []float32, err error) {
+		if b < statecache.NullBlock || b == statecache.NullBlock && (j.kernel == nil || b != j.readSlot(g)) || int64(b) >= tensor.pages {
+			return nil, nil, fmt.Errorf("mock: state slot %d outside a %d-element cache tensor", b, tensor.elems())
 		}
-		return tensor[base : base+geo.ConvElems], tensor[base+geo.StateOffset : base+geo.StateOffset+geo.StateElems], nil
+		return tensor.span(b, 0, geo.ConvElems, write), tensor.span(b, geo.StateOffset, geo.StateElems, write), nil
 	}
-	conv, ssm, err := at(slot)
+	conv, ssm, err := at(slot, true)
 	if err != nil {
 		return err
 	}
+	// wrapAt is where a prefill's SSM state lives when the index
+	// arithmetic sends it off its own page (element index; −1: its own).
+	wrapAt := int64(-1)
 	if !j.decode {
-		ssmBase := geo.StateOffset + int64(j.ssm.Base(slot))
-		if ssmBase < 0 || ssmBase+geo.StateElems > int64(len(tensor)) {
-			return fmt.Errorf("mock: state slot %d (SSM at element %d) outside a %d-element cache tensor", slot, ssmBase, len(tensor))
+		if wrapAt, err = m.ssmAt(j.ssm, slot, tensor); err != nil {
+			return err
 		}
-		ssm = tensor[ssmBase : ssmBase+geo.StateElems]
 	}
 	switch {
 	case j.decode:
-		rc, rs, err := at(j.readSlot(g))
+		rc, rs, err := at(j.readSlot(g), false)
 		if err != nil {
 			return err
 		}
@@ -182,7 +182,11 @@ func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) 
 		copy(m.h, rs)
 	case j.hasInit:
 		copy(m.win, conv)
-		copy(m.h, ssm)
+		if wrapAt >= 0 {
+			tensor.gather(m.h, wrapAt)
+		} else {
+			copy(m.h, ssm)
+		}
 	default:
 		clear(m.win)
 		clear(m.h)
@@ -197,7 +201,7 @@ func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) 
 			}
 		}
 		if spec && i <= j.specK {
-			cc, cs, err := at(j.column(g, i))
+			cc, cs, err := at(j.column(g, i), true)
 			if err != nil {
 				return err
 			}
@@ -207,9 +211,42 @@ func (m *net) mamba(w *MambaWeights, tensor []float32, g int, j *rowJob, n int) 
 	}
 	if !spec {
 		copy(conv, m.win)
-		copy(ssm, m.h)
+		if wrapAt >= 0 {
+			tensor.scatter(wrapAt, m.h)
+		} else {
+			copy(ssm, m.h)
+		}
 	}
 	return nil
+}
+
+// ssmAt is the element where the prefill kernel's index arithmetic ix puts
+// slot's SSM state, or −1 for the slot's own page. Over the model's own
+// pages that is the arithmetic's address itself, which may straddle two
+// pages. The tiny stand-in's pages are not the model's bytes: a wrapped
+// address that falls exactly on another page's state (the stride a power
+// of two, as prefix caching's padded pages make it) lands on that page's
+// tiny state, the bytes its next reader takes; any other would land
+// where the tiny page holds nothing faithful, and is refused.
+func (m *net) ssmAt(ix statecache.StateIndex, slot int32, tensor *cache) (int64, error) {
+	geo := &m.geo
+	base := ix.Base(slot)
+	own := uint64(slot) * uint64(ix.Stride)
+	if base == own {
+		return -1, nil
+	}
+	e := geo.StateOffset + int64(base)
+	if geo.Tiny {
+		if base%uint64(ix.Stride) != 0 {
+			return 0, fmt.Errorf("mock: the prefill's %d-bit state index for slot %d wraps to element %d, not a page boundary of the %d-element stride: the tiny stand-in's pages cannot place it (a float32 shape such as tiny-hybrid can)",
+				ix.Bits, slot, base, ix.Stride)
+		}
+		e = int64(base/uint64(ix.Stride))*geo.PageElems + geo.StateOffset
+	}
+	if e < 0 || e+geo.StateElems > tensor.elems() {
+		return 0, fmt.Errorf("mock: state slot %d (SSM at element %d) outside a %d-element cache tensor", slot, e, tensor.elems())
+	}
+	return e, nil
 }
 
 // mambaStep is one token of the Mamba1 mixer: the same function serves
@@ -279,52 +316,51 @@ func (m *net) mambaStep(w *MambaWeights, in, out []float32) {
 // attention writes the row's K/V into its paged cache, then lets each
 // token attend to positions [0, its own] read back through the block
 // table (causal; no positional rotation).
-func (m *net) attention(w *AttnWeights, tensor []float32, blocks []int32, j *rowJob, n int) error {
+func (m *net) attention(w *AttnWeights, tensor *cache, blocks []int32, j *rowJob, n int) error {
 	s := &m.w.Shape
 	geo := &m.geo
 	H, nh, nkv, hd := m.H, s.NumAttentionHeads, s.NumKVHeads, s.HeadDim
 	qd, kvd := nh*hd, nkv*hd
-	bs := int64(geo.BlockSize)
+	bs := geo.BlockSize
 	end := j.start + n
-	if need := (end + geo.BlockSize - 1) / geo.BlockSize; len(blocks) < need {
+	if need := (end + bs - 1) / bs; len(blocks) < need {
 		return fmt.Errorf("mock: %d positions need %d attention blocks, the table holds %d", end, need, len(blocks))
 	}
-	for _, b := range blocks[:(end+geo.BlockSize-1)/geo.BlockSize] {
-		if b <= statecache.NullBlock || (int64(b)+1)*geo.PageElems > int64(len(tensor)) {
-			return fmt.Errorf("mock: attention block %d outside a %d-element cache tensor", b, len(tensor))
+	for _, b := range blocks[:(end+bs-1)/bs] {
+		if b <= statecache.NullBlock || int64(b) >= tensor.pages {
+			return fmt.Errorf("mock: attention block %d outside a %d-element cache tensor", b, tensor.elems())
 		}
 	}
-	// at[p] is where position p's K for KV head 0 starts; head g's is
-	// g·head_dim later, and V is KVElems after K.
-	if cap(m.at) < end {
-		m.at = make([]int64, end, end+end/4)
-	}
-	m.at = m.at[:end]
-	for p := range m.at {
-		m.at[p] = int64(blocks[p/geo.BlockSize])*geo.PageElems + int64(p)%bs*int64(nkv)*int64(hd)
+	// kr[p] and vr[p] are position p's K and V rows (every KV head,
+	// head_dim apart): the row's own positions written here, the
+	// earlier ones read back through the block table.
+	m.kr, m.vr = growRows(m.kr, end), growRows(m.vr, end)
+	for p := 0; p < end; p++ {
+		b, off := blocks[p/bs], int64(p%bs)*int64(kvd)
+		own := p >= j.start
+		m.kr[p] = tensor.span(b, off, int64(kvd), own)
+		m.vr[p] = tensor.span(b, geo.KVElems+off, int64(kvd), own)
 	}
 	m.q = grow(m.q, n*qd)
 	for i := 0; i < n; i++ {
 		in := m.nrm[i*H : (i+1)*H]
 		matVec(m.q[i*qd:(i+1)*qd], w.Q, in)
-		base := m.at[j.start+i]
-		matVec(tensor[base:base+int64(kvd)], w.K, in)
-		matVec(tensor[base+geo.KVElems:base+geo.KVElems+int64(kvd)], w.V, in)
+		matVec(m.kr[j.start+i], w.K, in)
+		matVec(m.vr[j.start+i], w.V, in)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	perKV := nh / nkv
 	acc := m.acc[:hd]
 	for i := 0; i < n; i++ {
-		at := m.at[:j.start+i+1]
-		m.scores, m.weights = grow(m.scores, len(at)), grow(m.weights, len(at))
-		sc, ex := m.scores[:len(at)], m.weights[:len(at)]
+		kr, vr := m.kr[:j.start+i+1], m.vr[:j.start+i+1]
+		m.scores, m.weights = grow(m.scores, len(kr)), grow(m.weights, len(kr))
+		sc, ex := m.scores[:len(kr)], m.weights[:len(kr)]
 		for hq := 0; hq < nh; hq++ {
-			g := int64(hq / perKV * hd)
+			g := hq / perKV * hd
 			q := m.q[i*qd+hq*hd:][:len(acc)]
 			mx := float32(math.Inf(-1))
-			for t, k := range at {
-				k += g
-				v := float32(dot(q, tensor[k:k+int64(hd)]) * scale)
+			for t, k := range kr {
+				v := float32(dot(q, k[g:g+hd]) * scale)
 				sc[t] = v
 				mx = max(mx, v)
 			}
@@ -336,7 +372,7 @@ func (m *net) attention(w *AttnWeights, tensor []float32, blocks []int32, j *row
 			clear(acc)
 			for t, e := range ex {
 				sum += e
-				v := tensor[at[t]+g+geo.KVElems:][:len(acc)]
+				v := vr[t][g:][:len(acc)]
 				for k, vv := range v {
 					acc[k] += float32(e * vv)
 				}
@@ -349,4 +385,11 @@ func (m *net) attention(w *AttnWeights, tensor []float32, blocks []int32, j *row
 		matVec(m.mix[i*H:(i+1)*H], w.O, m.o)
 	}
 	return nil
+}
+
+func growRows(b [][]float32, n int) [][]float32 {
+	if cap(b) < n {
+		return make([][]float32, n, n+n/4)
+	}
+	return b[:n]
 }

@@ -27,6 +27,7 @@ type engineCfg struct {
 	noChunking   bool
 	forcePrefill bool
 	shape        *model.Shape // nil: tiny-hybrid
+	blockSize    int          // the layout's (0: 16)
 	kern         func(Geometry) StateKernels
 }
 
@@ -70,7 +71,10 @@ func newEngine(tb testing.TB, c engineCfg) *engine {
 	if c.shape != nil {
 		shape = *c.shape
 	}
-	layout := shape.Layout(16)
+	if c.blockSize == 0 {
+		c.blockSize = 16
+	}
+	layout := shape.Layout(c.blockSize)
 	if c.maxSeqs == 0 {
 		c.maxSeqs = 256
 	}

@@ -134,7 +134,7 @@ type Mock struct {
 	geo     Geometry
 	net     *net
 	index   statecache.StateIndex // the prefill kernel's, possibly wrapping
-	tensors [][]float32
+	tensors []*cache
 	// plan receives the symbolic backend's Mamba cache mode copies.
 	plan backend.StatePlan
 
@@ -145,8 +145,8 @@ type Mock struct {
 	stats  Stats
 
 	tok     []int32
-	refKey  []byte      // the model's part of a memoised reference's key
-	ref     [][]float32 // private reference caches, reused
+	refKey  []byte   // the model's part of a memoised reference's key
+	ref     []*cache // private reference caches, reused
 	refAttn [][]int32
 	refSlot []int32
 }
@@ -155,19 +155,10 @@ var _ backend.Backend = (*Mock)(nil)
 var _ backend.Finisher = (*Mock)(nil)
 
 // New builds the mock over the symbolic backend sym (which may be nil for a
-// numeric-only run; then cfg.NumBlocks is required). Caches are allocated
-// and zeroed here, once.
+// numeric-only run; then cfg.NumBlocks is required). Caches start empty
+// and grow by the chunks the run writes (cache).
 func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
-	var geo Geometry
-	var err error
-	if Exact(&cfg.Shape) {
-		geo, err = NewGeometry(&cfg.Shape, &cfg.Layout)
-	} else {
-		// A shape the mock cannot compute at full size: its tiny stand-in
-		// over the same block ids (docs/numeric-model.md §8).
-		cfg.Shape = TinyShape(&cfg.Shape)
-		geo, err = newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
-	}
+	geo, err := computed(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -205,16 +196,22 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 	index.Bits = cfg.IndexBits
 	// Without Mamba layers there is no state to address.
 	hasMamba := cfg.Shape.NumMambaLayers() > 0
-	if geo.Tiny && cfg.IndexBits != 64 {
-		return nil, fmt.Errorf("mock: %s with a %d-bit state index: the tiny stand-in's pages are not the model's bytes, so a wrapped write has nowhere faithful to land; use a float32 shape (tiny-hybrid) or state_index_bits 64", cfg.Shape.Name, cfg.IndexBits)
+	if geo.Tiny && cfg.IndexBits != 64 && hasMamba {
+		// The prefill's index arithmetic is the model's (its stride, in
+		// its elements), so a wrap hits the slot the symbolic backend
+		// names; ssmAt places it on the tiny pages or refuses it.
+		if cfg.Shape.StateKind() != model.Mamba1 || sym == nil {
+			return nil, fmt.Errorf("mock: %s with a %d-bit state index: only Mamba1's prefill kernel forms the narrow index, and the tiny stand-in needs the symbolic backend's (the model's) arithmetic; use a float32 shape (tiny-hybrid) or state_index_bits 64", cfg.Shape.Name, cfg.IndexBits)
+		}
+		index = sym.Index
 	}
 	if sym != nil && hasMamba && !geo.Tiny && (sym.Index.Stride != index.Stride || sym.Index.Offset != index.Offset || sym.Index.Elems != index.Elems) {
 		return nil, fmt.Errorf("mock: state index (stride %d, offset %d, elems %d) differs from the symbolic backend's (%d, %d, %d)",
 			index.Stride, index.Offset, index.Elems, sym.Index.Stride, sym.Index.Offset, sym.Index.Elems)
 	}
-	elems := int64(cfg.NumBlocks) * geo.PageElems
-	if elems > math.MaxInt32*8 {
-		return nil, fmt.Errorf("mock: %d blocks × %d elements per page is too large for the mock's in-memory caches", cfg.NumBlocks, geo.PageElems)
+	chunk := chunkGeometry(&geo)
+	if perPage := (geo.PageElems + chunk - 1) / chunk; int64(cfg.NumBlocks)*perPage > math.MaxInt32 {
+		return nil, fmt.Errorf("mock: %d blocks × %d chunks per page is too large for the mock's chunk tables", cfg.NumBlocks, perPage)
 	}
 	w, err := NewWeights(cfg.Shape, cfg.WeightSeed)
 	if err != nil {
@@ -237,18 +234,54 @@ func New(cfg Config, sym *backend.Symbolic) (*Mock, error) {
 		sym.Plan = &m.plan
 	}
 	for t := 0; t < geo.NumTensors; t++ {
-		m.tensors = append(m.tensors, make([]float32, elems))
+		m.tensors = append(m.tensors, newCache(int64(cfg.NumBlocks), geo.PageElems, chunk))
 	}
 	return m, nil
 }
 
+// CacheBound is the most host memory the mock's cache tensors can hold
+// for cfg: every chunk of every page of the pool written. It is what
+// checks.max_memory_gib weighs for the mock; a run holds what it writes
+// (CacheBytes).
+func CacheBound(cfg Config) (int64, error) {
+	geo, err := computed(&cfg)
+	if err != nil {
+		return 0, err
+	}
+	chunk := chunkGeometry(&geo)
+	perPage := (geo.PageElems + chunk - 1) / chunk
+	// Each chunk costs its elements and, written or not, its slot in the
+	// chunk table (a slice header).
+	return int64(geo.NumTensors) * int64(cfg.NumBlocks) * perPage * (chunk*4 + chunkSlotBytes), nil
+}
+
+// computed sets cfg.Shape to the shape the mock computes and returns where
+// its caches live: the shape itself over the layout's pages, or, for a
+// shape the mock cannot compute at full size, its tiny stand-in over the
+// same block ids (docs/numeric-model.md §8).
+func computed(cfg *Config) (Geometry, error) {
+	if Exact(&cfg.Shape) {
+		return NewGeometry(&cfg.Shape, &cfg.Layout)
+	}
+	cfg.Shape = TinyShape(&cfg.Shape)
+	return newTinyGeometry(&cfg.Shape, &cfg.Layout, cfg.NumSpec)
+}
+
+// CacheBytes is what the engine's cache tensors hold: the chunks written
+// so far, the run's peak (chunks are never freed).
+func (m *Mock) CacheBytes() int64 {
+	var n int64
+	for _, t := range m.tensors {
+		n += t.bytes()
+	}
+	return n
+}
+
 func (m *Mock) Name() string { return "mock" }
 
-// Weights is the model; Geometry where caches live; Tensors the raw caches
-// (for inspection and device cross-checks; do not modify).
+// Weights is the model; Geometry where caches live.
 func (m *Mock) Weights() *Weights            { return m.w }
 func (m *Mock) Geometry() Geometry           { return m.geo }
-func (m *Mock) Tensors() [][]float32         { return m.tensors }
 func (m *Mock) Index() statecache.StateIndex { return m.index }
 
 // Execute replays the step on the symbolic backend (recording stale reads
@@ -556,11 +589,10 @@ func (m *Mock) reference(g *Generated) ([]RefPoint, error) {
 	nb := (L + m.geo.BlockSize - 1) / m.geo.BlockSize
 	pages := 1 + nm + na*nb
 	for len(m.ref) < m.geo.NumTensors {
-		m.ref = append(m.ref, nil)
+		m.ref = append(m.ref, newCache(0, m.geo.PageElems, chunkGeometry(&m.geo)))
 	}
-	for t := range m.ref {
-		m.ref[t] = grow(m.ref[t], pages*int(m.geo.PageElems))
-		clear(m.ref[t])
+	for _, t := range m.ref {
+		t.reset(int64(pages))
 	}
 	m.refSlot = m.refSlot[:0]
 	for g := 0; g < nm; g++ {
@@ -686,7 +718,11 @@ func (m *Mock) Divergences() []Divergence {
 }
 
 // Stats are the comparison and work counters.
-func (m *Mock) Stats() Stats { return m.stats }
+func (m *Mock) Stats() Stats {
+	st := m.stats
+	st.CacheBytes = m.CacheBytes()
+	return st
+}
 
 // Trace is the per-token comparison of a request listed in TraceIDs, once
 // it has been compared.

@@ -62,7 +62,7 @@ func (m *Mock) planRow(j *rowJob, i int, next *int) error {
 // (convN elements of convCols columns of width cd) from ConvSrc at column
 // ConvOff where the kind keeps its conv columns in the first column's
 // block (specConv), else from Src.
-func (m *net) copyState(tensor []float32, g int, j *rowJob, convN int, cd int, specConv bool) error {
+func (m *net) copyState(tensor *cache, g int, j *rowJob, convN int, cd int, specConv bool) error {
 	geo := &m.geo
 	for _, op := range j.ops.copies {
 		if op.Group != g {
@@ -91,7 +91,7 @@ func (m *net) copyState(tensor []float32, g int, j *rowJob, convN int, cd int, s
 
 // boundary stores group g's state after token i of the row (conv window
 // conv, recurrent state S) where all mode caches a block boundary there.
-func (m *net) boundary(tensor []float32, g int, j *rowJob, i int, conv, S []float32) error {
+func (m *net) boundary(tensor *cache, g int, j *rowJob, i int, conv, S []float32) error {
 	for _, op := range j.ops.bounds {
 		if op.Group != g || op.Tokens != j.start+i+1 {
 			continue

@@ -7,7 +7,10 @@ import (
 
 // The mock joins the backend registry as kind "mock" from its own package:
 // linking it (any import) makes `backend: {kind: mock}` runnable.
-func init() { backend.Register("mock", FromEnv) }
+func init() {
+	backend.Register("mock", FromEnv)
+	backend.RegisterSizer("mock", func(env *backend.Env) (int64, error) { return CacheBound(ConfigOf(env)) })
+}
 
 var (
 	_ backend.Backend     = (*Mock)(nil)

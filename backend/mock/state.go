@@ -59,26 +59,31 @@ func (j *rowJob) readSlot(g int) int32 {
 	return j.column(g, j.acc)
 }
 
-// page is block b's page in tensor, or an error naming it. Only a stale
-// graph replay reads the null block (a padded state-index buffer entry).
-func (m *net) page(tensor []float32, b int32) ([]float32, error) {
-	return m.pageOf(tensor, b, false)
+// page is block b's state part in tensor (conv window and recurrent
+// state, the page's first chunk) for writing, or an error naming it.
+func (m *net) page(tensor *cache, b int32) ([]float32, error) {
+	return m.statePart(tensor, b, false, true)
 }
 
-func (m *net) pageOf(tensor []float32, b int32, read bool) ([]float32, error) {
-	pe := m.geo.PageElems
+// pageOf is block b's state part for reading. Only a stale graph replay
+// reads the null block (nullOK: a padded state-index buffer entry).
+func (m *net) pageOf(tensor *cache, b int32, nullOK bool) ([]float32, error) {
+	return m.statePart(tensor, b, nullOK, false)
+}
+
+func (m *net) statePart(tensor *cache, b int32, nullOK, write bool) ([]float32, error) {
 	low := b <= statecache.NullBlock
-	if read {
+	if nullOK {
 		low = b < statecache.NullBlock
 	}
-	if low || (int64(b)+1)*pe > int64(len(tensor)) {
-		return nil, fmt.Errorf("mock: state slot %d outside a %d-element cache tensor", b, len(tensor))
+	if low || int64(b) >= tensor.pages {
+		return nil, fmt.Errorf("mock: state slot %d outside a %d-element cache tensor", b, tensor.elems())
 	}
-	return tensor[int64(b)*pe : (int64(b)+1)*pe], nil
+	return tensor.span(b, 0, m.geo.StateOffset+m.geo.StateElems, write), nil
 }
 
 // stateLayer runs one non-Mamba1 state mixer over the row's tokens.
-func (m *net) stateLayer(w *StateWeights, tensor []float32, g int, j *rowJob, n int) error {
+func (m *net) stateLayer(w *StateWeights, tensor *cache, g int, j *rowJob, n int) error {
 	d := &w.Dims
 	geo := &m.geo
 	sc := &m.st
