@@ -3,6 +3,7 @@ package prop_test
 import (
 	"testing"
 
+	"statesim/internal/testtier"
 	"statesim/prop"
 )
 
@@ -48,9 +49,20 @@ func TestConnectorMaxHitFromSeeds1And2(t *testing.T) {
 // With a DFlash drafter whose sliding-window group is smaller than the
 // Mamba group's, Model Runner V2's add_request seed reads past a prefix
 // hit from seeds 1 and 2 (#53142, #55600); with #53798 (the Mamba block
-// as the divisor) the same searches are clean.
+// as the divisor) the same searches are clean: 200 scenarios a seed here
+// (its 8800-token prompts cost), 2000 in the long tier, 10,000 in
+// bugtable.
 func TestV2SeedUnitsFromSeeds1And2(t *testing.T) {
+	p := property(t, "stale-slot-read")
 	fixed := v2SeedUnits()
 	fixed.Patches = []string{"+53798"}
-	foundOnlyWithTheBug(t, v2SeedUnits(), map[string]prop.Config{"+53798": fixed})
+	for _, seed := range []int64{1, 2} {
+		if res := searchShared(t, v2SeedUnits(), p, seed, 2000); res.Holds {
+			t.Errorf("seed %d: no stale read found", seed)
+		}
+		res, err := prop.Check(prop.NewRunner(t.TempDir(), nil), fixed, p, prop.Options{Seed: seed, Trials: testtier.Sized(200, 2000)})
+		if err != nil || !res.Holds {
+			t.Errorf("seed %d: +53798 reads a stale state: %v %v", seed, err, res.Err)
+		}
+	}
 }

@@ -114,6 +114,8 @@ func TestRegressionsOnTheMock(t *testing.T) {
 var slowOnTheMock = map[string]string{
 	"bug-b-rollouts-prefix-caching-on":  "768 requests, 0.70M engine and 0.95M reference tokens: 10 to 13 minutes",
 	"bug-b-rollouts-prefix-caching-off": "768 requests, the same workload: 12 to 16 minutes",
+	"v2-seed-units-53142":               "two 8800-token prompts on Qwen3.5-4B's stand-in: about 15 s",
+	"v2-seed-units-53142-53798":         "the same requests, recomputed where the seed is right: about 40 s",
 }
 
 // BenchmarkMockCacheBytes replays bug-b-rollouts-prefix-caching-on on the
