@@ -23,6 +23,9 @@ func TestFlagsThatCannotApply(t *testing.T) {
 		{[]string{"sweep", sc, "--vary", "engine.max_num_seqs=4,4.0", "--out", filepath.Join(dir, "s2")}, "same value"},
 		{[]string{"check", "--spec-k", "3", "--trials", "1"}, "--spec-k applies only with --spec"},
 		{[]string{"check", "--prefix-caching", "on", "--hash-block", "0", "--trials", "1"}, "--hash-block: want at least 1"},
+		{[]string{"check", "--spec", "dflash", "--trials", "1"}, "--spec dflash needs --draft"},
+		{[]string{"check", "--spec", "dflash", "--draft", "1:11:192", "--trials", "1"}, "--draft: want LAYERS:KV_HEADS:HEAD_DIM:WINDOW"},
+		{[]string{"check", "--spec", "mtp", "--draft", "1:11:192:2048", "--trials", "1"}, "--draft applies only with --spec dflash"},
 	} {
 		code, _, errs := runCLI(c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {
