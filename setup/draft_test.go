@@ -75,6 +75,8 @@ func TestDFlashRefusals(t *testing.T) {
 		{[]string{"engine.speculative.draft.sliding_window=0"}, "only sliding-window DFlash drafters"},
 		{[]string{"engine.speculative.draft.head_dim=0"}, "needs the drafter's"},
 		{[]string{"engine.speculative.num_speculative_tokens=2"}, "NotImplementedError"},
+		{[]string{"engine.async_scheduling=true"}, "under async scheduling are not modelled"},
+		{[]string{"engine.enable_prefix_caching=false"}, "with prefix caching in align mode only"},
 	} {
 		_, err := setup.Parse([]byte(dflashDoc), "dflash.yaml", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

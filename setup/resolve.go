@@ -243,10 +243,17 @@ func (r *resolver) spec() error {
 // caching in align mode: the KV cache manager drives groups of their own
 // block size there only (statecache.KVCacheManager.addWindow).
 func (r *resolver) draftCache() error {
-	if r.st.Draft.NumLayers == 0 || r.st.Mamba.PrefixCaching && (r.st.Mamba.Mode == statecache.MambaAlign || r.st.Layout.NumMambaGroups() == 0) {
+	switch {
+	case r.st.Draft.NumLayers == 0:
 		return nil
+	case !(r.st.Mamba.PrefixCaching && (r.st.Mamba.Mode == statecache.MambaAlign || r.st.Layout.NumMambaGroups() == 0)):
+		return r.fail("engine.enable_prefix_caching", "a DFlash drafter's sliding-window groups are modelled with prefix caching in align mode only (vLLM runs them without it too)")
+	case r.sc.Engine.AsyncScheduling:
+		// remove_skipped_blocks takes the processed tokens, computed less
+		// those in flight (#47728), which the window groups do not track.
+		return r.fail("engine.async_scheduling", "a DFlash drafter's sliding-window groups under async scheduling are not modelled (they free by processed tokens, #47728)")
 	}
-	return r.fail("engine.enable_prefix_caching", "a DFlash drafter's sliding-window groups are modelled with prefix caching in align mode only (vLLM runs them without it too)")
+	return nil
 }
 
 // draft settles engine.speculative.draft, the DFlash drafter's layers:
