@@ -28,7 +28,7 @@ func alignMTP(t *testing.T, seed int, sets ...string) *scenarios.Scenario {
 // #53912's EAGLE drop: every state read (the runner's columns from its
 // own count, the copy at a boundary from column num_accepted − 1,
 // restores of boundaries the post-step copy wrote) checks out, and later
-// rollouts hit the cache. As released, the rollouts' hits start a block
+// rollouts hit the cache. Before #46384, the rollouts' hits start a block
 // past the attention hit (TestAlignSpecEagleDropCaught).
 func TestAlignSpecClean(t *testing.T) {
 	for i, async := range []string{"false", "true"} {
@@ -46,12 +46,23 @@ func TestAlignSpecClean(t *testing.T) {
 	}
 }
 
-// #53912 as released: the rollouts share a 128-token prompt boundary;
-// the attention hit drops its last block, the Mamba hit keeps the
-// boundary, and each rollout reads a fresh attention block at position 3.
+// #53912 before #46384 (v0.31 with -46384, as the releases before the
+// v0.28 row): the rollouts share a 128-token prompt boundary; the
+// attention hit drops its last block, the Mamba hit keeps the boundary
+// its one-block margin reached, and each rollout reads a fresh attention
+// block at position 3. With #46384 (v0.31 as released) the Mamba group
+// gets no margin, its hit stays within the attention hit's, and the same
+// rollouts run clean.
 func TestAlignSpecEagleDropCaught(t *testing.T) {
-	staleReadCaught(t, alignMTP(t, 1), Options{}, "under the EAGLE drop",
+	staleReadCaught(t, alignMTP(t, 1, "engine.patches=[+55898, -46384]"), Options{}, "under the EAGLE drop",
 		"after the EAGLE drop", "Mamba group 0 restores the state after 128 tokens")
+	rep, err := Run(alignMTP(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rep.Count(invariant.StaleSlotRead); n != 0 || rep.Finished != rep.Requests {
+		t.Errorf("with #46384: %d stale reads, %d/%d finished: %+v", n, rep.Finished, rep.Requests, rep.Violations)
+	}
 }
 
 // staleReadCaught runs sc and requires a stale-slot-read whose first

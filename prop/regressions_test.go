@@ -439,14 +439,16 @@ func resumedShortDecode() prop.Config {
 	return c
 }
 
-// eagleDrop searches v0.31 under MTP/EAGLE with align-mode prefix caching
+// eagleDrop searches v0.22 under MTP/EAGLE with align-mode prefix caching
 // over shared prefixes (#53912): the attention hit drops its last block,
-// the Mamba hit keeps the boundary. The tiny hybrid's 32-token blocks let
-// short prompts reach a boundary; +55898 keeps #55894 from answering
-// first, and the search runs without preemption so that the resumed
-// 2..1 + K-token row (docs/bugs.md) does not either.
+// the Mamba hit keeps the boundary its one-block margin reached. From the
+// v0.28 row the coordinator gives the Mamba group no margin (#46384), and
+// this form is gone. The tiny hybrid's 32-token blocks let short prompts
+// reach a boundary; +55898 keeps #55894 from answering first, and the
+// search runs without preemption so that the resumed 2..1 + K-token row
+// (docs/bugs.md) does not either.
 func eagleDrop() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.22", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
 	c.SpecAlign = true
 	c.Patches = []string{"+55898"}
 	return c

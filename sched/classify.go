@@ -205,10 +205,10 @@ var releases = [numVersions]Behaviour{
 		ConnectorHit: ConnectorHitReconcile},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitCapable, PadSpecTail: true},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitCapable, PadSpecTail: true},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

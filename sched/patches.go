@@ -116,6 +116,12 @@ var prs = []pr{
 		status{merged: "2026-06-11", commit: "55911db58", how: "one of v0.22.0..v0.24.0 (v0.24.0 was out by 2026-07-01), not established"}},
 	{48425, V022, []int{44243}, "the connector's per-group hit falls back to the common hit when no external tokens back it",
 		status{merged: "2026-07-23", commit: "229e01e9e", how: "one of v0.25.0..v0.27.0 (v0.27.0 was out 2026-08-10), not established"}},
+	// Merged 2026-07-12, between v0.24.0 (out by 2026-07-01) and v0.27.0
+	// (2026-08-10); the v0.22 row stands for v0.22..v0.27, so it is in
+	// from v0.28 here, as #45237.
+	{46384, V028, nil, "the hybrid coordinator gives the Mamba group no EAGLE margin (\"No margin for mamba\"), with partial prefix-cache hits for hybrids",
+		status{merged: "2026-07-12", commit: "481e481be", how: "one of v0.25.0..v0.27.0, not established",
+			note: "kv_cache_coordinator.py @ 6adad0876 keeps the rule; vllm-ascend #12038 backported it to its 0.23.0 (2026-07-14); statesim models it from v0.28"}},
 	// Three open PRs make the same change (#53798, #55507 for #53142,
 	// #55601 for #55600): the first stands for them.
 	{53798, numVersions, nil, "Model Runner V2's add_request seeds the align-mode running state column in Mamba blocks, not cache_config.block_size (open)",
@@ -128,7 +134,7 @@ var prs = []pr{
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 24 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 25 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -211,6 +217,8 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 		b.EagleMamba = statecache.EagleMambaNoMargin
 	case has(48375):
 		b.EagleMamba = statecache.EagleMambaHonored
+	case has(46384):
+		b.EagleMamba = statecache.EagleMambaUnmargined
 	}
 	return b
 }

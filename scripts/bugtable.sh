@@ -49,9 +49,11 @@ v2-chunk-tie-47808|ok|stale-slot-read|--version v0.28 --model nemotron-nano-9b-v
 linear-attn-imposter|FAIL|stale-slot-read|--version v0.31 --model minimax-text-01
 mamba1-spec-draft|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid --spec ngram --prompt-len 2-160
 mamba1-spec-draft-mamba2|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec ngram --trials 10000 --prompt-len 2-160
-eagle-drop|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --prompt-len 2-160
-eagle-drop-48375|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000 --prompt-len 2-160
-eagle-drop-57128|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898,+57128 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000 --prompt-len 2-160
+eagle-drop|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --prompt-len 2-160
+eagle-drop-48375|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000 --prompt-len 2-160
+eagle-drop-57128|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898,+57128 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000 --prompt-len 2-160
+eagle-drop-46384|ok|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000 --prompt-len 2-160
+eagle-drop-v031-without-46384|FAIL|stale-slot-read|--version v0.31 --model tiny-hybrid-mamba2 --spec mtp,eagle --prefix-caching align --patches +55898,-46384 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --prompt-len 2-160
 align-async-free|FAIL|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000
 align-async-free-sync|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async off --spec mtp,eagle --prefix-caching align --patches -33997,-33352,+55898,+48375 --set engine.num_gpu_blocks_override=4000 --trials 10000
 align-async-free-33997|ok|stale-slot-read|--version v0.19 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375,+53919 --set engine.num_gpu_blocks_override=4000 --trials 10000

@@ -19,7 +19,7 @@ package statecache
 type EagleMamba uint8
 
 const (
-	// EagleMambaIgnored is every release modelled: the margin, no drop.
+	// EagleMambaIgnored is every release before #46384: the margin, no drop.
 	EagleMambaIgnored EagleMamba = iota
 	// EagleMambaHonored is open PR #48375: the Mamba finder honours the
 	// drop like the attention finders, so its margin block is dropped
