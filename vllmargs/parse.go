@@ -349,8 +349,11 @@ func (c *Command) spec(long, v, origin string) error {
 	case method == "":
 		c.ignore(long, v, "no method: vLLM detects it from the draft model, which statesim does not read; give \"method\"", origin)
 		return nil
+	case method == "dflash":
+		c.ignore(long+".method", method, "dflash is modelled with its drafter's layers, from the draft model's config.json, which these arguments do not give: speculative decoding stays off here; run the scenario with engine.speculative.method dflash and engine.speculative.draft (num_hidden_layers, num_key_value_heads, head_dim, sliding_window)", origin)
+		return nil
 	case specMethod(method) == "":
-		c.ignore(long+".method", method, "a speculative method statesim does not model (it models the MTP proposers, eagle/eagle3 and ngram): speculative decoding stays off here", origin)
+		c.ignore(long+".method", method, "a speculative method statesim does not model (it models the MTP proposers, eagle/eagle3, ngram, and dflash given its drafter's layers): speculative decoding stays off here", origin)
 		return nil
 	case !hasK:
 		c.ignore(long, v, "no num_speculative_tokens: vLLM takes it from the draft model's config, which statesim does not read; give it", origin)

@@ -158,6 +158,22 @@ func TestUnmodelledReported(t *testing.T) {
 	}
 }
 
+// A dflash drafter is modelled from its config.json, which vllm serve's
+// arguments do not give: the method is listed as ignored with the fields
+// a scenario needs, and speculative decoding stays off.
+func TestDFlashNeedsTheDrafter(t *testing.T) {
+	c, sc := build(t, "v0.31", qwen, "--speculative-config", `{"method":"dflash","num_speculative_tokens":3,"model":"z-lab/x-DFlash"}`)
+	found := false
+	for _, ig := range c.Ignored {
+		if ig.Flag == "--speculative-config.method" {
+			found = strings.Contains(ig.Why, "engine.speculative.draft")
+		}
+	}
+	if !found || sc.Engine.Speculative.Method != "" {
+		t.Errorf("ignored %+v, method %q; want the method ignored naming engine.speculative.draft, and no method", c.Ignored, sc.Engine.Speculative.Method)
+	}
+}
+
 // TestConfigFile: vLLM's --config YAML, flat and nested, with the command
 // line winning over the file.
 func TestConfigFile(t *testing.T) {
