@@ -40,10 +40,13 @@ type Bug struct {
 	LongPrefill    bool `yaml:"long_prefill" json:"long_prefill,omitempty"`
 	// SeedBelowMamba: the model runner's cache_config.block_size is below
 	// the Mamba group's block (a smaller group at world size 1).
-	SeedBelowMamba bool   `yaml:"seed_below_mamba" json:"seed_below_mamba,omitempty"`
-	Property       string `yaml:"property" json:"property"`
-	FixedBy        string `yaml:"fixed_by" json:"fixed_by"`
-	Search         string `yaml:"search" json:"search"`
+	SeedBelowMamba bool `yaml:"seed_below_mamba" json:"seed_below_mamba,omitempty"`
+	// CacheBelowMamba: the engine core's cache_config.block_size is below
+	// the Mamba group's block (a smaller group, any world size).
+	CacheBelowMamba bool   `yaml:"cache_below_mamba" json:"cache_below_mamba,omitempty"`
+	Property        string `yaml:"property" json:"property"`
+	FixedBy         string `yaml:"fixed_by" json:"fixed_by"`
+	Search          string `yaml:"search" json:"search"`
 }
 
 // Fix is a PR that closes a bug, on one model runner or ("") any.
@@ -76,8 +79,10 @@ type Deployment struct {
 	Async      bool
 	IndexBits  int
 	LongPrefil bool
-	// SeedBelowMamba: setup.Setup.WorkerBlockSize below MambaBlockSize.
-	SeedBelowMamba bool
+	// SeedBelowMamba: setup.Setup.WorkerBlockSize below MambaBlockSize;
+	// CacheBelowMamba: CacheBlockSize below it.
+	SeedBelowMamba  bool
+	CacheBelowMamba bool
 }
 
 // Of reads a settled scenario. The v0 control matches no row.
@@ -89,7 +94,8 @@ func Of(st *setup.Setup) (Deployment, bool) {
 	e := &sc.Engine
 	d := Deployment{Release: st.Release, Version: st.Version, Spec: "off", CUDAGraph: e.CUDAGraphMode,
 		Runner: st.Runner.String(), Async: e.AsyncScheduling, IndexBits: e.StateIndexBits,
-		LongPrefil: e.LongPrefillTokenThreshold > 0, SeedBelowMamba: st.MambaBlockSize > 0 && st.WorkerBlockSize < st.MambaBlockSize}
+		LongPrefil: e.LongPrefillTokenThreshold > 0, SeedBelowMamba: st.MambaBlockSize > 0 && st.WorkerBlockSize < st.MambaBlockSize,
+		CacheBelowMamba: st.MambaBlockSize > 0 && st.CacheBlockSize < st.MambaBlockSize}
 	if m := e.Speculative.Method; m != "" {
 		d.Spec = m
 	}
@@ -141,6 +147,8 @@ func (b *Bug) Applies(d Deployment) (bool, string) {
 		return false, fmt.Sprintf("needs state_index_bits below %d", b.IndexBitsBelow)
 	case b.LongPrefill && !d.LongPrefil:
 		return false, "needs long_prefill_token_threshold > 0"
+	case b.CacheBelowMamba && !d.CacheBelowMamba:
+		return false, "needs cache_config.block_size below the Mamba group's block (a smaller KV cache group)"
 	case b.SeedBelowMamba && !d.SeedBelowMamba:
 		return false, "needs the model runner's cache_config.block_size below the Mamba group's block (a smaller KV cache group, world size 1)"
 	}

@@ -116,6 +116,8 @@ var slowOnTheMock = map[string]string{
 	"bug-b-rollouts-prefix-caching-off": "768 requests, the same workload: 12 to 16 minutes",
 	"v2-seed-units-53142":               "two 8800-token prompts on Qwen3.5-4B's stand-in: about 15 s",
 	"v2-seed-units-53142-53798":         "the same requests, recomputed where the seed is right: about 40 s",
+	"align-chunk-units":                 "two 8800-token prompts on Qwen3.5-4B's stand-in, in 2048-token chunks",
+	"align-chunk-units-54076":           "the same requests, chunks at the Mamba block",
 }
 
 // BenchmarkMockCacheBytes replays bug-b-rollouts-prefix-caching-on on the

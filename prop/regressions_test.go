@@ -260,6 +260,7 @@ var regressions = []regression{
 	{name: "async-accepted-race", cfg: asyncAcceptedRace, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
 		more: []func(*prop.Params) string{hostAhead, onV2}},
 	{name: "v2-seed-units-53142", cfg: v2SeedUnits, prop: "stale-slot-read", seed: 1, control: with53798},
+	{name: "align-chunk-units", cfg: alignChunkUnits, prop: "stale-slot-read", seed: 1, control: with54076},
 	{name: "spec-padded-tail-55178", cfg: paddedTail, prop: "stale-slot-read", noPre: true, seed: 1, control: with55178},
 	{name: "spec-padded-new-prompt", cfg: func() prop.Config { return paddedNewPrompt("tiny-hybrid-mamba2") }, prop: "stale-slot-read", seed: 1, control: unpadded},
 	{name: "spec-padded-new-prompt-gdn", cfg: func() prop.Config { return paddedNewPrompt("qwen3-next-80b-a3b") }, prop: "no-decode-before-prefill", seed: 1, control: unpadded},
@@ -353,6 +354,26 @@ func v2SeedUnits() prop.Config {
 	c.MinBudget, c.MaxBudget, c.MaxSeqs, c.MaxLongPrefill = 8448, 8448, 1, 0
 	c.SpecAlign = true
 	return c
+}
+
+// alignChunkUnits is v2SeedUnits with the seed fixed (+53798) and a
+// 2048-token budget: the scheduler cuts align-mode chunks at multiples of
+// cache_config.block_size (256, Scheduler._mamba_block_aligned_split @
+// 6adad0876), which the Mamba group's 528-token blocks do not share, so a
+// block is cached under a boundary its state never reached (#53142's
+// thread names this second consumer; open PR #54076 cuts at the Mamba
+// block).
+func alignChunkUnits() prop.Config {
+	c := v2SeedUnits()
+	c.Patches = []string{"+53798"}
+	c.MinBudget, c.MaxBudget = 2048, 2048
+	return c
+}
+
+// with54076 cuts the chunks at the Mamba block as well.
+func with54076(p *prop.Params) string {
+	p.Patches = append(slices.Clone(p.Patches), "+54076")
+	return "54076"
 }
 
 // with53798 divides the seed by the Mamba block (#53798; #55507 and

@@ -152,6 +152,11 @@ type Behaviour struct {
 	// position by the Mamba group's block (open PR #53798), not by
 	// cache_config.block_size (mamba_hybrid.py @ 6adad0876).
 	SeedMambaBlock bool
+	// ChunkMambaBlock: the scheduler cuts align-mode chunks at multiples
+	// of the Mamba group's block (open PR #54076), not of
+	// cache_config.block_size (Scheduler._mamba_block_aligned_split @
+	// 6adad0876).
+	ChunkMambaBlock bool
 	// AwaitAccepted: under async scheduling the V1 runner waits on the
 	// accepted-token copy before it moves any row, and reads the counts
 	// in place (open PR #53919; accepted.go).

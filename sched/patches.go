@@ -122,6 +122,8 @@ var prs = []pr{
 	{46384, V028, nil, "the hybrid coordinator gives the Mamba group no EAGLE margin (\"No margin for mamba\"), with partial prefix-cache hits for hybrids",
 		status{merged: "2026-07-12", commit: "481e481be", how: "one of v0.25.0..v0.27.0, not established",
 			note: "kv_cache_coordinator.py @ 6adad0876 keeps the rule; vllm-ascend #12038 backported it to its 0.23.0 (2026-07-14); statesim models it from v0.28"}},
+	{54076, numVersions, nil, "the scheduler's align-mode chunk split uses the Mamba group's block size, not cache_config.block_size (open)",
+		status{asOf: "2026-08-27", note: "open in the stored thread (opened 2026-08-27); main at 6adad0876 splits by cache_config.block_size (Scheduler._mamba_block_aligned_split)"}},
 	// Three open PRs make the same change (#53798, #55507 for #53142,
 	// #55601 for #55600): the first stands for them.
 	{53798, numVersions, nil, "Model Runner V2's add_request seeds the align-mode running state column in Mamba blocks, not cache_config.block_size (open)",
@@ -134,7 +136,7 @@ var prs = []pr{
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 25 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 26 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -203,6 +205,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.KeepAttentionOnMiss = has(47491)
 	b.AwaitAccepted = has(53919)
 	b.SeedMambaBlock = has(53798)
+	b.ChunkMambaBlock = has(54076)
 	b.AcceptedCopyAsync = has(40172)
 	switch {
 	case has(50344):

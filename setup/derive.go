@@ -28,6 +28,9 @@ func (r *resolver) derive() {
 		// scheduler.py @ 6adad0876), the Mamba block while every group
 		// has it.
 		alignBlock = st.CacheBlockSize
+		if b.ChunkMambaBlock {
+			alignBlock = st.MambaBlockSize
+		}
 	}
 	st.Sched = Sched{
 		Config: sched.Config{
