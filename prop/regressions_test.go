@@ -446,20 +446,6 @@ func alignAsyncFrees() prop.Config {
 // frees go by num_computed_tokens - K.
 func with33997(p *prop.Params) string { p.Patches = []string{"+55898", "+48375"}; return "33997" }
 
-// resumedShortDecode is eagleDrop with #48375 applied (so the EAGLE drop
-// does not answer first) and preemption allowed: a preempted request's
-// recompute ends past its prompt with 2..1 + K known tokens and no
-// drafts, a decode under the 1 + K threshold whose kernel leaves the
-// state in column q − 1 while num_accepted_tokens (1) names column 0. A
-// model prediction, not reported upstream (docs/bugs.md), on the V1
-// runner only: V1's is_prefilling compares with the prompt, while Model
-// Runner V2's prefill_len covers the recomputed outputs (the twin, clean).
-func resumedShortDecode() prop.Config {
-	c := eagleDrop()
-	c.Patches, c.ModelRunner = []string{"+55898", "+48375"}, "v1"
-	return c
-}
-
 // eagleDrop searches v0.22 under MTP/EAGLE with align-mode prefix caching
 // over shared prefixes (#53912): the attention hit drops its last block,
 // the Mamba hit keeps the boundary its one-block margin reached. From the
