@@ -190,9 +190,8 @@ func (p *Params) poolSize(k int, on bool) int {
 	l := sh.Layout(blockSize)
 	var window []model.Group // a DFlash drafter's groups, at their own block
 	if p.SpecMethod == "dflash" && k > 0 {
-		d := model.DraftWindow{NumLayers: p.Draft.NumHiddenLayers, NumKVHeads: p.Draft.NumKeyValueHeads, HeadDim: p.Draft.HeadDim, SlidingWindow: p.Draft.SlidingWindow, KernelBlock: p.Draft.KernelBlockSize}
 		sh.Cache.NumSpeculativeTokens = k
-		if dl, err := sh.LayoutWithDraftWindow(blockSize, d); err == nil {
+		if dl, err := sh.LayoutWithDraftWindow(blockSize, p.Draft.Window()); err == nil {
 			l = dl
 			for _, g := range dl.Groups {
 				if g.Kind == model.SlidingWindow {

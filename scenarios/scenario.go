@@ -147,6 +147,12 @@ type DraftConfig struct {
 	KernelBlockSize  int `yaml:"kernel_block_size" json:"kernel_block_size,omitempty"`
 }
 
+// Window is d as the layout takes it.
+func (d DraftConfig) Window() model.DraftWindow {
+	return model.DraftWindow{NumLayers: d.NumHiddenLayers, NumKVHeads: d.NumKeyValueHeads, HeadDim: d.HeadDim,
+		SlidingWindow: d.SlidingWindow, KernelBlock: d.KernelBlockSize}
+}
+
 // Device is the accelerator the memory model sizes the pool for.
 type Device struct {
 	Name          string  `yaml:"name" json:"name"`

@@ -283,8 +283,7 @@ func (r *resolver) draft(m sched.SpecMethod) error {
 	case r.st.Runner != sched.RunnerV2:
 		return r.fail("engine.speculative.method", "dflash under Model Runner V1 is not modelled (the reorder threshold of the drafter's backend was not read): use engine.model_runner v2")
 	}
-	r.st.Draft = model.DraftWindow{NumLayers: d.NumHiddenLayers, NumKVHeads: d.NumKeyValueHeads, HeadDim: d.HeadDim,
-		SlidingWindow: d.SlidingWindow, KernelBlock: d.KernelBlockSize}
+	r.st.Draft = d.Window()
 	return nil
 }
 
