@@ -9,10 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"statesim/engine"
 	"statesim/knownbugs"
@@ -344,31 +340,9 @@ func auditSearchRun(st *setup.Setup, tr *vllmargs.Translation, seed int64, trial
 	if !quiet {
 		fmt.Fprintf(stdout, "\n3. property search in this configuration (seed %d, %d scenarios per property; budgets, pools and requests drawn small):\n", seed, trials)
 	}
-	var bar *progressbar.ProgressBar
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.NewOptions(trials*len(ps), progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("searching"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond))
-	}
 	foundBy := "statesim audit " + strings.Join(quoteArgs(args), " ")
 	failed := 0
-	for _, p := range ps {
-		opt := prop.Options{Seed: seed, Trials: trials}
-		if bar != nil {
-			bar.Describe(p.Name)
-			opt.OnTrial = func(string, int) { bar.Add(1) }
-		}
-		res, err := prop.Check(r, cfg, p, opt)
-		if bar != nil {
-			if res.Trials < trials {
-				bar.Add(trials - res.Trials)
-			}
-			bar.Clear()
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "statesim audit: %v\n", err)
-			return nil, 0, exitInternal
-		}
+	code := checkEach(r, cfg, ps, prop.Options{Seed: seed, Trials: trials}, "audit", stderr, func(p prop.Property, res prop.Result) int {
 		pv := auditPropertyView{Name: p.Name, Scenarios: res.Trials}
 		switch {
 		case res.Unavailable:
@@ -387,7 +361,7 @@ func auditSearchRun(st *setup.Setup, tr *vllmargs.Translation, seed int64, trial
 			w, err := prop.Write(r, res, outDir, "audit-"+strings.ReplaceAll(p.Name, "/", "-"), foundBy)
 			if err != nil {
 				fmt.Fprintf(stderr, "statesim audit: --out %s: could not write the counterexample: %v\n", outDir, err)
-				return nil, 0, exitBadInput
+				return exitBadInput
 			}
 			pv.Counterexample = w.YAML
 			if !quiet {
@@ -396,9 +370,10 @@ func auditSearchRun(st *setup.Setup, tr *vllmargs.Translation, seed int64, trial
 			}
 		}
 		s.Properties = append(s.Properties, pv)
-	}
-	if bar != nil {
-		bar.Finish()
+		return exitClean
+	})
+	if code != exitClean {
+		return nil, 0, code
 	}
 	return s, failed, exitClean
 }

@@ -133,33 +133,8 @@ func foundBy(args []string, shard sweep.Shard, seed int64) string {
 // terminal, writes the first counterexample of each that fails, and when
 // every property is judged, the summary (outDir/check.json).
 func runSearch(r *prop.Runner, s *prop.Search, outDir, foundBy string, sum *prop.Summary, stdout, stderr io.Writer) int {
-	ps, trials := s.Properties, s.Options.Trials
-	var bar *progressbar.ProgressBar
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.NewOptions(trials*len(ps), progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond))
-	}
 	failed := 0
-	for _, p := range ps {
-		if bar != nil {
-			bar.Describe(p.Name)
-		}
-		opt := s.Options
-		if bar != nil {
-			opt.OnTrial = func(string, int) { bar.Add(1) }
-		}
-		res, err := prop.Check(r, s.Config, p, opt)
-		if bar != nil && res.Trials < trials {
-			bar.Add(trials - res.Trials)
-		}
-		if bar != nil {
-			bar.Clear()
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "statesim check: %v\n", err)
-			return exitInternal
-		}
+	code := checkEach(r, s.Config, s.Properties, s.Options, "check", stderr, func(p prop.Property, res prop.Result) int {
 		file := ""
 		switch {
 		case res.Unavailable:
@@ -168,7 +143,8 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir, foundBy string, sum *prop
 			fmt.Fprintf(stdout, "  %-26s ok (%d scenarios)\n", p.Name, res.Trials)
 		default:
 			failed++
-			if file, err = reportFailure(stdout, r, res, outDir, opt.Seed, foundBy); err != nil {
+			var err error
+			if file, err = reportFailure(stdout, r, res, outDir, s.Options.Seed, foundBy); err != nil {
 				// The counterexample is lost unless it is written: an
 				// unwritable --out is bad input, not a finding.
 				fmt.Fprintf(stderr, "statesim check: --out %s: could not write the counterexample: %v\n", outDir, err)
@@ -176,9 +152,10 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir, foundBy string, sum *prop
 			}
 		}
 		sum.Add(res, file)
-	}
-	if bar != nil {
-		bar.Finish()
+		return exitClean
+	})
+	if code != exitClean {
+		return code
 	}
 	path, err := prop.WriteSummary(outDir, sum)
 	if err != nil {
@@ -188,8 +165,46 @@ func runSearch(r *prop.Runner, s *prop.Search, outDir, foundBy string, sum *prop
 		fmt.Fprintf(stdout, "shard %d/%d: verdict in %s; join the shards with 'statesim check merge %s'\n", sum.Shard, c.Shards, path, filepath.Dir(outDir))
 	}
 	if failed > 0 {
-		fmt.Fprintf(stdout, "%d of %d properties FAIL\n", failed, len(ps))
+		fmt.Fprintf(stdout, "%d of %d properties FAIL\n", failed, len(s.Properties))
 		return exitViolations
+	}
+	return exitClean
+}
+
+// checkEach searches each property in turn under opt, with a progress
+// bar on a terminal, and hands each result to done; it stops at the first
+// non-clean status done returns, or at a search error (exitInternal,
+// reported as statesim cmd's).
+func checkEach(r *prop.Runner, cfg prop.Config, ps []prop.Property, opt prop.Options, cmd string, stderr io.Writer, done func(prop.Property, prop.Result) int) int {
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(opt.Trials*len(ps), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	for _, p := range ps {
+		o := opt
+		if bar != nil {
+			bar.Describe(p.Name)
+			o.OnTrial = func(string, int) { bar.Add(1) }
+		}
+		res, err := prop.Check(r, cfg, p, o)
+		if bar != nil {
+			if res.Trials < opt.Trials {
+				bar.Add(opt.Trials - res.Trials)
+			}
+			bar.Clear()
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "statesim %s: %v\n", cmd, err)
+			return exitInternal
+		}
+		if code := done(p, res); code != exitClean {
+			return code
+		}
+	}
+	if bar != nil {
+		bar.Finish()
 	}
 	return exitClean
 }
