@@ -343,14 +343,14 @@ func connectorMaxHit() prop.Config {
 // ends at 256 tokens beside the Mamba group's 528 (11 KV heads × 192: the
 // page divides the unified one and no fine-grained hits), so
 // cache_config.block_size after start-up is 256 and add_request divides a
-// resumed position by it. Prompts share 8704-token prefixes (the 8448
-// hit plus the drafter group's EAGLE block), one request runs at a time
+// resumed position by it. Prompts share 9216-token prefixes (the 8448
+// hit plus a block past it for the EAGLE drop every group takes), one request runs at a time
 // so the second looks its prefix up after the first cached it, and the
 // 8448-token budget lets a chunk end on the scheduler block.
 func v2SeedUnits() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "qwen3.5-4b"), 1, 1, "dflash"), 8704, 1, "align")
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "qwen3.5-4b"), 1, 1, "dflash"), 9216, 1, "align")
 	c.Draft = scenarios.DraftConfig{NumHiddenLayers: 1, NumKeyValueHeads: 11, HeadDim: 192, SlidingWindow: 2048}
-	c.MinPrompt, c.MaxPrompt = 8800, 9500
+	c.MinPrompt, c.MaxPrompt = 9300, 10000
 	c.MinBudget, c.MaxBudget, c.MaxSeqs, c.MaxLongPrefill = 8448, 8448, 1, 0
 	c.SpecAlign = true
 	return c

@@ -68,11 +68,11 @@ func (r *resolver) derive() {
 		// speculative_config.use_eagle(): MTP or EAGLE drafts, whose
 		// prefix hits drop the last matched attention block (ngram has
 		// no drafter KV).
-		UseEagle: st.Spec.On() && st.Spec.Lookahead() > 0 && st.Draft.NumLayers == 0, EagleMamba: b.EagleMamba,
-		// A DFlash drafter's layers are their own (sliding-window) groups,
-		// flagged is_eagle_group: only they take the EAGLE drop
-		// (KVCacheCoordinator.__init__, kv_cache_coordinator.py @ 6adad0876).
-		WindowEagle: st.Draft.NumLayers > 0, SlidingWindow: st.Draft.SlidingWindow,
+		// use_eagle() holds for dflash too (vllm/config/speculative.py @
+		// 6adad0876); with no group flagged is_eagle_group every group
+		// takes the drop, a DFlash drafter's window groups included.
+		UseEagle: st.Spec.On() && st.Spec.Lookahead() > 0, EagleMamba: b.EagleMamba,
+		SlidingWindow:       st.Draft.SlidingWindow,
 		KeepAttentionOnMiss: b.KeepAttentionOnMiss,
 		// The store's external hit is 0 (scenarios.KVTransferConfig).
 		ConnectorMaxHit: b.ConnectorHit.LocalHitMax(st.Connector, 0),

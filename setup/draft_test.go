@@ -42,10 +42,10 @@ func TestDFlashDraftWindowGroups(t *testing.T) {
 	if got := st.Sched.Config.MambaAlignBlockSize; got != 272 {
 		t.Errorf("align chunking divides by %d, want cache_config.block_size 272", got)
 	}
-	// use_eagle holds for dflash, and the drafter's groups are the EAGLE
-	// groups: the drop is theirs, not the target's.
-	if st.Spec.Lookahead() != 2 || st.Cache.UseEagle || !st.Cache.WindowEagle {
-		t.Errorf("lookahead %d, target groups' EAGLE drop %t, the drafter's %t; want K + 1 = 2, false, true", st.Spec.Lookahead(), st.Cache.UseEagle, st.Cache.WindowEagle)
+	// use_eagle holds for dflash, and with no group flagged
+	// is_eagle_group every group takes the drop.
+	if st.Spec.Lookahead() != 2 || !st.Cache.UseEagle {
+		t.Errorf("lookahead %d, EAGLE drop %t; want K + 1 = 2, true", st.Spec.Lookahead(), st.Cache.UseEagle)
 	}
 	if st.Cache.HashBlockSize != 272 || st.Cache.SchedulerBlockSize != 544 || st.Cache.SlidingWindow != 2048 {
 		t.Errorf("manager options: hash block %d, scheduler block %d, window %d; want 272, 544, 2048", st.Cache.HashBlockSize, st.Cache.SchedulerBlockSize, st.Cache.SlidingWindow)

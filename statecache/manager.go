@@ -257,11 +257,6 @@ type ManagerOptions struct {
 	SlidingWindow      int
 	HashBlockSize      int
 	SchedulerBlockSize int
-	// WindowEagle: the sliding-window groups hold the drafter's layers,
-	// the EAGLE groups of the coordinator (is_eagle_group): only they
-	// drop a block at a lookup and cache one past the boundary; UseEagle
-	// is then off for the target's groups.
-	WindowEagle bool
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -359,10 +354,8 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	if len(m.window) > 0 {
 		// Groups of other block sizes: the lookup over hashes at the hash
 		// block, each rule reading them at its own (NewHybridCoordinatorAt).
-		var flagged []int32
 		for _, w := range m.window {
 			rules = append(rules, HitGroup{Rule: SlidingWindowHit{Manager: w}, Groups: []int32{w.Group}})
-			flagged = append(flagged, w.Group)
 		}
 		if FineGrainedHits(rules, m.hashBlock) {
 			// enable_partial_hash_hits (kv_cache_coordinator.py @
@@ -374,15 +367,19 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		if coord, err = NewHybridCoordinatorAt(len(m.order), m.hashBlock, rules); err != nil {
 			return nil, err
 		}
-		if o.WindowEagle {
-			if err := coord.EnableEagle(o.EagleMamba, flagged...); err != nil {
+		// No group is flagged is_eagle_group at 6adad0876 but DeepSeek
+		// V4's (_annotate_eagle_groups_deepseek_v4, kv_cache_utils.py), so
+		// under use_eagle every group takes the drop
+		// (KVCacheCoordinator.__init__, kv_cache_coordinator.py, lines
+		// 106-111), the drafter's window group and the target's alike.
+		if o.UseEagle {
+			if err := coord.EnableEagle(o.EagleMamba); err != nil {
 				return nil, err
 			}
 		}
 	} else if coord, err = NewHybridCoordinator(len(m.order), rules); err != nil {
 		return nil, err
-	}
-	if o.UseEagle {
+	} else if o.UseEagle {
 		coord.SetEagle(o.EagleMamba)
 	}
 	if o.KeepAttentionOnMiss {
@@ -406,7 +403,7 @@ func (m *KVCacheManager) addWindow(l *model.Layout, gi int, o ManagerOptions) er
 		return fmt.Errorf("a sliding-window group of its own block size is modelled with prefix caching in align mode only")
 	}
 	spec := SlidingWindowSpec{BlockSize: g.BlockSize, Window: o.SlidingWindow, HashBlockSize: o.HashBlockSize,
-		SchedulerBlockSize: o.SchedulerBlockSize, Eagle: o.WindowEagle}
+		SchedulerBlockSize: o.SchedulerBlockSize, Eagle: o.UseEagle}
 	w, err := NewSlidingWindowManager(m.Pool, spec, int32(gi))
 	if err != nil {
 		return err
@@ -833,7 +830,13 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 			}
 		}
 		hashes = m.AtBlock(hashes)
-		numTokens = numTokens / m.window[0].Spec.schedBlock() * m.window[0].Spec.schedBlock()
+		sb := m.window[0].Spec.schedBlock()
+		aligned := numTokens / sb * sb
+		if m.window[0].Spec.Eagle && aligned > 0 {
+			// Every group is an EAGLE group: one block past the boundary.
+			aligned = min(numTokens, aligned+m.blockSize)
+		}
+		numTokens = aligned
 		full = numTokens / m.blockSize
 	}
 	if m.mamba != nil && full > int(t.mambaCached) && t.mambaCachesNoBlock(full, len(hashes)) {
