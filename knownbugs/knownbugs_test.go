@@ -44,6 +44,9 @@ func applying(t *testing.T, sc *setup.Setup) []string {
 	return ids
 }
 
+// dflash is a one-layer DFlash drafter of 11 KV heads × 192, window 2048.
+const dflash = "  speculative: {method: dflash, num_speculative_tokens: 1, draft: {num_hidden_layers: 1, num_key_value_heads: 11, head_dim: 192, sliding_window: 2048}}\n"
+
 func TestWhichApply(t *testing.T) {
 	for _, c := range []struct {
 		model, engine string
@@ -81,6 +84,11 @@ func TestWhichApply(t *testing.T) {
 		{"minimax-text-01", "  vllm_version: v0.31\n", []string{"linear-attn-imposter"}},
 		{"lfm2-1.2b", "  vllm_version: v0.31\n  speculative: {method: ngram, num_speculative_tokens: 2}\n", []string{"mamba1-spec-draft-prefill"}},
 		{"nemotron-nano-9b-v2", "  vllm_version: v0.14\n  speculative: {method: mtp, num_speculative_tokens: 2}\n", []string{"bug-a-residue", "mtp-short-prompt", "mtp-min-threshold"}},
+		// A DFlash drafter whose window group (256) is below the Mamba
+		// group's (528): V2's seed and the scheduler's chunk cut, each
+		// closed by its own open PR.
+		{"qwen3.5-4b", "  vllm_version: v0.31\n  enable_prefix_caching: true\n" + dflash, []string{"v2-seed-units-53142", "align-chunk-units-54076"}},
+		{"qwen3.5-4b", "  vllm_version: v0.31\n  enable_prefix_caching: true\n  patches: [+53798, +54076]\n" + dflash, nil},
 	} {
 		got := applying(t, scenario(t, c.model, c.engine))
 		if !slices.Equal(got, c.want) {
