@@ -266,10 +266,7 @@ func (r *runner) newBackend() error {
 	r.sym.KV = r.kv
 	r.sym.Out, r.sym.Detail = &r.step, r.opt.Detail
 	if st.Runner == sched.RunnerV2 {
-		r.sym.SeedBlockSize = st.WorkerBlockSize
-		if st.Version.Behaviour().SeedMambaBlock {
-			r.sym.SeedBlockSize = st.MambaBlockSize
-		}
+		r.sym.SeedBlockSize = st.SeedBlockSize
 		if r.opt.cacheBlockSize > 0 {
 			r.sym.SeedBlockSize = r.opt.cacheBlockSize
 		}

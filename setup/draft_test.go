@@ -39,6 +39,13 @@ func TestDFlashDraftWindowGroups(t *testing.T) {
 		t.Errorf("mamba %d, cache_config %d, worker %d, scheduler %d, hash %d; want 544, 272, 272, 544, 272",
 			st.MambaBlockSize, st.CacheBlockSize, st.WorkerBlockSize, st.SchedulerBlockSize, st.HashBlockSize)
 	}
+	fixed, err := setup.Parse([]byte(dflashDoc), "dflash.yaml", []string{"engine.patches=[+53798, +54076]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SeedBlockSize != 272 || fixed.SeedBlockSize != 544 || fixed.Sched.Config.MambaAlignBlockSize != 544 {
+		t.Errorf("V2 seed divisor %d, with #53798 %d, chunk block with #54076 %d; want 272, 544, 544", st.SeedBlockSize, fixed.SeedBlockSize, fixed.Sched.Config.MambaAlignBlockSize)
+	}
 	if got := st.Sched.Config.MambaAlignBlockSize; got != 272 {
 		t.Errorf("align chunking divides by %d, want cache_config.block_size 272", got)
 	}

@@ -16,6 +16,10 @@ func (r *resolver) groups() {
 	st.SchedulerBlockSize = model.SchedulerBlockSize(st.Groups, st.Layout.BlockSize)
 	st.HashBlockSize = model.HashBlockSize(st.Groups, st.Layout.BlockSize, st.Mamba.PrefixCaching, st.Mamba.Mode == statecache.MambaAlign)
 	st.WorkerBlockSize = workerBlockSize(st.Shape.Cache.TensorParallelSize, st.CacheBlockSize, st.Layout.BlockSize)
+	st.SeedBlockSize = st.WorkerBlockSize
+	if st.Version.Behaviour().SeedMambaBlock {
+		st.SeedBlockSize = st.MambaBlockSize
+	}
 }
 
 // workerBlockSize is cache_config.block_size where the model runner reads

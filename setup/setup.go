@@ -51,6 +51,10 @@ type Setup struct {
 	MambaBlockSize  int
 	CacheBlockSize  int
 	WorkerBlockSize int
+	// SeedBlockSize is what Model Runner V2's add_request divides a
+	// resumed position by: WorkerBlockSize, or the Mamba block with
+	// #53798 (V1 divides by the Mamba spec's block whatever it is).
+	SeedBlockSize int
 	// SchedulerBlockSize and HashBlockSize are scheduler_block_size (the
 	// lcm of the group blocks) and hash_block_size (their gcd with prefix
 	// caching in align mode; model.HashBlockSize): the layout's block
