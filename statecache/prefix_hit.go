@@ -208,8 +208,10 @@ func (c *HybridCoordinator) SetEagle(m EagleMamba) {
 // single_type_kv_cache_manager.py), which the block-counting rules do
 // not model.
 func (c *HybridCoordinator) EnableEagle(m EagleMamba, flagged ...int32) error {
-	if c.fine {
-		return fmt.Errorf("EAGLE drop with fine-grained hash hits (hash block %d): a one-hash-block drop is not modelled", c.hashBlock)
+	if c.fine && m != EagleMambaUnmargined {
+		// Fine-grained hits came with #46384, whose coordinator gives
+		// the Mamba group no margin (lookUpFine).
+		return fmt.Errorf("EAGLE drop with fine-grained hash hits (hash block %d) needs #46384's Mamba rule (no margin, no drop)", c.hashBlock)
 	}
 	for _, g := range flagged {
 		if g < 0 || int(g) >= len(c.hit) {
@@ -416,7 +418,7 @@ func (c *HybridCoordinator) FindLongestCacheHit(p *BlockPool, hashes []BlockHash
 			if c.sized {
 				drop = c.eagle && c.eagleRule[i] && !c.verified[i]
 			}
-			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), drop) * bs
+			n := c.lookUp(i, p, hashes, cur, max(maxLength, 0), drop)
 			if c.sized {
 				// Each rule drops once per candidate length: a shorter
 				// candidate from a lookup without the drop calls for the
@@ -497,8 +499,13 @@ func (c *HybridCoordinator) view(i, bs int, hashes []BlockHash) []BlockHash {
 }
 
 // lookUp runs rule i up to cur tokens (less the EAGLE drop when eagle),
-// leaves its groups' blocks in c.hit and returns its hit in blocks.
+// leaves its groups' blocks in c.hit and returns its hit in tokens.
 func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur, maxLength int, eagle bool) int {
+	if c.fine {
+		if hit, ok := c.lookUpFine(i, p, hashes, cur, maxLength, eagle); ok {
+			return hit
+		}
+	}
 	r := c.rules[i]
 	bs := r.Rule.BlockSize()
 	dst := c.dst[i]
@@ -543,7 +550,7 @@ func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur,
 	}
 	c.looked[i] = true
 	c.ruleHit[i] = n * bs
-	return n
+	return n * bs
 }
 
 // findPerGroup is find_longest_cache_hit_per_group: each rule looks up
@@ -552,13 +559,12 @@ func (c *HybridCoordinator) lookUp(i int, p *BlockPool, hashes []BlockHash, cur,
 func (c *HybridCoordinator) findPerGroup(p *BlockPool, hashes []BlockHash, maxLength int) int {
 	c.rounds, c.first = 1, 0
 	hitLen := 0
-	for i, r := range c.rules {
-		bs := r.Rule.BlockSize()
+	for i := range c.rules {
 		n := c.lookUp(i, p, hashes, maxLength, maxLength, c.eagle && c.eagleRule[i])
 		if i == 0 {
-			c.first = n * bs
+			c.first = n
 		}
-		hitLen = max(hitLen, n*bs)
+		hitLen = max(hitLen, n)
 	}
 	return hitLen
 }

@@ -192,8 +192,8 @@ func TestVLLMHybridSlidingWindowDisablesPartialHashHits(t *testing.T) {
 }
 
 // The layouts of test_partial_prefix_cache_hits.py whose hits need cached
-// partial tails (not modelled): the coordinator's alignment and the
-// refusal of the one-hash-unit EAGLE drop.
+// partial tails: the coordinator's alignment and which Mamba rule the
+// one-hash-unit EAGLE drop goes with.
 func TestCoordinatorFineGrainedLayouts(t *testing.T) {
 	// test_hybrid_partial_hash_truncates_full_attention_hit_length: full
 	// and Mamba align at 4, hashes of 2: fine-grained, alignment 2.
@@ -201,9 +201,13 @@ func TestCoordinatorFineGrainedLayouts(t *testing.T) {
 	if !c.FineGrained() || c.Alignment() != 2 {
 		t.Errorf("fine-grained %v, alignment %d: want on and 2", c.FineGrained(), c.Alignment())
 	}
-	// test_full_attention_eagle_drops_one_hash_unit's drop is not modelled.
-	if err := c.EnableEagle(EagleMambaUnmargined); err == nil {
-		t.Error("EAGLE accepted with fine-grained hits")
+	// The one-hash-unit drop comes with #46384's Mamba rule; an older
+	// rule cannot meet fine-grained hits.
+	if err := c.EnableEagle(EagleMambaIgnored); err == nil {
+		t.Error("EAGLE with the pre-#46384 Mamba rule accepted with fine-grained hits")
+	}
+	if err := c.EnableEagle(EagleMambaUnmargined); err != nil {
+		t.Errorf("EAGLE with #46384's Mamba rule: %v", err)
 	}
 	// Mamba in all mode, or a window group at the hash block: #51843's
 	// rule keeps hits fine only with the latter.

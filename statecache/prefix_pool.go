@@ -131,6 +131,9 @@ type prefixCache struct {
 	fresh     []int32 // FreeBlocks' scratch: blocks for the head
 	// privateCached, published: PrivateCounts.
 	privateCached, published int64
+	// extra: partial entries' extra keys (prefix_partial.go); nil
+	// without fine-grained hits.
+	extra *partialKeys
 }
 
 func newPrefixCache(n, groups int) *prefixCache {
@@ -336,6 +339,9 @@ func (c *prefixCache) allocated(b int32, req RequestID, group int32) {
 }
 
 func (c *prefixCache) uncache(b int32) {
+	if c.extra != nil {
+		c.dropExtra(b)
+	}
 	s := &c.st[b]
 	if s.unlisted {
 		s.cached, s.unlisted = false, false
@@ -516,6 +522,11 @@ func (p *BlockPool) cacheFullBlocksListed(req RequestID, g int32, blocks []int32
 			continue
 		}
 		r := &c.rec[b]
+		if c.st[b].cached && c.extra != nil && int(r.Tokens) < (i+1)*blockSize && r.Group == g {
+			// A partial entry's block, now full: promoted to the full
+			// block's key, its partial entry dropped (cache_full_blocks).
+			c.uncache(b)
+		}
 		if c.st[b].cached {
 			if r.Hash != hashes[i] || r.Group != g {
 				return fmt.Errorf("block pool: request %d's block %d at position %d is cached as %#x in group %d, position needs %#x in group %d (a wrong block from the prefix cache)",
@@ -564,6 +575,10 @@ func (p *BlockPool) ResetPrefixCache() bool {
 		return false
 	}
 	p.pc.table.clear()
+	if p.pc.extra != nil {
+		clear(p.pc.extra.byKey)
+		clear(p.pc.extra.byBlock)
+	}
 	for b := range p.pc.rec {
 		p.pc.rec[b].Hash, p.pc.rec[b].Tokens = 0, 0
 		p.pc.st[b].cached, p.pc.st[b].unlisted = false, false
