@@ -164,11 +164,11 @@ func (m *KVCacheManager) removeSkippedLockstep(req RequestID, t *BlockTable, top
 	for g := range t.MambaT {
 		bl := t.MambaT[g].Blocks
 		for _, b := range bl[lo:hi] {
-			if st[b].ref != 1 {
-				return false, nil // shared (a hit's block): the general free
+			if st[b].ref != 1 || st[b].pin != 0 {
+				return false, nil // shared (a hit's block) or pinned: the general free
 			}
 		}
-		if c >= 0 && st[bl[c]].ref != 1 {
+		if c >= 0 && (st[bl[c]].ref != 1 || st[bl[c]].pin != 0) {
 			return false, nil
 		}
 	}

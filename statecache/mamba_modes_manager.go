@@ -285,7 +285,7 @@ func (m *MambaManager) BlocksToAllocate(t *MambaTable, numTokens, totalComputed 
 func (m *MambaManager) evictable(hit []int32) int {
 	n := 0
 	for _, b := range hit {
-		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.st[b].ref == 0 {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.queued(b) {
 			n++
 		}
 	}

@@ -529,7 +529,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	for g := range t.Attn {
 		hit := m.attnHit(g, hb)
 		for _, b := range hit {
-			if m.Pool.pc.st[b].ref == 0 {
+			if m.Pool.pc.queued(b) {
 				need++ // a free cached block leaves the queue just the same
 			}
 		}

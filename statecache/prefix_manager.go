@@ -70,7 +70,7 @@ func (m *PrefixCacheManager) blocksToAllocate(t *PrefixTable, needSlots, hitBloc
 			hit := m.Coord.HitBlocks(int32(g))[:hitBlocks]
 			have += len(hit)
 			for _, b := range hit {
-				if b != NullBlock && m.Pool.pc.st[b].ref == 0 {
+				if b != NullBlock && m.Pool.pc.queued(b) {
 					n++
 				}
 			}

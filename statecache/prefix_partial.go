@@ -1,6 +1,9 @@
 package statecache
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Partial entries (fine-grained hits, #46384): a block can be found
 // from a hash boundary inside it, under the chain hash at that boundary
@@ -141,4 +144,48 @@ func (p *BlockPool) CachedUnder(h BlockHash, g int32) int32 {
 		return NullBlock
 	}
 	return p.pc.lookupAny(fineKey(h, g))
+}
+
+// queued: block b is on the free queue (no reference, no pin), so a hit
+// that touches it takes a free block (_get_num_evictable_blocks).
+func (c *prefixCache) queued(b int32) bool { s := &c.st[b]; return s.ref == 0 && s.pin == 0 }
+
+// Pin keeps block b, held or free, off the free queue until Unpin: the
+// retained ends of a copy-on-write (_free_cow_retained_blocks), which
+// vLLM holds by reference count and statesim apart from the tables'
+// references, so that the tables' accounting (SharedRefs) stays theirs.
+func (p *BlockPool) Pin(b int32) {
+	p.mustCache("pin")
+	s := &p.pc.st[b]
+	if s.ref == 0 && s.pin == 0 {
+		p.q.Remove(b)
+	}
+	s.pin++
+}
+
+// Unpin drops one pin of b; a block left with neither references nor
+// pins is queued as a free queues it (to the tail, or a fresh one to
+// the head under FreshToHead).
+func (p *BlockPool) Unpin(b int32) error {
+	p.mustCache("unpin")
+	s := &p.pc.st[b]
+	if s.pin == 0 {
+		return fmt.Errorf("block pool: unpinning block %d, which is not pinned", b)
+	}
+	s.pin--
+	if s.pin == 0 && s.ref == 0 {
+		p.pc.freeOne(&p.q, p.order, b)
+	}
+	return nil
+}
+
+// pinnedOnly counts the blocks of bs held by pins alone (each once).
+func (c *prefixCache) pinnedOnly(bs []int32) int {
+	n := 0
+	for i, b := range bs {
+		if s := &c.st[b]; s.pin > 0 && s.ref == 0 && !slices.Contains(bs[:i], b) {
+			n++
+		}
+	}
+	return n
 }

@@ -111,6 +111,11 @@ type blockState struct {
 	// because no request but its writer can ever ask for its key (a
 	// private tail, cacheFullBlocksListed); publish lists it.
 	unlisted bool
+	// pin: references a copy-on-write keeps until the step that runs
+	// the copy is processed (BlockPool.Pin): they keep the block off the
+	// free queue like ref, but name no table, so ref alone counts a
+	// block's table entries.
+	pin uint16
 }
 
 func (c *prefixCache) record(b int32) PrefixRecord {
@@ -229,7 +234,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 	if len(blocks) == 1 {
 		// One block held once (align's copy source, a Mamba table's
 		// block): the one pass, without its scratch.
-		if b := blocks[0]; b != NullBlock && uint(b) < uint(len(st)) && st[b].ref == 1 {
+		if b := blocks[0]; b != NullBlock && uint(b) < uint(len(st)) && st[b].ref == 1 && st[b].pin == 0 {
 			c.freeOne(q, order, b)
 			return 0, nil
 		}
@@ -257,7 +262,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 		if b == NullBlock {
 			continue // a Mamba table's skipped positions: most of a long one
 		}
-		if uint(b) >= uint(len(st)) || st[b].ref != 1 {
+		if uint(b) >= uint(len(st)) || st[b].ref != 1 || st[b].pin != 0 {
 			break
 		}
 		s := &st[b]
@@ -305,7 +310,7 @@ func (c *prefixCache) freeBlocks(q *FreeBlockQueue, order FreeOrder, req Request
 	// -1 marks one queued in this call (listed twice), until the end.
 	for k := start; k < n; k++ {
 		b := at(k)
-		if b == NullBlock || st[b].ref != 0 {
+		if b == NullBlock || st[b].ref != 0 || st[b].pin != 0 {
 			continue
 		}
 		st[b].ref = -1
@@ -453,7 +458,7 @@ func (p *BlockPool) Touch(req RequestID, blocks []int32) {
 			continue
 		}
 		s := &p.pc.st[b]
-		if s.ref == 0 {
+		if s.ref == 0 && s.pin == 0 {
 			p.q.Remove(b)
 			p.pc.rec[b].holder = req
 		}

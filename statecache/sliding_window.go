@@ -296,7 +296,7 @@ func (m *SlidingWindowManager) BlocksToAllocate(t *SlidingWindowTable, numTokens
 	n := max(required-max(skippedBlocks, len(hit)+len(t.Blocks)), 0)
 	skipNew := min(max(skippedBlocks-len(t.Blocks), 0), len(hit))
 	for _, b := range hit[skipNew:] {
-		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.st[b].ref == 0 {
+		if b != NullBlock && m.Pool.pc != nil && m.Pool.pc.queued(b) {
 			n++
 		}
 	}
