@@ -40,16 +40,88 @@ type BlockCopy struct {
 	Writer   RequestID
 }
 
+// cowQueue is the manager's copies not yet taken, and the pinned ends
+// of every copy not yet released (stamped with the step that took them,
+// -1 before).
+type cowQueue struct {
+	copies []BlockCopy
+	pinned []pinnedEnd
+}
+
+type pinnedEnd struct {
+	b    int32
+	step int64
+}
+
+// queue adds c and pins both ends: the source keeps the reference a hit
+// or its writer gave it, the destination the extra one (_apply_cow and
+// allocate_new_blocks' "source_block.ref_cnt += 1").
+func (q *cowQueue) queue(p *BlockPool, c BlockCopy) {
+	q.copies = append(q.copies, c)
+	p.Pin(c.Src)
+	p.Pin(c.Dst)
+	q.pinned = append(q.pinned, pinnedEnd{c.Src, -1}, pinnedEnd{c.Dst, -1})
+}
+
 // TakeBlockCopies appends the copies queued since the last call to dst
 // (KVCacheManager.take_kv_cache_block_copies) and keeps both ends of
-// each held until ReleaseBlockCopies passes step: the scheduler's
+// each pinned until ReleaseBlockCopies passes step: the scheduler's
 // _free_cow_retained_blocks fences them at the step that runs the
 // copies, so a free in the same pass cannot hand either out again.
 func (m *KVCacheManager) TakeBlockCopies(step int64, dst []BlockCopy) []BlockCopy {
+	if len(m.cow.copies) == 0 {
+		return dst
+	}
+	dst = append(dst, m.cow.copies...)
+	m.cow.copies = m.cow.copies[:0]
+	for i := range m.cow.pinned {
+		if m.cow.pinned[i].step < 0 {
+			m.cow.pinned[i].step = step
+		}
+	}
 	return dst
 }
 
-// ReleaseBlockCopies frees the ends kept for copies taken at steps up
-// to processed, once that step's output is processed (the scheduler's
-// deferred frees, drained in update_from_output).
-func (m *KVCacheManager) ReleaseBlockCopies(processed int64) {}
+// ReleaseBlockCopies unpins the ends of copies taken at steps up to
+// processed, in the order they were queued, once that step's output is
+// processed (the scheduler's deferred frees, drained in
+// update_from_output).
+func (m *KVCacheManager) ReleaseBlockCopies(processed int64) error {
+	if len(m.cow.pinned) == 0 {
+		return nil
+	}
+	kept := m.cow.pinned[:0]
+	for _, e := range m.cow.pinned {
+		if e.step < 0 || e.step > processed {
+			kept = append(kept, e)
+			continue
+		}
+		if err := m.Pool.Unpin(e.b); err != nil {
+			return err
+		}
+	}
+	m.cow.pinned = kept
+	return nil
+}
+
+// pinnedOnly counts the blocks held by pins alone: held in the pool but
+// in no table, which SharedRefs takes off so that the tables' entries
+// still sum to the pool's held blocks plus SharedRefs.
+func (m *KVCacheManager) pinnedOnly() int {
+	n := 0
+	for i, e := range m.cow.pinned {
+		if s := &m.Pool.pc.st[e.b]; s.ref == 0 && s.pin > 0 && !pinnedBefore(m.cow.pinned[:i], e.b) {
+			n++
+		}
+	}
+	return n
+}
+
+func pinnedBefore(es []pinnedEnd, b int32) bool {
+	for _, e := range es {
+		if e.b == b {
+			return true
+		}
+	}
+	return false
+}

@@ -83,8 +83,8 @@ func (m *KVCacheManager) MambaReadsRunning(t *BlockTable, c int) bool {
 // apply; AllocateNewBlocks then runs.
 func (m *KVCacheManager) allocateLockstep(req RequestID, t *BlockTable, lo, hi, numTokens int) bool {
 	mm0 := m.mamba[lo]
-	if m.spec != 0 || m.Pool.pc == nil || m.noLockstep {
-		return false
+	if m.spec != 0 || m.Pool.pc == nil || m.noLockstep || m.fine {
+		return false // fine-grained hits: each group copies on write alone
 	}
 	mt0 := &t.MambaT[lo]
 	prev, required := len(mt0.Blocks), mambaCeilDiv(numTokens, mm0.Spec.BlockSize)

@@ -40,6 +40,14 @@ type MambaTable struct {
 	// (removeSkipped), perhaps still cached out of the table: a
 	// preemption lists those still its (KVCacheManager.Publish).
 	freedPrivate []int32
+	// partial: a fine-grained partial hit or a published partial tail
+	// at position partial−1 (0: none) in block partialSrc, to be copied
+	// on write at the next allocation (_partial_hit_reqs), its entry's
+	// hash and tokens.
+	partial       int
+	partialSrc    int32
+	partialHash   BlockHash
+	partialTokens int
 }
 
 // RunnerBlocks is the model runner's view of t: the block ids it was
@@ -111,6 +119,9 @@ type MambaManager struct {
 	// sharedRefs: references this group's tables hold past each held
 	// block's first (a hit on a state block someone holds).
 	sharedRefs int
+	// kv is the KV cache manager over this group, for fine-grained hits
+	// (its hash block and copy queue); nil for a manager on its own.
+	kv *KVCacheManager
 }
 
 // SharedRefs is how many of this group's table entries name a block
@@ -260,10 +271,15 @@ func (m *MambaManager) BlocksToAllocate(t *MambaTable, numTokens, totalComputed 
 	b, k := m.Spec.BlockSize, m.Spec.NumSpeculativeBlocks
 	if m.Spec.Mode == MambaAlign {
 		n := mambaCeilDiv(numTokens, b) + k - len(hit) - len(t.Blocks)
+		cow := 0 // the block a partial hit or tail is copied into
+		if t.partial != 0 || m.partialHit(hit, totalComputed) {
+			cow = 1
+			n = max(n, 0) + 1
+		}
 		if n > 0 {
-			n = 1 + k // a first allocation: running block and spec blocks
+			n = 1 + k + cow // a first allocation: running block and spec blocks
 			if t.allocated {
-				n = 1 // the spec blocks move forward, one new block at most
+				n = 1 + cow // the spec blocks move forward, one new block at most
 			}
 		}
 		return max(n, 0) + m.evictable(hit)
@@ -338,6 +354,16 @@ func (m *MambaManager) AddHitBlocks(req RequestID, t *MambaTable, hit []int32, h
 	t.numCached = len(t.Blocks)
 	t.running = true
 	t.tokens = hitTokens
+	if m.partialHit(hit, hitTokens) {
+		// The hit ends inside its block: copied on write at allocation
+		// (add_local_computed_blocks' _partial_hit_reqs entry).
+		i := hitTokens / m.Spec.BlockSize
+		if i >= len(t.Blocks) || t.Blocks[i] == NullBlock {
+			return fmt.Errorf("mamba group %d: request %d's %d-token partial hit holds no block at position %d", m.Group, req, hitTokens, i)
+		}
+		t.partial, t.partialSrc, t.partialTokens, t.numCached = i+1, t.Blocks[i], hitTokens, i
+		t.partialHash = m.kv.hitHash
+	}
 	return nil
 }
 
@@ -361,11 +387,12 @@ func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens
 	if k > 0 {
 		defer t.sendRunner(prev) // only the speculative path addresses by it
 	}
-	if required == prev {
+	partial := t.partial != 0
+	if required == prev && !partial {
 		t.tokens = numTokens
 		return nil
 	}
-	if required < prev {
+	if required < prev && !partial {
 		// vLLM asserts num_required_blocks > len(req_blocks) here, before
 		// and after #33997 (whose NOTE only says the count may include
 		// drafts since rejected): the engine core stops. The count shrinks
@@ -389,6 +416,12 @@ func (m *MambaManager) AllocateNewBlocks(req RequestID, t *MambaTable, numTokens
 		for i := prev - k; i < prev && i < run; i++ {
 			t.Blocks = append(t.Blocks, t.Blocks[i])
 			t.Blocks[i] = NullBlock
+		}
+	}
+	if partial {
+		// The copy's block comes first (new_blocks[0]).
+		if err := m.copyOnWrite(req, t); err != nil {
+			return err
 		}
 	}
 	if err := m.grow(req, t, required); err != nil {

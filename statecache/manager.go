@@ -11,8 +11,11 @@ import (
 // BlockTable is one request's blocks in every KV cache group: a growing
 // list per attention group and one block (its state slot) per Mamba group.
 type BlockTable struct {
-	Attn  [][]int32
-	Mamba []int32 // 0 (the null block) until allocated
+	// NumPromptTokens is the request's prompt length, which the caller
+	// sets: fine-grained hits cache the prompt's last hash boundary.
+	NumPromptTokens int
+	Attn            [][]int32
+	Mamba           []int32 // 0 (the null block) until allocated
 	// Spec are the K speculative state blocks of each Mamba group under
 	// speculative decoding (MambaSpec.num_speculative_blocks, mamba cache
 	// mode none): Spec[g*K+j-1] is column j of group g, Mamba[g] column 0.
@@ -208,6 +211,13 @@ type KVCacheManager struct {
 	// (SetPrivateFrom ignored): vLLM's table as it is, the reference the
 	// tests hold the shortcut to.
 	ListAll bool
+	// fine: fine-grained (partial-block) hits are on (#46384,
+	// enable_partial_hash_hits); cow holds their copies-on-write.
+	fine bool
+	cow  cowQueue
+	// hitHash: the hash at the end of the hit AllocateSlots is adding,
+	// for the Mamba groups' copies of a partial hit.
+	hitHash BlockHash
 }
 
 // SharedRefs is how many table entries name a block another table also
@@ -220,6 +230,9 @@ func (m *KVCacheManager) SharedRefs() int {
 	}
 	for _, w := range m.window {
 		n += w.SharedRefs()
+	}
+	if len(m.cow.pinned) > 0 {
+		n -= m.pinnedOnly()
 	}
 	return n
 }
@@ -313,8 +326,12 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 			na++
 		}
 	}
-	if m.hashBlock != m.blockSize && (m.blockSize%m.hashBlock != 0 || len(m.window) == 0) {
-		return nil, fmt.Errorf("hash block size %d with block size %d and %d sliding-window groups", m.hashBlock, m.blockSize, len(m.window))
+	if m.hashBlock != m.blockSize && (m.blockSize%m.hashBlock != 0 || !o.EnablePrefixCaching || nm+len(m.window) == 0 || nm > 0 && o.MambaCacheMode != MambaAlign) {
+		// resolve_kv_cache_block_sizes (kv_cache_utils.py @ 6adad0876):
+		// a hash block below the block only with prefix caching over
+		// several groups, every Mamba group in align mode, dividing
+		// every group's block.
+		return nil, fmt.Errorf("hash block size %d with block size %d: needs prefix caching, align mode and another group (a Mamba group or a sliding window)", m.hashBlock, m.blockSize)
 	}
 	m.blockwiseFree = o.EnablePrefixCaching || o.FreeOrder != FreeToTail
 	if !o.EnablePrefixCaching {
@@ -343,6 +360,7 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 			if err != nil {
 				return nil, err
 			}
+			mm.kv = m
 			m.mamba = append(m.mamba, mm)
 			ids = append(ids, int32(i))
 		}
@@ -351,18 +369,12 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 	}
 	var coord *HybridCoordinator
 	var err error
-	if len(m.window) > 0 {
-		// Groups of other block sizes: the lookup over hashes at the hash
-		// block, each rule reading them at its own (NewHybridCoordinatorAt).
+	if len(m.window) > 0 || m.hashBlock != m.blockSize {
+		// Groups of other block sizes, or a finer hash block: the lookup
+		// over hashes at the hash block, each rule reading them at its
+		// own (NewHybridCoordinatorAt).
 		for _, w := range m.window {
 			rules = append(rules, HitGroup{Rule: SlidingWindowHit{Manager: w}, Groups: []int32{w.Group}})
-		}
-		if FineGrainedHits(rules, m.hashBlock) {
-			// enable_partial_hash_hits (kv_cache_coordinator.py @
-			// 6adad0876): hits at the hash block, partial attention blocks
-			// copied on write and Mamba lookups inside a block, which the
-			// manager does not model.
-			return nil, fmt.Errorf("vLLM turns fine-grained prefix-cache hits on for this layout (a Mamba align block of %d above the hash block of %d, the sliding-window groups at the hash block): partial-block hits are not modelled", m.blockSize, m.hashBlock)
 		}
 		if coord, err = NewHybridCoordinatorAt(len(m.order), m.hashBlock, rules); err != nil {
 			return nil, err
@@ -381,6 +393,15 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		return nil, err
 	} else if o.UseEagle {
 		coord.SetEagle(o.EagleMamba)
+	}
+	if coord.FineGrained() {
+		// enable_partial_hash_hits (kv_cache_coordinator.py @ 6adad0876):
+		// hits at the hash block, partial blocks copied on write.
+		if o.KeepAttentionOnMiss || o.ConnectorMaxHit {
+			return nil, fmt.Errorf("fine-grained prefix-cache hits with closed PR #47491 or a connector's per-group hit are not modelled")
+		}
+		m.fine = true
+		m.Pool.EnablePartialEntries()
 	}
 	if o.KeepAttentionOnMiss {
 		coord.SetKeepAttentionOnMiss()
@@ -511,10 +532,16 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		return m.Allocate(req, t, numTokens)
 	}
 	hb := hitTokens / m.blockSize
-	if hitTokens != hb*m.blockSize || hitTokens > 0 && len(t.Attn[0]) != 0 {
+	// partial: a fine-grained hit ends inside block hb, which each
+	// attention group copies on write (_has_partial_local_hit).
+	partial := hitTokens != hb*m.blockSize
+	if partial && (!m.fine || hitTokens%m.hashBlock != 0) || hitTokens > 0 && len(t.Attn[0]) != 0 {
 		return false, fmt.Errorf("prefix caching: request %d given a %d-token hit with %d blocks held", req, hitTokens, len(t.Attn[0]))
 	}
 	computed := numComputed + hitTokens
+	if partial {
+		m.hitHash = hashes[hitTokens/m.hashBlock-1]
+	}
 	if err := m.RemoveSkippedBlocks(req, t, computed); err != nil {
 		return false, err
 	}
@@ -533,6 +560,14 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 				need++ // a free cached block leaves the queue just the same
 			}
 		}
+		if partial {
+			// The shared tail block too, and the block it is copied into.
+			if src := m.attnPartial(g, hb); src != NullBlock && m.Pool.pc.queued(src) {
+				need++
+			}
+			need += max(want-len(t.Attn[g])-len(hit)-1, 0) + 1
+			continue
+		}
 		need += max(want-len(t.Attn[g])-len(hit), 0)
 	}
 	need += m.mambaNeed(t, numTokens, lookahead, computed, hitTokens)
@@ -547,7 +582,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		// ahead only pushes the first out of L1 (slower, measured).
 		m.Pool.pc.prefetchHead(&m.Pool.q, need)
 	}
-	if hb > 0 {
+	if hb > 0 || partial {
 		// Every group's hit blocks leave the queue before any pop, or a
 		// pop could evict a hit block not yet touched.
 		ah := hb
@@ -561,6 +596,10 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 			m.Pool.Touch(req, hit)
 			t.Attn[g] = append(t.Attn[g], hit...)
 			ah = min(ah, len(hit))
+			if partial {
+				// The tail block leaves the queue too; the copy pins it.
+				m.Pool.Pin(m.attnPartial(g, hb))
+			}
 		}
 		// num_cached_block counts the attention hit only: a position the
 		// hit lacks is cached by this request's allocation below, under
@@ -610,6 +649,11 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 				return false, err // counted above: cannot happen
 			}
 			continue
+		}
+		if partial && len(t.Attn[g.i]) == hb {
+			if err := m.attnCopyOnWrite(req, t, g.i, hb, hitTokens, hashes); err != nil {
+				return false, err
+			}
 		}
 		if d := want - len(t.Attn[g.i]); d > 0 {
 			old := len(t.Attn[g.i])
@@ -817,6 +861,9 @@ func (m *KVCacheManager) CacheBlocks(req RequestID, t *BlockTable, numTokens int
 	full := numTokens / m.blockSize
 	if m.coord == nil {
 		return nil
+	}
+	if m.fine {
+		return m.cacheBlocksFine(req, t, numTokens, hashes)
 	}
 	if len(m.window) > 0 {
 		// The hybrid coordinator caches every group up to a multiple of

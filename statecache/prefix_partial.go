@@ -1,9 +1,6 @@
 package statecache
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Partial entries (fine-grained hits, #46384): a block can be found
 // from a hash boundary inside it, under the chain hash at that boundary
@@ -177,15 +174,4 @@ func (p *BlockPool) Unpin(b int32) error {
 		p.pc.freeOne(&p.q, p.order, b)
 	}
 	return nil
-}
-
-// pinnedOnly counts the blocks of bs held by pins alone (each once).
-func (c *prefixCache) pinnedOnly(bs []int32) int {
-	n := 0
-	for i, b := range bs {
-		if s := &c.st[b]; s.pin > 0 && s.ref == 0 && !slices.Contains(bs[:i], b) {
-			n++
-		}
-	}
-	return n
 }
