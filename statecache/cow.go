@@ -1,5 +1,7 @@
 package statecache
 
+import "slices"
+
 // Fine-grained (partial-block) prefix hits copy blocks on write
 // (#46384, v0.28 on): a request whose hit ends inside a block gets a
 // private copy of it, and a running request that published a partial
@@ -72,7 +74,11 @@ func (m *KVCacheManager) TakeBlockCopies(step int64, dst []BlockCopy) []BlockCop
 	if len(m.cow.copies) == 0 {
 		return dst
 	}
+	// Manager by manager, in group order, each in its own order
+	// (take_kv_cache_block_copies drains each manager's list in turn).
+	old := len(dst)
 	dst = append(dst, m.cow.copies...)
+	slices.SortStableFunc(dst[old:], func(a, b BlockCopy) int { return int(a.Group) - int(b.Group) })
 	m.cow.copies = m.cow.copies[:0]
 	for i := range m.cow.pinned {
 		if m.cow.pinned[i].step < 0 {
