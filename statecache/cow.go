@@ -80,11 +80,18 @@ func (m *KVCacheManager) TakeBlockCopies(step int64, dst []BlockCopy) []BlockCop
 	dst = append(dst, m.cow.copies...)
 	slices.SortStableFunc(dst[old:], func(a, b BlockCopy) int { return int(a.Group) - int(b.Group) })
 	m.cow.copies = m.cow.copies[:0]
-	for i := range m.cow.pinned {
-		if m.cow.pinned[i].step < 0 {
-			m.cow.pinned[i].step = step
+	// The pins go in the copies' order, each copy's source then its
+	// destination (the retained blocks' order).
+	kept := m.cow.pinned[:0]
+	for _, e := range m.cow.pinned {
+		if e.step >= 0 {
+			kept = append(kept, e)
 		}
 	}
+	for _, c := range dst[old:] {
+		kept = append(kept, pinnedEnd{c.Src, step}, pinnedEnd{c.Dst, step})
+	}
+	m.cow.pinned = kept
 	return dst
 }
 
@@ -96,18 +103,16 @@ func (m *KVCacheManager) ReleaseBlockCopies(processed int64) error {
 	if len(m.cow.pinned) == 0 {
 		return nil
 	}
-	kept := m.cow.pinned[:0]
+	kept, free := m.cow.pinned[:0], m.unpinned[:0]
 	for _, e := range m.cow.pinned {
 		if e.step < 0 || e.step > processed {
 			kept = append(kept, e)
 			continue
 		}
-		if err := m.Pool.Unpin(e.b); err != nil {
-			return err
-		}
+		free = append(free, e.b)
 	}
-	m.cow.pinned = kept
-	return nil
+	m.cow.pinned, m.unpinned = kept, free
+	return m.Pool.Unpin(free...)
 }
 
 // pinnedOnly counts the blocks held by pins alone: held in the pool but

@@ -218,6 +218,8 @@ type KVCacheManager struct {
 	// hitHash: the hash at the end of the hit AllocateSlots is adding,
 	// for the Mamba groups' copies of a partial hit.
 	hitHash BlockHash
+	// unpinned: ReleaseBlockCopies' scratch.
+	unpinned []int32
 }
 
 // SharedRefs is how many table entries name a block another table also

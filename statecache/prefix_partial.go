@@ -160,18 +160,41 @@ func (p *BlockPool) Pin(b int32) {
 	s.pin++
 }
 
-// Unpin drops one pin of b; a block left with neither references nor
-// pins is queued as a free queues it (to the tail, or a fresh one to
-// the head under FreshToHead).
-func (p *BlockPool) Unpin(b int32) error {
+// Unpin drops one pin of each of bs, in order, as one free of them
+// (free_blocks): those left with neither references nor pins are queued
+// as a free queues them, cached ones to the tail in order, and under
+// FreshToHead fresh ones to the head in order.
+func (p *BlockPool) Unpin(bs ...int32) error {
 	p.mustCache("unpin")
-	s := &p.pc.st[b]
-	if s.pin == 0 {
-		return fmt.Errorf("block pool: unpinning block %d, which is not pinned", b)
+	c := p.pc
+	for i, b := range bs {
+		if c.st[b].pin == 0 {
+			for _, u := range bs[:i] {
+				c.st[u].pin++
+			}
+			return fmt.Errorf("block pool: unpinning block %d, which is not pinned", b)
+		}
+		c.st[b].pin--
 	}
-	s.pin--
-	if s.pin == 0 && s.ref == 0 {
-		p.pc.freeOne(&p.q, p.order, b)
+	fresh := c.fresh[:0]
+	for _, b := range bs {
+		s := &c.st[b]
+		if s.pin != 0 || s.ref != 0 {
+			continue
+		}
+		s.ref = -1 // queued once, though listed twice
+		if p.order == FreshToHead && !s.cached {
+			fresh = append(fresh, b)
+		} else {
+			p.q.Append(b)
+		}
 	}
+	for _, b := range bs {
+		if c.st[b].ref < 0 {
+			c.st[b].ref = 0
+		}
+	}
+	p.q.PrependN(fresh)
+	c.fresh = fresh[:0]
 	return nil
 }
