@@ -53,6 +53,11 @@ type Symbolic struct {
 	// of KV reads through a hit (checkHits).
 	KV      *statecache.KVCacheManager
 	hitRows []int // rows whose hit blocks are checked once all rows wrote
+	// copied: the records of the step's copy sources, read before any
+	// copy writes (blockCopies).
+	copied []statecache.Provenance
+	// stateCopyRead: readers whose state copy this step was reported.
+	stateCopyRead []statecache.RequestID
 	// postRows: align-mode rows whose boundary copy runs after the batch
 	// (async scheduling); now: the time of the step last executed.
 	postRows []*sched.Row
@@ -109,6 +114,11 @@ func (s *Symbolic) Name() string { return "symbolic" }
 // Execute performs every row's accesses for one step.
 func (s *Symbolic) Execute(out *sched.Output, now sim.Time) error {
 	s.step, s.now = out.Step, now
+	if len(out.BlockCopies) > 0 {
+		if err := s.blockCopies(out, now); err != nil {
+			return err
+		}
+	}
 	clobbers := s.Prov.Clobbers()
 	for i := range out.Rows {
 		row := &out.Rows[i]

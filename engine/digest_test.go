@@ -79,7 +79,7 @@ func TestDigestCoversEveryField(t *testing.T) {
 	}{
 		{statecache.Provenance{}, 8, "withDigest"}, // leased is settled by Get, never seen
 		{statecache.PrefixRecord{}, 6, "withDigest"},
-		{step.Record{}, 28, "recordKey"},
+		{step.Record{}, 29, "recordKey"},
 		{step.Row{}, 21, "recordKey"},
 	} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.fields {

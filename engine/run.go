@@ -551,6 +551,16 @@ func (r *runner) startStep() error {
 		r.record(&r.emptyRec, out, now)
 		r.tw.step(&r.emptyRec)
 	}
+	if len(out.Rows) == 0 && len(out.BlockCopies) > 0 {
+		// execute_model runs _update_states, and with it the copies, before
+		// it returns early for a step of no tokens (gpu_model_runner.py @
+		// 6adad0876): they follow the step in flight, whose accesses were
+		// performed when it was scheduled.
+		r.sym.Out = nil
+		if err := r.be.Execute(out, now); err != nil {
+			return fmt.Errorf("backend %s, step %d: %w", r.be.Name(), out.Step, err)
+		}
+	}
 	if len(out.Rows) == 0 {
 		// vLLM's engine calls schedule() again after a step with no rows
 		// (and runs no model). One that preempted changed the queues and
@@ -624,6 +634,7 @@ func (r *runner) record(rec *step.Record, out *sched.Output, now sim.Time) {
 	for _, q := range out.Preempted {
 		rec.Preempted = append(rec.Preempted, int64(q.ID))
 	}
+	rec.BlockCopies = append(rec.BlockCopies, out.BlockCopies...)
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		q := row.Req

@@ -181,6 +181,7 @@ func recordKey(r *step.Record) string {
 		b = appendAny(b, x.Reads, len(x.Reads))
 	}
 	b = appendAny(b, r.Preempted, len(r.Preempted))
+	b = appendAny(b, r.BlockCopies, len(r.BlockCopies))
 	b = appendAny(b, r.Violations, len(r.Violations))
 	b = appendAny(b, r.Wrapped, len(r.Wrapped))
 	b = appendAny(b, r.Held, len(r.Held))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"statesim/sched"
+	"statesim/statecache"
 	"statesim/step"
 )
 
@@ -30,10 +31,13 @@ const TraceVersion = 2
 // reorder only), extend or prefill. A row dispatched to a CUDA graph adds
 // "graph" (piecewise or full; left out when eager), and one whose replayed
 // kernel addresses other slots than its own adds "kernel_slots" (the same
-// length as "slots"): both are additions, so TraceVersion stays. A step
-// that scheduled nothing runs no model but gets a line with no rows,
-// written when it is scheduled: under async scheduling, ahead of the
-// step in flight (plot.ReadTrace accepts that order and no other).
+// length as "slots"): both are additions, so TraceVersion stays, as is a
+// step's "block_copies" (left out when none): the copies-on-write run
+// before its rows, each {"src","dst","group","kind","request_id","tokens"}
+// with kind partial-hit or producer. A step that scheduled nothing runs
+// no model but gets a line with no rows, written when it is scheduled:
+// under async scheduling, ahead of the step in flight (plot.ReadTrace
+// accepts that order and no other).
 //
 // The last line is the closing record, written when the run ends:
 //
@@ -146,7 +150,11 @@ func (t *traceWriter) step(out *step.Record) {
 		}
 		b = append(b, '}')
 	}
-	b = append(b, "]}\n"...)
+	b = append(b, ']')
+	if len(out.BlockCopies) > 0 { // left out when none, as "graph"
+		b = appendCopies(b, out.BlockCopies)
+	}
+	b = append(b, "}\n"...)
 	t.steps++
 	t.rows += int64(len(out.Rows))
 	if len(b) >= traceFlushAt {
@@ -154,6 +162,36 @@ func (t *traceWriter) step(out *step.Record) {
 		b = b[:0]
 	}
 	t.buf = b
+}
+
+// copyKinds names statecache.CopyKind in the trace.
+var copyKinds = [...]string{statecache.CopyPartialHit: "partial-hit", statecache.CopyProducer: "producer"}
+
+// appendCopies appends the step's "block_copies" field.
+func appendCopies(b []byte, copies []statecache.BlockCopy) []byte {
+	b = append(b, `,"block_copies":[`...)
+	for i := range copies {
+		c := &copies[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"src":`...)
+		b = appendInt(b, int64(c.Src))
+		b = append(b, `,"dst":`...)
+		b = appendInt(b, int64(c.Dst))
+		b = append(b, `,"group":`...)
+		b = appendInt(b, int64(c.Group))
+		b = append(b, `,"kind":"`...)
+		if int(c.Kind) < len(copyKinds) {
+			b = append(b, copyKinds[c.Kind]...)
+		}
+		b = append(b, `","request_id":`...)
+		b = appendInt(b, int64(c.Req))
+		b = append(b, `,"tokens":`...)
+		b = appendInt(b, int64(c.Tokens))
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 func b2i(v bool) int {

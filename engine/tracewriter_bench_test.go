@@ -16,14 +16,24 @@ import (
 // traceLine is one --trace line as encoding/json sees it: the reference
 // the hand-written traceWriter must match byte for byte (docs/trace.md).
 type traceLine struct {
-	V                  int        `json:"v"`
-	Step               int64      `json:"step"`
-	StartNS            int64      `json:"start_ns"`
-	EndNS              int64      `json:"end_ns"`
-	NumScheduledTokens int        `json:"num_scheduled_tokens"`
-	NumDecodes         int        `json:"num_decodes"`
-	Preempted          []int64    `json:"preempted"`
-	Rows               []traceRow `json:"rows"`
+	V                  int         `json:"v"`
+	Step               int64       `json:"step"`
+	StartNS            int64       `json:"start_ns"`
+	EndNS              int64       `json:"end_ns"`
+	NumScheduledTokens int         `json:"num_scheduled_tokens"`
+	NumDecodes         int         `json:"num_decodes"`
+	Preempted          []int64     `json:"preempted"`
+	Rows               []traceRow  `json:"rows"`
+	BlockCopies        []traceCopy `json:"block_copies,omitempty"`
+}
+
+type traceCopy struct {
+	Src       int32  `json:"src"`
+	Dst       int32  `json:"dst"`
+	Group     int32  `json:"group"`
+	Kind      string `json:"kind"`
+	RequestID int64  `json:"request_id"`
+	Tokens    int32  `json:"tokens"`
 }
 
 type traceRow struct {
@@ -55,6 +65,10 @@ func referenceLine(rec *step.Record) []byte {
 			tr.Graph = r.Graph.String()
 		}
 		l.Rows = append(l.Rows, tr)
+	}
+	for _, c := range rec.BlockCopies {
+		l.BlockCopies = append(l.BlockCopies, traceCopy{Src: c.Src, Dst: c.Dst, Group: c.Group,
+			Kind: [...]string{"partial-hit", "producer"}[c.Kind], RequestID: int64(c.Req), Tokens: c.Tokens})
 	}
 	b, err := json.Marshal(&l)
 	if err != nil {

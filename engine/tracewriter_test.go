@@ -12,6 +12,7 @@ import (
 
 	"statesim/sched"
 	"statesim/sim"
+	"statesim/statecache"
 	"statesim/step"
 )
 
@@ -43,7 +44,7 @@ func TestTraceGraphFields(t *testing.T) {
 
 // The hand-written writer matches encoding/json on random records: every
 // digit count from 1 to 19, negatives, empty and nil lists, every region,
-// path and graph, streams longer than one flush.
+// path and graph, block copies, streams longer than one flush.
 func TestTraceWriterMatchesJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 14))
 	num := func() int64 {
@@ -72,6 +73,11 @@ func TestTraceWriterMatchesJSON(t *testing.T) {
 		rec.Preempted = nil
 		for range rng.IntN(3) {
 			rec.Preempted = append(rec.Preempted, num())
+		}
+		rec.BlockCopies = rec.BlockCopies[:0]
+		for range rng.IntN(3) {
+			rec.BlockCopies = append(rec.BlockCopies, statecache.BlockCopy{Src: int32(num()), Dst: int32(num()), Group: int32(num()),
+				Kind: statecache.CopyKind(rng.IntN(2)), Req: statecache.RequestID(num()), Tokens: int32(num())})
 		}
 		for range rng.IntN(6) {
 			r := rec.AddRow()

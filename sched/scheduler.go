@@ -42,6 +42,16 @@ type Config struct {
 	// output placeholder, so the request is scheduled again before the
 	// step's output is applied (async.go).
 	AsyncScheduling bool
+	// DeferBlockFree is the scheduler's defer_block_free: a KV consumer
+	// connector with overlapping batches (async scheduling), whose loads
+	// are not ordered against a step in flight (Scheduler.__init__,
+	// vllm/v1/core/sched/scheduler.py @ 6adad0876, lines 132-157). Then
+	// the ends a step's copies-on-write retain are freed once that step's
+	// output is processed (Update); otherwise at once, in Schedule, after
+	// the copies are taken (_free_cow_retained_blocks): the worker runs
+	// them before any later step's writes. statesim models no kv_role, so
+	// nothing sets it yet.
+	DeferBlockFree bool
 	// PadSpecTail: under speculative decoding a waiting request with one
 	// token left is scheduled as 1 + K tokens, K placeholder drafts, when
 	// running requests were scheduled and none is a prefill chunk, so the
@@ -680,6 +690,7 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 	if err := s.Policy.Schedule(&s.State, out); err != nil {
 		return nil, fmt.Errorf("policy %s, step %d: %w", s.Policy.Name(), out.Step, err)
 	}
+	s.takeBlockCopies(out)
 	for i := range out.Rows {
 		row := &out.Rows[i]
 		r := row.Req
@@ -731,6 +742,20 @@ func (s *Scheduler) Schedule(now sim.Time) (*Output, error) {
 		}
 	}
 	return out, nil
+}
+
+// takeBlockCopies puts the copies-on-write the step's allocations queued
+// into out (take_kv_cache_block_copies, after the scheduling loop) and,
+// unless Cfg.DeferBlockFree, frees the ends they retained.
+func (s *Scheduler) takeBlockCopies(out *Output) {
+	out.BlockCopies = out.BlockCopies[:0]
+	if !s.KV.PrefixCaching() {
+		return
+	}
+	out.BlockCopies = s.KV.TakeBlockCopies(out.Step, out.BlockCopies)
+	if !s.Cfg.DeferBlockFree {
+		s.KV.ReleaseBlockCopies(out.Step)
+	}
 }
 
 // updateBatch is _update_states for the persistent batch: unscheduled
@@ -831,6 +856,11 @@ func (s *Scheduler) emit(r *Request, now sim.Time) bool {
 // by the next call.
 func (s *Scheduler) Update(out *Output, now sim.Time) ([]*Request, error) {
 	s.finished = s.finished[:0]
+	if s.Cfg.DeferBlockFree && s.KV.PrefixCaching() {
+		// Every copy this step ran has completed (update_from_output's
+		// _drain_deferred_frees, before the finished requests' frees).
+		s.KV.ReleaseBlockCopies(out.Step)
+	}
 	spec := s.Spec.On()
 	s.waitingDone = false
 	if s.Cfg.AsyncScheduling {

@@ -17,7 +17,8 @@ type twin struct {
 }
 
 // TestLeasesMatchPlainRecords drives two pools through the same random
-// history of row accesses, clobbers, frees, preemptions and outside reads:
+// history of row accesses, clobbers, frees, preemptions, outside reads and
+// copies-on-write (onto blocks no table holds, as the pool hands them out):
 // one with the leased shortcuts (AccessKV, AdvanceState, LeaseState), one
 // writing and re-reading every block's record every time. Every answer and
 // every block's record must agree.
@@ -32,7 +33,7 @@ func TestLeasesMatchPlainRecords(t *testing.T) {
 		pf, pp := NewProvenances(nBlocks), NewProvenances(nBlocks)
 		var reqs []*twin
 		for step := int64(0); step < 3000; step++ {
-			switch op := rng.IntN(20); {
+			switch op := rng.IntN(21); {
 			case op < 2 || len(reqs) == 0:
 				r := &twin{id: RequestID(len(reqs)), fast: mf.NewTable(), plain: mp.NewTable(), live: true}
 				reqs = append(reqs, r)
@@ -45,6 +46,13 @@ func TestLeasesMatchPlainRecords(t *testing.T) {
 				if f, p := pf.Get(b), pp.Get(b); f != p {
 					t.Fatalf("seed %d step %d: block %d reads %+v, plain %+v", seed, step, b, f, p)
 				}
+			case op == 20:
+				src, dst := int32(rng.IntN(nBlocks)), int32(1+rng.IntN(nBlocks-1))
+				if mf.Pool.Holder(dst) != NoRequest {
+					continue
+				}
+				pf.CopyBlock(src, dst, step)
+				pp.CopyBlock(src, dst, step)
 			default:
 				r := reqs[rng.IntN(len(reqs))]
 				if !r.live {

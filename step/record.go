@@ -31,6 +31,9 @@ type Record struct {
 	Rows []Row
 	// Preempted are the requests preempted (recompute) while scheduling.
 	Preempted []int64
+	// BlockCopies are the copies-on-write the worker ran before the rows
+	// (fine-grained prefix hits), in the scheduler's order.
+	BlockCopies []statecache.BlockCopy
 
 	// Violations found in this step, by every checker, in the order found;
 	// Detail is empty past the recorder's keep limit. Counts is exact.
@@ -180,7 +183,7 @@ type Finished struct {
 func (r *Record) Reset() {
 	r.Step, r.Start, r.End = 0, 0, 0
 	r.NumScheduledTokens, r.NumDecodes = 0, 0
-	r.Rows, r.Preempted = r.Rows[:0], r.Preempted[:0]
+	r.Rows, r.Preempted, r.BlockCopies = r.Rows[:0], r.Preempted[:0], r.BlockCopies[:0]
 	r.Violations, r.Counts = r.Violations[:0], [invariant.NumInvariants]int32{}
 	r.Wrapped, r.Imposters = r.Wrapped[:0], 0
 	r.Waiting, r.Running = 0, 0

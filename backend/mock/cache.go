@@ -119,3 +119,48 @@ func (c *cache) reset(pages int64) {
 	}
 	c.pages = pages
 }
+
+// copyPages copies page src[i] over page dst[i] for every i, as one
+// gather then one scatter (blocks[dst] = blocks[src] in vLLM's
+// copy_kv_cache_blocks_inplace, vllm/v1/worker/utils.py @ 6adad0876): a
+// page that is both a source and a destination gives its bytes from
+// before the copies. A chunk never written copies as zeros: the
+// destination's chunk, if it holds any, is cleared.
+func (c *cache) copyPages(src, dst []int32) {
+	direct := true
+	for _, d := range dst {
+		for _, s := range src {
+			direct = direct && s != d
+		}
+	}
+	var saved [][]float32
+	if !direct {
+		saved = make([][]float32, len(src)*int(c.perPage))
+		for i, s := range src {
+			for k := range c.perPage {
+				if ch := c.chunks[int64(s)*c.perPage+k]; ch != nil {
+					saved[int64(i)*c.perPage+k] = append([]float32(nil), ch...)
+				}
+			}
+		}
+	}
+	for i, s := range src {
+		for k := range c.perPage {
+			from := c.chunks[int64(s)*c.perPage+k]
+			if !direct {
+				from = saved[int64(i)*c.perPage+k]
+			}
+			to := &c.chunks[int64(dst[i])*c.perPage+k]
+			switch {
+			case from == nil && *to != nil:
+				clear(*to)
+			case from != nil && *to == nil:
+				*to = make([]float32, len(from))
+				c.held += int64(len(from))
+				fallthrough
+			case from != nil:
+				copy(*to, from)
+			}
+		}
+	}
+}

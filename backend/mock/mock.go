@@ -149,6 +149,8 @@ type Mock struct {
 	ref     []*cache // private reference caches, reused
 	refAttn [][]int32
 	refSlot []int32
+	// copySrc, copyDst: a step's copies-on-write (copyBlocks' scratch).
+	copySrc, copyDst []int32
 }
 
 var _ backend.Backend = (*Mock)(nil)
@@ -300,6 +302,11 @@ func (m *Mock) Execute(out *sched.Output, now sim.Time) error {
 			return err
 		}
 	}
+	if len(out.BlockCopies) > 0 {
+		if err := m.copyBlocks(out.BlockCopies); err != nil {
+			return fmt.Errorf("mock: step %d: %w", out.Step, err)
+		}
+	}
 	next := 0
 	for i := range out.Rows {
 		if err := m.row(&out.Rows[i], i, &next, out.Step); err != nil {
@@ -308,6 +315,24 @@ func (m *Mock) Execute(out *sched.Output, now sim.Time) error {
 	}
 	// Copies the symbolic backend ran after the batch (async scheduling).
 	return m.applyPost()
+}
+
+// copyBlocks runs a step's copies-on-write before its rows, after the
+// previous step's boundary copies: each copy's whole page, in every
+// cache tensor (copy_kv_cache_blocks_inplace copies every layer's
+// backing storage, attention and state alike).
+func (m *Mock) copyBlocks(copies []statecache.BlockCopy) error {
+	m.copySrc, m.copyDst = m.copySrc[:0], m.copyDst[:0]
+	for _, c := range copies {
+		if c.Src < 0 || c.Dst < 0 || int(c.Src) >= m.cfg.NumBlocks || int(c.Dst) >= m.cfg.NumBlocks {
+			return fmt.Errorf("block copy %d -> %d outside the pool of %d blocks", c.Src, c.Dst, m.cfg.NumBlocks)
+		}
+		m.copySrc, m.copyDst = append(m.copySrc, c.Src), append(m.copyDst, c.Dst)
+	}
+	for _, t := range m.tensors {
+		t.copyPages(m.copySrc, m.copyDst)
+	}
+	return nil
 }
 
 func (m *Mock) row(row *sched.Row, i int, next *int, step int64) error {
