@@ -653,7 +653,7 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 			continue
 		}
 		if partial && len(t.Attn[g.i]) == hb {
-			if err := m.attnCopyOnWrite(req, t, g.i, hb, hitTokens, hashes); err != nil {
+			if err := m.attnCopyOnWrite(req, t, g.i, hb, hitTokens); err != nil {
 				return false, err
 			}
 		}

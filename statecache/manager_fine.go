@@ -24,7 +24,7 @@ func (m *KVCacheManager) attnPartial(g, hb int) int32 {
 // hit ends in (allocate_new_blocks' redirect: the copy block first, then
 // the rest). The copy pins the shared block and the copy until the step
 // that runs it is processed.
-func (m *KVCacheManager) attnCopyOnWrite(req RequestID, t *BlockTable, g, hb, hitTokens int, hashes []BlockHash) error {
+func (m *KVCacheManager) attnCopyOnWrite(req RequestID, t *BlockTable, g, hb, hitTokens int) error {
 	src := m.attnPartial(g, hb)
 	if src == NullBlock {
 		return fmt.Errorf("attention group %d: request %d's %d-token hit holds no block at position %d", g, req, hitTokens, hb)
@@ -34,8 +34,11 @@ func (m *KVCacheManager) attnCopyOnWrite(req RequestID, t *BlockTable, g, hb, hi
 		return err // counted: cannot happen
 	}
 	t.Attn[g] = append(t.Attn[g], dst[0])
+	// The entry the block stands for: the hit's prefix, or a longer one
+	// the lookup trimmed back to the hit (a full block, a later boundary).
+	r := &m.Pool.pc.rec[src]
 	m.cow.queue(m.Pool, BlockCopy{Src: src, Dst: dst[0], Group: m.attnGroup[g], Kind: CopyPartialHit, Req: req,
-		Hash: hashes[hitTokens/m.hashBlock-1], Tokens: int32(hitTokens), Writer: m.Pool.pc.rec[src].Writer})
+		Hash: r.Hash, Tokens: r.Tokens, Writer: r.Writer})
 	// The pin on src was taken when the hit's blocks left the queue.
 	return m.Pool.Unpin(src)
 }

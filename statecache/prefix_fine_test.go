@@ -161,7 +161,7 @@ func TestFineGrainedPartialTailAndCopyOnWrite(t *testing.T) {
 		}
 		byGroup[x.Group] = x
 	}
-	if x := byGroup[m.PoolGroup(0)]; x.Kind != CopyPartialHit || x.Src != attnTail || x.Dst != c.Attn[0][2] || x.Tokens != 68 || x.Hash != hc[16] || x.Writer != 1 {
+	if x := byGroup[m.PoolGroup(0)]; x.Kind != CopyPartialHit || x.Src != attnTail || x.Dst != c.Attn[0][2] || x.Tokens != 68 || x.Hash != hc[16] || x.Writer != 1 || m.Pool.Record(attnTail).Hash != x.Hash {
 		t.Errorf("attention copy %+v", x)
 	}
 	for g := range 3 {

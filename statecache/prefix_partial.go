@@ -110,7 +110,7 @@ func (p *BlockPool) CachePartialBlock(req RequestID, g, b int32, h BlockHash, to
 // MoveBlockHashes re-points every key of src to dst, which holds none
 // (move_block_hashes): a running request keeps writing src, and the
 // cache keeps a copy in dst. dst's record then says what src's said,
-// stamped with this step: the copy fills dst only as the step runs, so
+// its writer's included, stamped with this step: the copy fills dst only as the step runs, so
 // a same-step hit on it waits (cached_blocks_this_step).
 func (p *BlockPool) MoveBlockHashes(src, dst int32) error {
 	p.mustCache("move_block_hashes")
@@ -125,7 +125,7 @@ func (p *BlockPool) MoveBlockHashes(src, dst int32) error {
 	extra, hasExtra := c.dropExtra(src)
 	c.uncache(src)
 	r := &c.rec[dst]
-	r.Group, r.Hash, r.Tokens, r.Step, r.run = rs.Group, rs.Hash, rs.Tokens, c.step, 0
+	r.Group, r.Hash, r.Tokens, r.Step, r.run, r.Writer = rs.Group, rs.Hash, rs.Tokens, c.step, 0, rs.Writer
 	c.insert(dst, fineKey(rs.Hash, rs.Group))
 	if hasExtra {
 		c.extra.byKey[extra] = dst
