@@ -33,11 +33,11 @@ func acceptWarning(sc *scenarios.Scenario) string {
 	return fmt.Sprintf("engine.speculative.acceptance_rate %g is not used: engine.speculative.accepted %d fixes the accepted drafts per row", sp.AcceptanceRate, sp.Accepted)
 }
 
-// matchUnitWarning says that engine.prefix_match_unit is not used where
+// MatchUnitWarning says that engine.prefix_match_unit is not used where
 // resolve_kv_cache_block_sizes (vllm/v1/core/kv_cache_utils.py @
 // 6adad0876) keeps hash_block_size at the scheduler block, which vLLM
 // does without a word; empty when it applies or is unset.
-func matchUnitWarning(st *Setup) string {
+func (st *Setup) MatchUnitWarning() string {
 	e := &st.Scenario.Engine
 	if e.PrefixMatchUnit <= 0 {
 		return ""
@@ -54,7 +54,7 @@ func matchUnitWarning(st *Setup) string {
 // dropped, an acceptance rate or a prefix_match_unit left unused.
 func (st *Setup) warnings() []string {
 	var out []string
-	for _, w := range []string{st.AsyncOff, modeWarning(st.Scenario, st.Mamba), acceptWarning(st.Scenario), matchUnitWarning(st)} {
+	for _, w := range []string{st.AsyncOff, modeWarning(st.Scenario, st.Mamba), acceptWarning(st.Scenario), st.MatchUnitWarning()} {
 		if w != "" {
 			out = append(out, w)
 		}
