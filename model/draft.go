@@ -153,6 +153,9 @@ func HashBlockSizeWith(groups []GroupSpec, blockSize int, hashing, mambaAlign bo
 		for _, g := range groups {
 			h = gcd(h, g.BlockSize)
 		}
+		if h <= 0 { // no group has a block: nothing finer to hash at
+			return SchedulerBlockSize(groups, blockSize), nil
+		}
 	}
 	sizes := make([]string, len(groups))
 	bad := false
