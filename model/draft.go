@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // DraftWindow is a drafter's sliding-window attention layers as its config
 // gives them: a DFlash drafter whose layers are all sliding-window
@@ -106,20 +110,61 @@ func SchedulerBlockSize(groups []GroupSpec, blockSize int) int {
 
 // HashBlockSize is hash_block_size, the granularity of a request's block
 // hashes (resolve_kv_cache_block_sizes, kv_cache_utils.py @ 6adad0876):
-// with more than one group, prefix caching on and every Mamba group in
-// align mode, the gcd of the groups' block sizes; else the scheduler
-// block. prefix_match_unit, which overrides the gcd, is not modelled.
+// where FinerHashing holds (prefixCaching standing for block hashing),
+// the gcd of the groups' block sizes; else the scheduler block.
+// HashBlockSizeWith adds cache_config.prefix_match_unit.
 func HashBlockSize(groups []GroupSpec, blockSize int, prefixCaching, mambaAlign bool) int {
-	sched := SchedulerBlockSize(groups, blockSize)
-	if len(groups) <= 1 || !prefixCaching {
-		return sched
+	h, _ := HashBlockSizeWith(groups, blockSize, prefixCaching, mambaAlign, 0)
+	return h
+}
+
+// FinerHashing reports whether resolve_kv_cache_block_sizes
+// (kv_cache_utils.py @ 6adad0876) may hash finer than the scheduler
+// block: more than one KV cache group, block hashing on (hashing: prefix
+// caching or a KV connector) and every Mamba group in align mode;
+// otherwise why not.
+func FinerHashing(groups []GroupSpec, hashing, mambaAlign bool) (bool, string) {
+	switch {
+	case len(groups) <= 1:
+		return false, "the model has one KV cache group"
+	case !hashing:
+		return false, "block hashing is off (no prefix caching, no KV connector)"
 	}
-	g := 0
-	for _, x := range groups {
-		if x.Kind == Mamba && !mambaAlign {
-			return sched
+	for _, g := range groups {
+		if g.Kind == Mamba && !mambaAlign {
+			return false, "the Mamba groups are not in mamba_cache_mode align"
 		}
-		g = gcd(g, x.BlockSize)
 	}
-	return g
+	return true, ""
+}
+
+// HashBlockSizeWith is hash_block_size with cache_config.prefix_match_unit
+// unit (#46384; 0: unset): where FinerHashing holds, unit if set, else
+// the gcd of the groups' block sizes; else the scheduler block, unit
+// ignored. A unit that does not divide every group's block is vLLM's
+// ValueError, whose text the error carries.
+func HashBlockSizeWith(groups []GroupSpec, blockSize int, hashing, mambaAlign bool, unit int) (int, error) {
+	if ok, _ := FinerHashing(groups, hashing, mambaAlign); !ok {
+		return SchedulerBlockSize(groups, blockSize), nil
+	}
+	h := unit
+	if h <= 0 {
+		h = 0
+		for _, g := range groups {
+			h = gcd(h, g.BlockSize)
+		}
+		if h <= 0 { // no group has a block: nothing finer to hash at
+			return SchedulerBlockSize(groups, blockSize), nil
+		}
+	}
+	sizes := make([]string, len(groups))
+	bad := false
+	for i, g := range groups {
+		sizes[i] = strconv.Itoa(g.BlockSize)
+		bad = bad || g.BlockSize%h != 0
+	}
+	if bad {
+		return 0, fmt.Errorf("Invalid prefix_match_unit=%d; all KV cache group block sizes must be divisible by prefix_match_unit. Got group block sizes=[%s].", h, strings.Join(sizes, ", "))
+	}
+	return h, nil
 }

@@ -85,3 +85,38 @@ func TestSchedulerAndHashBlockSizeOneGroup(t *testing.T) {
 		t.Errorf("48 and 32 with prefix caching: hash %d, want 16", h)
 	}
 }
+
+// cache_config.prefix_match_unit (#46384) replaces the gcd where vLLM
+// hashes finer than the scheduler block, and is ignored elsewhere
+// (resolve_kv_cache_block_sizes, kv_cache_utils.py @ 6adad0876); a unit
+// that does not divide a group's block is vLLM's ValueError, in its words.
+func TestHashBlockSizeWithPrefixMatchUnit(t *testing.T) {
+	hybrid := []GroupSpec{{Kind: Attention, BlockSize: 528}, {Kind: Mamba, BlockSize: 528}}
+	for _, tc := range []struct {
+		name           string
+		groups         []GroupSpec
+		hashing, align bool
+		unit, want     int
+		err            string
+	}{
+		{"align: the unit", hybrid, true, true, 16, 16, ""},
+		{"align: the unit may be the block", hybrid, true, true, 528, 528, ""},
+		{"align, unset: the gcd", hybrid, true, true, 0, 528, ""},
+		{"align: 5 does not divide 528", hybrid, true, true, 5, 0,
+			"Invalid prefix_match_unit=5; all KV cache group block sizes must be divisible by prefix_match_unit. Got group block sizes=[528, 528]."},
+		{"align: above the block", hybrid, true, true, 1056, 0, "Got group block sizes=[528, 528]"},
+		{"all mode: ignored", hybrid, true, false, 5, 528, ""},
+		{"no hashing: ignored", hybrid, false, true, 5, 528, ""},
+		{"one group: ignored", hybrid[:1], true, true, 5, 528, ""},
+		{"attention groups of 48 and 32: the unit", []GroupSpec{{Kind: Attention, BlockSize: 48}, {Kind: SlidingWindow, BlockSize: 32}}, true, true, 8, 8, ""},
+		{"attention groups of 48 and 32: 48 does not divide 32", []GroupSpec{{Kind: Attention, BlockSize: 48}, {Kind: SlidingWindow, BlockSize: 32}}, true, true, 48, 0, "Got group block sizes=[48, 32]."},
+	} {
+		got, err := HashBlockSizeWith(tc.groups, tc.groups[0].BlockSize, tc.hashing, tc.align, tc.unit)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %d, %v; want the error %q", tc.name, got, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -82,6 +82,9 @@ type Config struct {
 	// Draft is the DFlash drafter every dflash scenario runs (its
 	// config.json's geometry: never drawn).
 	Draft scenarios.DraftConfig
+	// PrefixMatchUnit is engine.prefix_match_unit where it applies
+	// (Params.PrefixMatchUnit; 0: unset).
+	PrefixMatchUnit int
 }
 
 // Matrix is c drawing every dimension the simulator models: every
@@ -369,6 +372,7 @@ func Gen(c Config) gopter.Gen {
 	fields["HostStepUS"] = gen.Const(0)
 	fields["KVConnector"] = gen.Const(c.KVConnector)
 	fields["Draft"] = gen.Const(c.Draft)
+	fields["PrefixMatchUnit"] = gen.Const(c.PrefixMatchUnit)
 	if c.Draft != (scenarios.DraftConfig{}) {
 		// The drafter's window groups run with prefix caching only,
 		// which needs chunked prefill under speculative decoding.

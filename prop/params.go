@@ -91,6 +91,12 @@ type Params struct {
 	// Draft is the DFlash drafter's geometry, written where SpecMethod is
 	// dflash (set by Config, never drawn).
 	Draft scenarios.DraftConfig
+	// PrefixMatchUnit is engine.prefix_match_unit, written where vLLM
+	// takes it: a release with #46384, prefix caching in align mode, and
+	// a unit that divides every KV cache group's block (elsewhere vLLM
+	// ignores it or refuses to start, as caching stays off where it would
+	// refuse that); set by Config, never drawn.
+	PrefixMatchUnit int
 }
 
 // async is engine.async_scheduling as run: vLLM's v0 control has no async
@@ -324,6 +330,10 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	if !m.PrefixCaching {
 		return &sc, nil
 	}
+	if u := p.PrefixMatchUnit; u > 0 && st.Version.Behaviour().PartialHashHits && m.Mode.String() == "align" && dividesGroups(st.Groups, u) {
+		e.PrefixMatchUnit = u
+		sc.Description += fmt.Sprintf(", prefix_match_unit %d", u)
+	}
 	// The none/align block (every shape the search draws is unified at
 	// blockSize; all mode runs no drafter).
 	bs := sc.Model.Shape.Layout(blockSize).BlockSize
@@ -346,6 +356,17 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		}
 	}
 	return &sc, nil
+}
+
+// dividesGroups reports whether unit divides every group's block, as
+// vLLM requires of prefix_match_unit (resolve_kv_cache_block_sizes).
+func dividesGroups(groups []model.GroupSpec, unit int) bool {
+	for _, g := range groups {
+		if g.BlockSize%unit != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // TraceJSONL is the requests as a JSON Lines trace, times in seconds

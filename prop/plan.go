@@ -50,8 +50,11 @@ type Plan struct {
 	// shared prefixes.
 	PrefixCaching     []string
 	Shared, HashBlock int
-	Properties        []string
-	Backend           string
+	// PrefixMatchUnit: engine.prefix_match_unit where it applies (0:
+	// unset; with PrefixCaching).
+	PrefixMatchUnit int
+	Properties      []string
+	Backend         string
 	// Given names the choices set explicitly (flag names: version,
 	// spec-k), which the matrix then pins.
 	Given map[string]bool
@@ -94,7 +97,7 @@ func (p *Plan) Settle() (*Search, error) {
 		return nil, err
 	}
 	cfg.MinBits, cfg.MaxBits = lo, hi
-	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.async, p.graphs, p.connector, p.draft, p.prompts} {
+	for _, step := range []func(*Config) error{p.patches, p.runners, p.spec, p.prefix, p.matchUnit, p.async, p.graphs, p.connector, p.draft, p.prompts} {
 		if err := step(&cfg); err != nil {
 			return nil, err
 		}
@@ -197,6 +200,38 @@ func (p *Plan) patches(cfg *Config) error {
 		cfg.PatchSets = sets
 	}
 	return nil
+}
+
+// matchUnit sets engine.prefix_match_unit for the scenarios where vLLM
+// takes it (Params.PrefixMatchUnit): it needs prefix caching drawn and a
+// release with #46384, the PR that added it.
+func (p *Plan) matchUnit(cfg *Config) error {
+	u := p.PrefixMatchUnit
+	switch {
+	case u == 0:
+		return nil
+	case u < 0:
+		return fmt.Errorf("--prefix-match-unit: want a token count >= 1 (0: unset), got %d", u)
+	case !slices.ContainsFunc(cfg.CacheModes, func(m string) bool { return m == "on" || m == "align" }):
+		return fmt.Errorf("--prefix-match-unit applies only with --prefix-caching on or align (the hash block is finer than a block only in align mode)")
+	}
+	sets := cfg.PatchSets
+	if len(sets) == 0 {
+		sets = [][]string{cfg.Patches}
+	}
+	for _, v := range cfg.Versions {
+		r, err := sched.ParseVersion(v)
+		if err != nil || r == sched.V0 {
+			continue
+		}
+		for _, set := range sets {
+			if pv, err := sched.Patched(r, set); err == nil && pv.Behaviour().PartialHashHits {
+				cfg.PrefixMatchUnit = u
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("--prefix-match-unit needs vLLM's #46384 (v0.28 on), which no version drawn has (%s)", strings.Join(cfg.Versions, ","))
 }
 
 // connector sets every scenario's KV connector, refusing one without
@@ -384,6 +419,9 @@ func (p *Plan) Describe(s *Search, sets []string) string {
 	}
 	if p.PromptLen != "" {
 		fmt.Fprintf(&b, ", prompts %s tokens", p.PromptLen)
+	}
+	if p.PrefixMatchUnit > 0 {
+		fmt.Fprintf(&b, ", prefix_match_unit %d", p.PrefixMatchUnit)
 	}
 	if len(sets) > 0 {
 		fmt.Fprintf(&b, ", --set %s", strings.Join(sets, " --set "))

@@ -57,3 +57,66 @@ func TestPlanSettles(t *testing.T) {
 		t.Errorf("guard note: %v", err)
 	}
 }
+
+// --prefix-match-unit needs prefix caching and a release with #46384;
+// the generated scenarios carry engine.prefix_match_unit only where vLLM
+// takes it: a release with #46384, align mode, a unit that divides the
+// blocks (the tiny hybrid's 32, not Jamba-3B's 176 for 32).
+func TestPlanPrefixMatchUnit(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*Plan)
+		want string
+	}{
+		{func(p *Plan) { p.PrefixMatchUnit = 8 }, "--prefix-match-unit applies only with --prefix-caching on or align"},
+		{func(p *Plan) { p.PrefixMatchUnit, p.PrefixCaching = 8, []string{"all"} }, "--prefix-match-unit applies only with --prefix-caching on or align"},
+		{func(p *Plan) { p.PrefixMatchUnit, p.PrefixCaching, p.Versions = 8, []string{"align"}, "v0.19,v0.22" }, "needs vLLM's #46384 (v0.28 on), which no version drawn has (v0.19,v0.22)"},
+		{func(p *Plan) {
+			p.PrefixMatchUnit, p.PrefixCaching, p.Patches = 8, []string{"align"}, []string{"-46384"}
+		}, "which no version drawn has (fixed)"},
+		{func(p *Plan) { p.PrefixMatchUnit, p.PrefixCaching = -4, []string{"align"} }, "--prefix-match-unit: want a token count >= 1"},
+	} {
+		p := defaultPlan()
+		c.edit(&p)
+		if _, err := p.Settle(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+	p := defaultPlan()
+	p.PrefixMatchUnit, p.PrefixCaching, p.Versions = 8, []string{"align"}, "v0.22,v0.31"
+	s, err := p.Settle()
+	if err != nil || s.Config.PrefixMatchUnit != 8 || !strings.Contains(p.Describe(s, nil), ", prefix_match_unit 8") {
+		t.Fatalf("v0.22,v0.31: %v, %+v", err, s)
+	}
+	base := Params{MaxNumSeqs: 2, Requests: []Request{{Prompt: 40, Output: 2}}, MaxNumBatchedTokens: 64, StateIndexBits: 64, Seed: 1,
+		Policy: "fcfs", ChunkedPrefill: true, Backend: "symbolic", CacheMode: "align", HashBlock: 64, PrefixMatchUnit: 8}
+	for _, c := range []struct {
+		preset, version, mode string
+		unit                  int
+	}{
+		{"tiny-hybrid", "v0.31", "align", 8},
+		{"tiny-hybrid", "v0.28", "align", 8},
+		{"tiny-hybrid", "v0.22", "align", 0},
+		{"tiny-hybrid", "v0.31", "all", 0},
+		{"jamba-reasoning-3b", "v0.31", "align", 8},
+	} {
+		q := base
+		q.Preset, q.Version, q.CacheMode = c.preset, c.version, c.mode
+		for _, unit := range []int{8, 32} {
+			q.PrefixMatchUnit = unit
+			sc, err := q.Scenario("g", "t.jsonl")
+			if err != nil {
+				t.Fatalf("%+v: %v", c, err)
+			}
+			want := c.unit
+			if want > 0 {
+				want = unit
+				if c.preset == "jamba-reasoning-3b" && unit == 32 {
+					want = 0 // 176 % 32 != 0: vLLM's ValueError
+				}
+			}
+			if sc.Engine.PrefixMatchUnit != want {
+				t.Errorf("%s %s %s, unit %d: prefix_match_unit %d, want %d", c.preset, c.version, c.mode, unit, sc.Engine.PrefixMatchUnit, want)
+			}
+		}
+	}
+}

@@ -114,6 +114,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("engine: {max_num_seqs: 0}\n"), "seed=1")
 	f.Add([]byte("workload: {kind: poisson, rate: 2, count: 3}\n"), "workload.rate=x")
 	f.Add([]byte("a: &x [1]\nb: *x\n"), "")
+	f.Add([]byte("engine: {prefix_match_unit: 16}\n"), "engine.prefix_match_unit=-1")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {

@@ -180,6 +180,7 @@ func FuzzMarshalRoundTrip(f *testing.F) {
 	// memory used to be written without its memory_gib.
 	f.Add([]byte("model: {preset: tiny-hybrid}\ndevice: {name: \"\", memory_gib: 139}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
 	f.Add([]byte("model: {preset: tiny-hybrid}\ndevice: {name: foo, memory_gib: 80}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
+	f.Add([]byte("model: {preset: tiny-hybrid}\nengine: {prefix_match_unit: 16}\nworkload: {kind: batches, num_prompts: 1, batch_size: 1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := Parse(data, "fuzz.yaml", nil)
 		if err != nil {
@@ -187,4 +188,32 @@ func FuzzMarshalRoundTrip(f *testing.F) {
 		}
 		roundTrip(t, sc)
 	})
+}
+
+// engine.prefix_match_unit is read, written back when set, and left out
+// when unset (0, vLLM's None), so that scenarios without it marshal as
+// before.
+func TestPrefixMatchUnitRoundTrip(t *testing.T) {
+	sc, err := Parse([]byte(good), "t.yaml", []string{"engine.prefix_match_unit=32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Engine.PrefixMatchUnit != 32 {
+		t.Fatalf("prefix_match_unit %d, want 32", sc.Engine.PrefixMatchUnit)
+	}
+	b, err := Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "prefix_match_unit: 32") {
+		t.Errorf("marshalled without prefix_match_unit:\n%s", b)
+	}
+	roundTrip(t, sc)
+	plain, err := Parse([]byte(good), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = Marshal(plain); err != nil || strings.Contains(string(b), "prefix_match_unit") {
+		t.Errorf("unset prefix_match_unit written (%v):\n%s", err, b)
+	}
 }

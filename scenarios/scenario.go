@@ -58,6 +58,11 @@ type Engine struct {
 	// modelled: page unification; in all mode, the chunk).
 	MambaCacheMode string `yaml:"mamba_cache_mode" json:"mamba_cache_mode,omitempty"`
 	MambaBlockSize int    `yaml:"mamba_block_size" json:"mamba_block_size,omitempty"`
+	// PrefixMatchUnit is cache_config.prefix_match_unit (vLLM's #46384):
+	// the hash block that overrides the gcd of the KV cache groups' blocks
+	// where vLLM hashes finer than a block (package setup settles where it
+	// applies); 0 leaves it unset (None).
+	PrefixMatchUnit int `yaml:"prefix_match_unit" json:"prefix_match_unit,omitempty"`
 	// StateIndexBits is the width the prefill kernel forms slot × stride
 	// in: 32 reproduces bug B, 64 is the fix; 16..31 scale the bug down
 	// so small pools can show it.
@@ -317,6 +322,9 @@ func (s *Scenario) Validate() error {
 	}
 	if e.MambaBlockSize < 0 || e.MambaBlockSize > e.MaxModelLen {
 		return fe("engine.mamba_block_size", "must be in [0, max_model_len %d] (0: the model's), got %d", e.MaxModelLen, e.MambaBlockSize)
+	}
+	if e.PrefixMatchUnit < 0 || e.PrefixMatchUnit > maxTokens {
+		return fe("engine.prefix_match_unit", "must be in [1, %d] tokens, or 0 (unset: the gcd of the KV cache groups' block sizes), got %d", maxTokens, e.PrefixMatchUnit)
 	}
 	if e.NumGPUBlocksOverride == 0 {
 		if !(s.Device.MemoryGiB > 0) {

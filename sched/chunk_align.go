@@ -23,10 +23,7 @@ func AlignMambaChunk(numComputed, numScheduled, numPrompt, numTokens, blockSize 
 	if numComputed >= max(numPrompt, numTokens-1) {
 		return numScheduled
 	}
-	last := numTokens - numTokens%blockSize
-	if eagle {
-		last = max(last-blockSize, 0)
-	}
+	last := lastCachePosition(numTokens, blockSize, eagle)
 	switch end := numComputed + numScheduled; {
 	case end < last:
 		return numScheduled / blockSize * blockSize
@@ -34,6 +31,41 @@ func AlignMambaChunk(numComputed, numScheduled, numPrompt, numTokens, blockSize 
 		return last - numComputed
 	}
 	return numScheduled
+}
+
+// lastCachePosition is last_cache_position: the last block boundary of
+// numTokens whose state align mode can cache, one block less under EAGLE.
+func lastCachePosition(numTokens, blockSize int, eagle bool) int {
+	last := numTokens - numTokens%blockSize
+	if eagle {
+		last = max(last-blockSize, 0)
+	}
+	return last
+}
+
+// AlignMambaChunkTail is AlignMambaChunk with the stop that fine-grained
+// prefix-cache hits add (mamba_partial_cache_hit, #46384: 481e481be;
+// Scheduler._mamba_block_aligned_split, vllm/v1/core/sched/scheduler.py
+// @ 6adad0876 lines 366-441): a prompt whose last hash boundary
+// (numPrompt rounded down to hashBlock) lies past the last cacheable
+// block boundary and short of the prompt's end stops a chunk that
+// crosses it there, so that the step ending on it registers the
+// prompt's partial-tail entry. AlignMambaChunk's cuts all end at or
+// before the last boundary, below that stop, so the stop applies only
+// to the tail it leaves as is. The split's other stops at 6adad0876 are
+// not modelled: a chunk starting inside a block stopping at the next
+// boundary (a partial hit's resume, also #46384's) and the Marconi
+// shared-prefix junction (#47782). hashBlock ≤ 0 adds no stop.
+func AlignMambaChunkTail(numComputed, numScheduled, numPrompt, numTokens, blockSize, hashBlock int, eagle bool) int {
+	n := AlignMambaChunk(numComputed, numScheduled, numPrompt, numTokens, blockSize, eagle)
+	if hashBlock <= 0 {
+		return n
+	}
+	tail := numPrompt / hashBlock * hashBlock
+	if lastCachePosition(numTokens, blockSize, eagle) < tail && tail < numPrompt && numComputed < tail && tail < numComputed+n {
+		return tail - numComputed
+	}
+	return n
 }
 
 // CheckMambaAlignBudget is the start-up check of align mode (PR #34445):

@@ -1,6 +1,13 @@
 package sched
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"statesim/model"
+	"statesim/sim"
+	"statesim/statecache"
+)
 
 // vLLM's cases for the align-mode chunk policy: inputs and expected
 // outputs from tests/v1/core/test_prefill_chunk_alignment.py @ f1ea52eb
@@ -102,5 +109,121 @@ func TestCheckMambaAlignBudget(t *testing.T) {
 	}
 	if err := CheckMambaAlignBudget(2048, 2048); err != nil {
 		t.Errorf("block equal to the budget: %v", err)
+	}
+}
+
+// The tail stop of fine-grained prefix hits (#46384,
+// Scheduler._mamba_block_aligned_split @ 6adad0876): cases worked from
+// its stops, with vLLM's condition last_cache_position < tail_boundary <
+// num_prompt_tokens. Each case marked stop gets AlignMambaChunk's count
+// without it.
+func TestAlignMambaChunkTail(t *testing.T) {
+	cases := []struct {
+		name                                    string
+		computed, scheduled, prompt, tokens, bs int
+		hash                                    int
+		want                                    int
+		stop                                    bool
+	}{
+		{"the tail stops at the last hash boundary 96", 64, 36, 100, 100, 64, 16, 32, true},
+		{"a budget-cut tail past 96 stops there too", 64, 34, 100, 100, 64, 16, 32, true},
+		{"from mid-tail: stops at 96", 80, 20, 100, 100, 64, 16, 16, true},
+		{"hash 4: the last hash boundary is 100, the prompt's end", 64, 36, 100, 100, 64, 4, 36, false},
+		{"hash 8: 96", 64, 36, 100, 100, 64, 8, 32, true},
+		{"starts on the stop: the rest as is", 96, 4, 100, 100, 64, 16, 4, false},
+		{"ends on the stop", 64, 32, 100, 100, 64, 16, 32, false},
+		{"ends short of the stop", 64, 20, 100, 100, 64, 16, 20, false},
+		{"straddles the last block boundary: ends on it", 0, 100, 100, 100, 64, 16, 64, false},
+		{"a whole prompt of 96: no partial tail", 64, 32, 96, 96, 64, 16, 32, false},
+		{"the hash boundary is the block boundary", 128, 2, 130, 130, 64, 16, 2, false},
+		{"hash block = block: the block boundary", 64, 36, 100, 100, 64, 64, 36, false},
+		{"resumed, output in the same block: stops at 96", 64, 45, 100, 110, 64, 16, 32, true},
+		{"resumed past the next block: the boundary 128 leads", 64, 65, 100, 130, 64, 16, 64, false},
+		{"decoding: unchanged", 100, 1, 100, 100, 64, 16, 1, false},
+		{"hash 0: no stop", 64, 36, 100, 100, 64, 0, 36, false},
+	}
+	for _, c := range cases {
+		got := AlignMambaChunkTail(c.computed, c.scheduled, c.prompt, c.tokens, c.bs, c.hash, false)
+		if got != c.want {
+			t.Errorf("%s: AlignMambaChunkTail(%d, %d, %d, %d, %d, %d) = %d, want %d",
+				c.name, c.computed, c.scheduled, c.prompt, c.tokens, c.bs, c.hash, got, c.want)
+		}
+		if plain := AlignMambaChunk(c.computed, c.scheduled, c.prompt, c.tokens, c.bs, false); (plain != got) != c.stop {
+			t.Errorf("%s: AlignMambaChunk gives %d, the tail stop %d: stop marked %v", c.name, plain, got, c.stop)
+		}
+	}
+}
+
+// Over a grid, the tail stop only ever shortens AlignMambaChunk's count,
+// never to 0, never lets a chunk cross the prompt's last hash boundary
+// past the last cacheable block boundary, and with the hash block equal
+// to the block changes nothing.
+func TestAlignMambaChunkTailInvariants(t *testing.T) {
+	for _, bs := range []int{4, 16} {
+		for _, hash := range []int{1, 2, 4, bs} {
+			for prompt := 1; prompt <= 40; prompt++ {
+				for _, extra := range []int{0, 3} {
+					tokens := prompt + extra
+					tail := prompt / hash * hash
+					last := tokens - tokens%bs
+					for c := 0; c < tokens; c++ {
+						for s := 1; c+s <= tokens; s++ {
+							plain := AlignMambaChunk(c, s, prompt, tokens, bs, false)
+							got := AlignMambaChunkTail(c, s, prompt, tokens, bs, hash, false)
+							switch {
+							case got > plain || got < 0 || (plain > 0 && got == 0):
+								t.Fatalf("bs %d hash %d: (%d, %d of %d/%d) = %d, AlignMambaChunk %d", bs, hash, c, s, prompt, tokens, got, plain)
+							case hash == bs && got != plain:
+								t.Fatalf("bs %d = hash: (%d, %d of %d/%d) = %d, AlignMambaChunk %d", bs, c, s, prompt, tokens, got, plain)
+							case last < tail && tail < prompt && c < tail && c+got > tail:
+								t.Fatalf("bs %d hash %d: (%d, %d of %d/%d) = %d crosses the tail boundary %d", bs, hash, c, s, prompt, tokens, got, tail)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// The scheduler cuts at the tail stop only with MambaPartialCacheHit: a
+// 30-token prompt over 16-token blocks and 4-token hashes runs as 16 (to
+// the last block boundary), 12 (to the last hash boundary, 28) and 2;
+// without fine-grained hits as 16 and 14. A running request's chunk and
+// a waiting one's both go through Config.alignChunk.
+func TestSchedulerTailStop(t *testing.T) {
+	for _, tc := range []struct {
+		partial bool
+		want    []int
+	}{{true, []int{16, 12, 2}}, {false, []int{16, 14}}} {
+		sh, err := model.Preset("tiny-hybrid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := sh.Layout(16)
+		kv, err := statecache.NewKVCacheManagerWith(&l, 64, statecache.ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: statecache.MambaAlign})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{MaxNumBatchedTokens: 64, MaxNumSeqs: 4, MaxModelLen: 400, EnableChunkedPrefill: true,
+			MambaAlignBlockSize: 16, HashBlockSize: 4, MambaPartialCacheHit: tc.partial}
+		s := New(cfg, kv, V028, nil)
+		addReq(s, 0, 30, 5)
+		var got []int
+		for step := 0; step < 8 && len(got) < len(tc.want)+1; step++ {
+			out, err := s.Schedule(sim.Time(step))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Rows) == 1 && out.Rows[0].NumComputed < 30 {
+				got = append(got, out.Rows[0].NumScheduled)
+			}
+			if _, err := s.Update(out, sim.Time(step)+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("partial %v: prefill chunks %v, want %v", tc.partial, got, tc.want)
+		}
 	}
 }

@@ -172,6 +172,11 @@ type Behaviour struct {
 	// PadSpecTail: the scheduler pads a waiting request's one-token tail
 	// to 1 + K with placeholder drafts (#45237; Config.PadSpecTail).
 	PadSpecTail bool
+	// PartialHashHits: fine-grained (partial-block) prefix-cache hits for
+	// hybrids exist (#46384, 481e481be): cache_config.prefix_match_unit,
+	// the hybrid coordinator's enable_partial_hash_hits and the align
+	// split's tail stop (Config.MambaPartialCacheHit).
+	PartialHashHits bool
 }
 
 // Split is the split of builder k.
@@ -210,10 +215,10 @@ var releases = [numVersions]Behaviour{
 		ConnectorHit: ConnectorHitReconcile},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

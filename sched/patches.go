@@ -188,6 +188,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 		b.Mamba = splitTail
 	}
 	b.PadSpecTail = has(45237)
+	b.PartialHashHits = has(46384)
 	if has(51565) {
 		b.GDN = splitStateless
 	}

@@ -37,6 +37,15 @@ type Config struct {
 	// mamba_cache_mode align: V1 cuts prefill chunks to its boundaries
 	// (need_mamba_block_aligned_split, AlignMambaChunk).
 	MambaAlignBlockSize int
+	// HashBlockSize is hash_block_size, the granularity of a request's
+	// block hashes (resolve_kv_cache_block_sizes, kv_cache_utils.py @
+	// 6adad0876; package setup settles it). MambaPartialCacheHit is
+	// vLLM's mamba_partial_cache_hit (Scheduler.__init__, scheduler.py
+	// @ 6adad0876 lines 319-326): align mode with fine-grained prefix
+	// hits on, where the chunk split also stops at the prompt's last hash
+	// boundary (AlignMambaChunkTail).
+	HashBlockSize        int
+	MambaPartialCacheHit bool
 	// AsyncScheduling is vLLM's async_scheduling (AsyncScheduler,
 	// vllm/v1/core/sched/async_scheduler.py): a row that samples adds an
 	// output placeholder, so the request is scheduled again before the
@@ -64,6 +73,9 @@ type Config struct {
 func (cfg *Config) alignChunk(r *Request, numComputed, n int) int {
 	if cfg.MambaAlignBlockSize <= 0 {
 		return n
+	}
+	if cfg.MambaPartialCacheHit {
+		return AlignMambaChunkTail(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, cfg.HashBlockSize, false)
 	}
 	return AlignMambaChunk(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, false)
 }

@@ -39,7 +39,10 @@ func (r *resolver) derive() {
 			LongPrefillTokenThreshold: e.LongPrefillTokenThreshold, SchedulingPolicy: policy,
 			StateKind: sh.StateKind(), FullRankGate: sh.Mixer.FullRankGate,
 			MambaAlignBlockSize: alignBlock, AsyncScheduling: r.asyncScheduling(&b),
-			PadSpecTail: b.PadSpecTail,
+			PadSpecTail: b.PadSpecTail, HashBlockSize: st.HashBlockSize,
+			// mamba_partial_cache_hit (scheduler.py @ 6adad0876 lines
+			// 319-326): the align split with fine-grained hits on.
+			MambaPartialCacheHit: alignBlock > 0 && st.FineGrainedHits,
 		},
 		ForcePrefill: e.ForcePrefillPath,
 		GraphMaxBS:   min(e.MaxNumSeqs, 512),
@@ -77,7 +80,7 @@ func (r *resolver) derive() {
 		// The store's external hit is 0 (scenarios.KVTransferConfig).
 		ConnectorMaxHit: b.ConnectorHit.LocalHitMax(st.Connector, 0),
 	}
-	if st.Draft.NumLayers > 0 {
+	if st.Draft.NumLayers > 0 || st.HashBlockSize != st.SchedulerBlockSize {
 		st.Cache.HashBlockSize, st.Cache.SchedulerBlockSize = st.HashBlockSize, st.SchedulerBlockSize
 	}
 	seed := sc.Backend.WeightSeed

@@ -2,7 +2,8 @@
 // release with its patches, the model runner, the CUDA-graph mode, the
 // speculative config, whether prefix caching is on and in which Mamba
 // cache mode (enable_prefix_caching's default included), the KV cache
-// layout, the pool size, the state index width in effect, and the
+// layout, the block sizes (the hash block with prefix_match_unit, and
+// whether prefix hits are fine-grained), the pool size, the state index width in effect, and the
 // scheduler's, the cache's and the backends' settings, as plain values.
 //
 // Every rule that relates fields is applied here and only here, and bad

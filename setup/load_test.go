@@ -101,6 +101,8 @@ func FuzzSettle(f *testing.F) {
 	f.Add([]byte(good), "engine.patches=+51565")
 	f.Add([]byte(good), "engine.kv_transfer_config.kv_connector=LMCacheConnectorV1")
 	f.Add([]byte("model: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, enable_prefix_caching: true, mamba_block_size: 7}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "")
+	f.Add([]byte("model: {preset: tiny-hybrid}\nengine: {vllm_version: v0.31, enable_prefix_caching: true, prefix_match_unit: 8}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "engine.prefix_match_unit=5")
+	f.Add([]byte("model: {preset: tiny-hybrid}\nengine: {vllm_version: v0.22, prefix_match_unit: 8}\nworkload: {kind: poisson, rate: 1, count: 1}\n"), "engine.mamba_cache_mode=all")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {

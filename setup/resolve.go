@@ -57,7 +57,9 @@ func resolve(sc *scenarios.Scenario, src *scenarios.Source) (*Setup, error) {
 			return nil, err
 		}
 	}
-	r.groups()
+	if err := r.groups(); err != nil {
+		return nil, err
+	}
 	r.derive()
 	r.st.Warnings = r.st.warnings()
 	return r.st, nil

@@ -56,11 +56,16 @@ type Setup struct {
 	// #53798 (V1 divides by the Mamba spec's block whatever it is).
 	SeedBlockSize int
 	// SchedulerBlockSize and HashBlockSize are scheduler_block_size (the
-	// lcm of the group blocks) and hash_block_size (their gcd with prefix
-	// caching in align mode; model.HashBlockSize): the layout's block
-	// while every group has it.
+	// lcm of the group blocks) and hash_block_size (with prefix caching in
+	// align mode, engine.prefix_match_unit if set, else their gcd;
+	// model.HashBlockSizeWith): the layout's block while every group has
+	// it and prefix_match_unit is unset.
 	SchedulerBlockSize int
 	HashBlockSize      int
+	// FineGrainedHits is the hybrid coordinator's enable_partial_hash_hits
+	// (#46384): prefix-cache hits at the hash block, inside a Mamba align
+	// block (groups.go).
+	FineGrainedHits bool
 	// Draft is the DFlash drafter's sliding-window layers (method dflash;
 	// zero otherwise).
 	Draft model.DraftWindow

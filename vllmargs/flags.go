@@ -41,6 +41,9 @@ var modelled = []flag{
 	// MambaCacheMode = Literal["all", "align", "none"] (config/cache.py).
 	{name: "mamba-cache-mode", key: "engine.mamba_cache_mode", kind: kChoice, choices: []string{"all", "align", "none"}},
 	{name: "mamba-block-size", key: "engine.mamba_block_size", kind: kInt},
+	// cache_config.prefix_match_unit (#46384; vllm/engine/arg_utils.py @
+	// 6adad0876): an int, None when left out.
+	{name: "prefix-match-unit", key: "engine.prefix_match_unit", kind: kInt},
 	// MambaDType = Literal["auto", "float32", "float16", "bfloat16"].
 	{name: "mamba-cache-dtype", key: "engine.mamba_cache_dtype", kind: kChoice, choices: []string{"auto", "float32", "float16", "bfloat16"}},
 	{name: "mamba-ssm-cache-dtype", key: "engine.mamba_ssm_cache_dtype", kind: kChoice, choices: []string{"auto", "float32", "float16", "bfloat16"}},

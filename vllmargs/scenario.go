@@ -276,6 +276,9 @@ func Args(sc *scenarios.Scenario) []string {
 	if e.MambaBlockSize > 0 {
 		add("--mamba-block-size", strconv.Itoa(e.MambaBlockSize))
 	}
+	if e.PrefixMatchUnit > 0 {
+		add("--prefix-match-unit", strconv.Itoa(e.PrefixMatchUnit))
+	}
 	add("--mamba-cache-dtype", e.MambaCacheDType, "--mamba-ssm-cache-dtype", e.MambaSSMCacheDType, "--kv-cache-dtype", e.KVCacheDType)
 	boolFlag("enable-chunked-prefill", e.EnableChunkedPrefill)
 	add("--long-prefill-token-threshold", strconv.Itoa(e.LongPrefillTokenThreshold))

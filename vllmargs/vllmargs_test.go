@@ -56,6 +56,8 @@ func TestEveryFlagRoundTrips(t *testing.T) {
 		{"--enable-prefix-caching", qwen, []string{"--no-enable-prefix-caching"}, func(s *scenarios.Scenario) any { return derefBool(s.Engine.EnablePrefixCaching) }, false},
 		{"--mamba-cache-mode", qwen, []string{"--enable-prefix-caching", "--mamba-cache-mode", "align"}, func(s *scenarios.Scenario) any { return s.Engine.MambaCacheMode }, "align"},
 		{"--mamba-block-size", "jamba-v0.1", []string{"--enable-prefix-caching", "--mamba-cache-mode", "all", "--mamba-block-size", "256", "--no-async-scheduling"}, func(s *scenarios.Scenario) any { return s.Engine.MambaBlockSize }, 256},
+		{"--prefix-match-unit", qwen, []string{"--prefix-match-unit", "16"}, func(s *scenarios.Scenario) any { return s.Engine.PrefixMatchUnit }, 16},
+		{"--prefix-match-unit", qwen, []string{"--prefix_match_unit=32"}, func(s *scenarios.Scenario) any { return s.Engine.PrefixMatchUnit }, 32},
 		{"--mamba-cache-dtype", qwen, []string{"--mamba-cache-dtype", "float32"}, func(s *scenarios.Scenario) any { return s.Engine.MambaCacheDType }, "float32"},
 		{"--mamba-ssm-cache-dtype", qwen, []string{"--mamba-ssm-cache-dtype", "float16"}, func(s *scenarios.Scenario) any { return s.Engine.MambaSSMCacheDType }, "float16"},
 		{"--kv-cache-dtype", qwen, []string{"--kv-cache-dtype", "fp8"}, func(s *scenarios.Scenario) any { return s.Engine.KVCacheDType }, "fp8"},

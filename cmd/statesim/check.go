@@ -23,7 +23,7 @@ import (
 
 func init() {
 	commands["check"] = command{
-		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--kv-connector NAME] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--draft L:H:D:W] [--prompt-len N|LO-HI] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
+		summary: "check [--seed N] [--trials N] [--matrix] [--version V[,V]|all] [--async on,off] [--cudagraph MODE[,MODE]] [--patches +N,-N[/SET]] [--model-runner v1|v2] [--kv-connector NAME] [--model M[,M]] [--spec METHOD[,METHOD]] [--spec-k N|LO-HI] [--draft L:H:D:W] [--prompt-len N|LO-HI] [--prefix-match-unit N] [--bits N|LO-HI] [--property NAME]... [--set key.path=value]... [--out DIR] [--shard i/n]\n" +
 			"  statesim check merge DIR...   (the shards' --out directories, or the campaign's)\n" +
 			"      search generated scenarios for a property violation, shrink it, and write it as a replayable scenario, with the run's verdict in --out/check.json",
 		run: cmdCheck,
@@ -115,6 +115,7 @@ func checkFlags(fs *flag.FlagSet) (*prop.Plan, *string) {
 	fs.Var((*stringList)(&p.PrefixCaching), "prefix-caching", "prefix-caching settings to draw (comma-separated: on = the release's Mamba cache mode, align, all, off); with it the prompts share prefixes (--shared ids of --hash-block tokens); default off")
 	fs.IntVar(&p.Shared, "shared", 3, "most shared hash ids per prompt (with --prefix-caching)")
 	fs.IntVar(&p.HashBlock, "hash-block", 64, "tokens per shared hash id (with --prefix-caching)")
+	fs.IntVar(&p.PrefixMatchUnit, "prefix-match-unit", 0, "engine.prefix_match_unit `N` (tokens) where vLLM takes it: releases with #46384 (v0.28 on), prefix caching in align mode, N dividing every KV cache group's block; 0: unset (with --prefix-caching)")
 	fs.Var((*stringList)(&p.Properties), "property", "property to check (repeatable or comma-separated; default all)")
 	return p, outDir
 }

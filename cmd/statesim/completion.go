@@ -206,7 +206,7 @@ func flagValues(cmd, flag string) ([]string, bool) {
 		return out, true
 	case "device":
 		return []string{"A10G", "L4", "A100-40GB", "L40S", "A100-80GB", "H100-80GB", "H100-94GB", "H200", "B200"}, true
-	case "set", "vary", "seed", "trials", "bits", "spec-k", "prompt-len", "seeds", "shard", "request", "rate-scale", "max-shrinks", "shared", "hash-block", "workers":
+	case "set", "vary", "seed", "trials", "bits", "spec-k", "prompt-len", "seeds", "shard", "request", "rate-scale", "max-shrinks", "shared", "hash-block", "prefix-match-unit", "workers":
 		return nil, true // a value to type: nothing to offer
 	}
 	return nil, false

@@ -47,23 +47,30 @@ type modelView struct {
 	WorkerBlockSize int `json:"worker_cache_config_block_size"`
 	// SchedulerBlockSize and HashBlockSize: scheduler_block_size and
 	// hash_block_size (setup.Setup).
-	SchedulerBlockSize int              `json:"scheduler_block_size"`
-	HashBlockSize      int              `json:"hash_block_size"`
-	GroupSize          int              `json:"group_size"`
-	BlockBytes         int64            `json:"block_bytes"`
-	NumGPUBlocks       int              `json:"num_gpu_blocks"`
-	FromOverride       bool             `json:"num_gpu_blocks_from_override"`
-	MemoryError        string           `json:"memory_error,omitempty"`
-	CacheTokens        int64            `json:"gpu_kv_cache_tokens"`
-	MaxModelLen        int              `json:"max_model_len"`
-	Concurrency        float64          `json:"max_concurrency"`
-	Log                []string         `json:"vllm_log"`
-	Stride             int64            `json:"state_stride_elems"`
-	Index              model.IndexModel `json:"index_model"`
-	Bits               int              `json:"state_index_bits"`
-	FirstWrap          int64            `json:"first_wrapping_slot_32bit"`
-	WrapReachable      bool             `json:"first_wrap_within_pool"`
-	hookLines          int              // leading Log lines from the config hooks
+	SchedulerBlockSize int `json:"scheduler_block_size"`
+	HashBlockSize      int `json:"hash_block_size"`
+	// FineGrainedHits: the hybrid coordinator's enable_partial_hash_hits
+	// (setup.Setup.FineGrainedHits): a prefix hit may end at any multiple
+	// of hash_block_size, inside a Mamba block.
+	FineGrainedHits bool `json:"fine_grained_prefix_hits"`
+	// MatchUnitUnused says why engine.prefix_match_unit, set, is not
+	// used (setup.Setup.MatchUnitWarning).
+	MatchUnitUnused string           `json:"prefix_match_unit_unused,omitempty"`
+	GroupSize       int              `json:"group_size"`
+	BlockBytes      int64            `json:"block_bytes"`
+	NumGPUBlocks    int              `json:"num_gpu_blocks"`
+	FromOverride    bool             `json:"num_gpu_blocks_from_override"`
+	MemoryError     string           `json:"memory_error,omitempty"`
+	CacheTokens     int64            `json:"gpu_kv_cache_tokens"`
+	MaxModelLen     int              `json:"max_model_len"`
+	Concurrency     float64          `json:"max_concurrency"`
+	Log             []string         `json:"vllm_log"`
+	Stride          int64            `json:"state_stride_elems"`
+	Index           model.IndexModel `json:"index_model"`
+	Bits            int              `json:"state_index_bits"`
+	FirstWrap       int64            `json:"first_wrapping_slot_32bit"`
+	WrapReachable   bool             `json:"first_wrap_within_pool"`
+	hookLines       int              // leading Log lines from the config hooks
 }
 
 // groupView is one KV cache group: its kind, layers, the block size its
@@ -150,6 +157,7 @@ func describeModel(st *setup.Setup) modelView {
 		CacheBlockSize:     st.CacheBlockSize,
 		WorkerBlockSize:    st.WorkerBlockSize,
 		SchedulerBlockSize: st.SchedulerBlockSize, HashBlockSize: st.HashBlockSize,
+		FineGrainedHits: st.FineGrainedHits, MatchUnitUnused: st.MatchUnitWarning(),
 	}
 	if v.State > 0 {
 		v.StateKind = sh.StateKind()
@@ -255,6 +263,14 @@ func writeModelText(w io.Writer, v *modelView) error {
 	}
 	if v.SchedulerBlockSize != v.Unify.BlockSize || v.HashBlockSize != v.Unify.BlockSize {
 		p("scheduler_block_size %d tokens (the lcm of the group blocks), hash_block_size %d (the hashes' granularity)", v.SchedulerBlockSize, v.HashBlockSize)
+		if v.FineGrainedHits {
+			p("  fine-grained prefix-cache hits on (enable_partial_hash_hits): a hit may end at any multiple of %d tokens, inside a Mamba block", v.HashBlockSize)
+		} else {
+			p("  fine-grained prefix-cache hits off: a hit ends on a multiple of scheduler_block_size")
+		}
+	}
+	if v.MatchUnitUnused != "" {
+		p("%s", v.MatchUnitUnused)
 	}
 	switch {
 	case v.FromOverride:

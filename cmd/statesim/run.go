@@ -19,7 +19,7 @@ import (
 
 func init() {
 	commands["run"] = command{
-		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--rate-scale X] [--strict] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
+		summary: "run SCENARIO [--json] [--trace FILE] [--timeline FILE.json] [--rate-scale X] [--strict] [--prefix-match-unit N] [--set key.path=value]...\n      replay a scenario and report every invariant violation",
 		run:     cmdRun,
 	}
 }
@@ -61,6 +61,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "override a scenario field, e.g. engine.gpu_memory_utilization=0.9 (repeatable)")
 	fs.Func("rate-scale", "replay a trace `X` times faster (X > 1 is more load, a finite number > 0): --set workload.rate_scale=X", func(v string) error {
 		return rateScaleFlag(&sets, v)
+	})
+	fs.Func("prefix-match-unit", "cache_config.prefix_match_unit `N`: hash prompts every N tokens, inside a block where vLLM allows it (#46384, v0.28 on): --set engine.prefix_match_unit=N", func(v string) error {
+		return sets.Set("engine.prefix_match_unit=" + v)
 	})
 	fs.BoolFunc("strict", "fail on the first trace record vLLM would refuse, instead of rejecting that request and serving the rest: --set workload.strict=true", func(v string) error {
 		return sets.Set("workload.strict=" + v)
