@@ -180,7 +180,7 @@ func (st *State) allocate(r *Request, numTokens, lookahead int) (bool, error) {
 
 // hashes brings r.BlockHashes up to r's known tokens.
 func (st *State) hashes(r *Request) {
-	bs := st.KV.HashBlockSize() // the block size but with groups of other blocks
+	bs := st.KV.HashBlockSize()                  // the block size but with groups of other blocks
 	r.Blocks.NumPromptTokens = r.NumPromptTokens // fine-grained hits cache the prompt's tail
 
 	if len(r.BlockHashes) >= r.NumTokens()/bs {

@@ -82,6 +82,7 @@ func (r *resolver) derive() {
 	}
 	if st.Draft.NumLayers > 0 || st.HashBlockSize != st.SchedulerBlockSize {
 		st.Cache.HashBlockSize, st.Cache.SchedulerBlockSize = st.HashBlockSize, st.SchedulerBlockSize
+		st.Cache.PartialHashHits = st.FineGrainedHits
 	}
 	seed := sc.Backend.WeightSeed
 	if seed == 0 {

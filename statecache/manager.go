@@ -272,6 +272,11 @@ type ManagerOptions struct {
 	SlidingWindow      int
 	HashBlockSize      int
 	SchedulerBlockSize int
+	// PartialHashHits: the release has fine-grained hits (#46384), which
+	// the coordinator then turns on where the layout allows
+	// (enable_partial_hash_hits); without it every hit is a multiple of
+	// scheduler_block_size.
+	PartialHashHits bool
 }
 
 // ErrHybridPrefixCaching is the refusal for a hybrid model with prefix
@@ -378,7 +383,13 @@ func NewKVCacheManagerWith(l *model.Layout, numBlocks int, o ManagerOptions) (*K
 		for _, w := range m.window {
 			rules = append(rules, HitGroup{Rule: SlidingWindowHit{Manager: w}, Groups: []int32{w.Group}})
 		}
-		if coord, err = NewHybridCoordinatorAt(len(m.order), m.hashBlock, rules); err != nil {
+		fine := o.PartialHashHits && FineGrainedHits(rules, m.hashBlock)
+		if fine {
+			for _, w := range m.window {
+				w.Spec.HitAlignment = m.hashBlock // alignment_tokens: the hash block
+			}
+		}
+		if coord, err = newHybridCoordinator(len(m.order), m.hashBlock, rules, true, !fine); err != nil {
 			return nil, err
 		}
 		// No group is flagged is_eagle_group at 6adad0876 but DeepSeek

@@ -19,7 +19,7 @@ func newFineHarness(t *testing.T, blocks int) *fineHarness {
 	t.Helper()
 	sh, _ := model.Preset("tiny-hybrid")
 	l := sh.Layout(16)
-	m, err := NewKVCacheManagerWith(&l, blocks, ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: MambaAlign, HashBlockSize: 4})
+	m, err := NewKVCacheManagerWith(&l, blocks, ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: MambaAlign, HashBlockSize: 4, PartialHashHits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +214,19 @@ func TestFineGrainedLookupsAtHashBoundaries(t *testing.T) {
 		if got := m.GetComputedBlocks(&o, ho, len(other), false); got != tc.want {
 			t.Errorf("%s: hit %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestFineGrainedNeedsTheRelease: without #46384 (PartialHashHits off)
+// the same layout's hits stay whole blocks.
+func TestFineGrainedNeedsTheRelease(t *testing.T) {
+	sh, _ := model.Preset("tiny-hybrid")
+	l := sh.Layout(16)
+	m, err := NewKVCacheManagerWith(&l, 64, ManagerOptions{EnablePrefixCaching: true, MambaCacheMode: MambaAlign, HashBlockSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.fine || m.coord.Alignment() != m.blockSize {
+		t.Errorf("fine-grained %v, alignment %d: want off, %d", m.fine, m.coord.Alignment(), m.blockSize)
 	}
 }

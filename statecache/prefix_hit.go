@@ -259,7 +259,7 @@ func NewHybridCoordinator(numGroups int, rules []HitGroup) (*HybridCoordinator, 
 			return nil, fmt.Errorf("hit rules with block sizes %d and %d: one block size only (NewHybridCoordinatorAt takes several)", bs, r.Rule.BlockSize())
 		}
 	}
-	return newHybridCoordinator(numGroups, bs, rules, false)
+	return newHybridCoordinator(numGroups, bs, rules, false, false)
 }
 
 // NewHybridCoordinatorAt takes rules of any block sizes that are
@@ -275,10 +275,12 @@ func NewHybridCoordinator(numGroups int, rules []HitGroup) (*HybridCoordinator, 
 // MambaHit at the hash block. A sliding window's alignment must be a
 // multiple of its block (SlidingWindowManager asserts it).
 func NewHybridCoordinatorAt(numGroups, hashBlockSize int, rules []HitGroup) (*HybridCoordinator, error) {
-	return newHybridCoordinator(numGroups, hashBlockSize, rules, true)
+	return newHybridCoordinator(numGroups, hashBlockSize, rules, true, false)
 }
 
-func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool) (*HybridCoordinator, error) {
+// newHybridCoordinator builds the coordinator; coarse keeps fine-grained
+// hits off whatever the layout (a release before #46384).
+func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized, coarse bool) (*HybridCoordinator, error) {
 	if hashBlock <= 0 {
 		return nil, fmt.Errorf("hash block size %d", hashBlock)
 	}
@@ -317,6 +319,9 @@ func newHybridCoordinator(numGroups, hashBlock int, rules []HitGroup, sized bool
 	}
 	sched := c.alignment
 	c.alignment, c.fine = cacheHitAlignment(c.rules, hashBlock)
+	if coarse && c.fine {
+		c.alignment, c.fine = sched, false
+	}
 	for _, r := range c.rules {
 		if err := checkAlignment(r, c.alignment, hashBlock, sched); err != nil {
 			return nil, err
