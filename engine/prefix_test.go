@@ -231,7 +231,11 @@ func TestHybridMambaCacheModeKnobs(t *testing.T) {
 		{"mamba_cache_mode: all, mamba_block_size: -1,", "h.yaml:3: field engine.mamba_block_size: must be in [0, max_model_len 2048]", false, 0, 0},
 		{"mamba_cache_mode: all, mamba_block_size: 4611686018427387904,", "h.yaml:3: field engine.mamba_block_size: must be in [0, max_model_len 2048]", false, 0, 0},
 		{"enable_prefix_caching: true, mamba_cache_mode: align, enable_chunked_prefill: false,", "needs enable_chunked_prefill", false, 0, 0},
-		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0, 0},
+		// Start-up checks of align mode before #50000 (#34445, #35122);
+		// from it the split advances inside the block.
+		{"vllm_version: v0.22, enable_prefix_caching: true, mamba_cache_mode: align, max_num_batched_tokens: 8,", "field engine.max_num_batched_tokens: mamba_cache_mode align: block_size 32 must be <= max_num_batched_tokens 8", false, 0, 0},
+		{"vllm_version: v0.22, enable_prefix_caching: true, mamba_cache_mode: align, long_prefill_token_threshold: 16,", "field engine.long_prefill_token_threshold: mamba_cache_mode align: long_prefill_token_threshold 16 must be >= block_size 32", false, 0, 0},
+		{"enable_prefix_caching: true, max_num_batched_tokens: 8,", "", true, statecache.MambaAlign, 32},
 	} {
 		st, err := setup.Parse([]byte(fmt.Sprintf(base, c.engine)), "h.yaml", nil)
 		if c.err != "" {

@@ -70,8 +70,6 @@ type Config struct {
 	// ModelRunners, when set, lists the engine.model_runner values to
 	// draw ("": the release's default), in place of ModelRunner.
 	ModelRunners []string
-	// AvoidAlignStall: see Params.AvoidAlignStall.
-	AvoidAlignStall bool
 	// SpecAlign: see Params.SpecAlign.
 	SpecAlign bool
 	// MaxHostStepUS > 0 draws timing.host_step_us from 0..MaxHostStepUS.
@@ -93,9 +91,8 @@ type Config struct {
 // decoding off or MTP, EAGLE or ngram with K in 1..4, async scheduling on
 // and off, prefix caching off, on (the release's mode), align and all
 // over shared-prefix prompts, and CUDA graphs off (eager) or
-// full_and_piecewise (vLLM's default). It steps around the known
-// align-long-prefill-stall hang. Callers pin a dimension by setting it
-// afterwards.
+// full_and_piecewise (vLLM's default). Callers pin a dimension by
+// setting it afterwards.
 func Matrix(c Config) Config {
 	c.Versions = Releases()
 	c.Presets = MatrixModels()
@@ -104,7 +101,6 @@ func Matrix(c Config) Config {
 	c.Async = []bool{false, true}
 	c = Prefix(c, 64, 3, "", "on", "align", "all")
 	c.CUDAGraphModes = []string{"none", "full_and_piecewise"}
-	c.AvoidAlignStall = true
 	return c
 }
 
@@ -367,7 +363,6 @@ func Gen(c Config) gopter.Gen {
 	}
 	// The matrix's other dimensions draw nothing unless listed, so other
 	// configs generate what they did before.
-	fields["AvoidAlignStall"] = gen.Const(c.AvoidAlignStall)
 	fields["SpecAlign"] = gen.Const(c.SpecAlign)
 	fields["HostStepUS"] = gen.Const(0)
 	fields["KVConnector"] = gen.Const(c.KVConnector)

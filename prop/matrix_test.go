@@ -155,22 +155,34 @@ func TestShrinkKeepsTheMatrixValid(t *testing.T) {
 	}
 }
 
-// TestAvoidAlignStall: the align-long-prefill-stall scenario (a 32-token
-// prompt on tiny-hybrid, block 32, threshold 1, align) hangs as drawn and
-// finishes with AvoidAlignStall, which raises the threshold to the block.
-func TestAvoidAlignStall(t *testing.T) {
+// TestAlignThresholdRaised: a 32-token prompt on tiny-hybrid (block 32)
+// with a long-prefill threshold of 1 in align mode: v0.22 refuses the
+// threshold at start-up (#35122), so the scenario drawn raises it to the
+// block; v0.31 advances inside the block (#50000) and keeps it; both
+// runs end.
+func TestAlignThresholdRaised(t *testing.T) {
 	p := &Params{Requests: []Request{{Prompt: 32, Output: 1}}, MaxNumBatchedTokens: 32, MaxNumSeqs: 1, StateIndexBits: 64,
-		LongPrefillTokenThreshold: 1, Seed: 1, Preset: "tiny-hybrid", Version: "v0.31", Policy: "fcfs", ChunkedPrefill: true,
+		LongPrefillTokenThreshold: 1, Seed: 1, Preset: "tiny-hybrid", Version: "v0.22", Policy: "fcfs", ChunkedPrefill: true,
 		Backend: "symbolic", CacheMode: "align"}
 	r := NewRunner(t.TempDir(), nil)
 	live := All()[5]
-	if err := live.Check(r, p); err == nil {
-		t.Fatal("the stall did not reproduce as drawn")
-	}
-	q := *p
-	q.AvoidAlignStall = true
-	if err := live.Check(r, &q); err != nil {
-		t.Errorf("with AvoidAlignStall: %v", err)
+	for _, v := range []string{"v0.22", "v0.31"} {
+		q := *p
+		q.Version = v
+		sc, err := q.Scenario("x", "x.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if v == "v0.22" {
+			want = 32
+		}
+		if got := sc.Engine.LongPrefillTokenThreshold; got != want {
+			t.Errorf("%s: threshold %d, want %d", v, got, want)
+		}
+		if err := live.Check(r, &q); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
 	}
 }
 

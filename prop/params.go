@@ -1,6 +1,7 @@
 package prop
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -72,11 +73,6 @@ type Params struct {
 	// id of the requests' prompts.
 	CacheMode string
 	HashBlock int
-	// AvoidAlignStall raises a long_prefill_token_threshold below the
-	// Mamba block to the block when the scenario runs in align mode (set
-	// by Config, never drawn): searches that are not after the
-	// align-long-prefill-stall hang step around it.
-	AvoidAlignStall bool
 	// SpecAlign lets a hybrid under MTP/EAGLE/ngram keep prefix caching
 	// when CacheMode is align (set by Config, never drawn), the pair
 	// vLLM runs since #33705: searches made before it keep caching off
@@ -322,7 +318,18 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 	st, err := setup.Resolve(&sc)
 	if err != nil || st.Mamba.PrefixCaching != pc {
 		e.EnablePrefixCaching = &pc
-		if st, err = setup.Resolve(&sc); err != nil {
+		st, err = setup.Resolve(&sc)
+		var ie *scenarios.InputError
+		if errors.As(err, &ie) && ie.Path == "engine.long_prefill_token_threshold" {
+			// Align mode before #50000 refuses a threshold below the
+			// block at start-up (#35122): a search draws what vLLM runs,
+			// so the threshold is raised to the block.
+			bs := sc.Model.Shape.Layout(blockSize).BlockSize
+			e.LongPrefillTokenThreshold = bs
+			sc.Description += fmt.Sprintf(" (raised to the Mamba block, %d: align)", bs)
+			st, err = setup.Resolve(&sc)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("generated scenario %s: %w", name, err)
 		}
 	}
@@ -348,11 +355,6 @@ func (p *Params) Scenario(name, tracePath string) (*scenarios.Scenario, error) {
 		// the 32-bit index wrap sooner with prefix caching on.
 		if p.StateIndexBits >= 64 {
 			e.MambaBlockSize = bs
-		}
-	case "align":
-		if p.AvoidAlignStall && e.LongPrefillTokenThreshold > 0 && e.LongPrefillTokenThreshold < bs {
-			e.LongPrefillTokenThreshold = bs
-			sc.Description += fmt.Sprintf(" (raised to the Mamba block, %d: align)", bs)
 		}
 	}
 	return &sc, nil

@@ -15,12 +15,10 @@ func TestPrefixSearch(t *testing.T) {
 	r := NewRunner(t.TempDir(), nil)
 	c := Prefix(BugA("v0.31"), 64, 3, "align", "all", "on")
 	c.Presets = []string{"tiny-hybrid"}
-	res := gdnSearchWith(t, r, c, "liveness", 100)
-	if res.Holds {
-		t.Fatalf("no align stall in %d scenarios", res.Trials)
-	}
-	if s := res.Shrunk; len(s.Requests) != 1 || s.CacheMode != "align" || s.LongPrefillTokenThreshold == 0 || s.LongPrefillTokenThreshold >= 32 {
-		t.Errorf("shrunk to %s: want one request in align mode with a threshold under the 32-token block", s)
+	// Long-prefill thresholds below the block included: v0.31 advances
+	// inside the block (#50000), so nothing stalls.
+	if res := gdnSearchWith(t, r, c, "liveness", 100); !res.Holds {
+		t.Errorf("liveness: %v on %s", res.Err, res.Shrunk)
 	}
 	c.MaxLongPrefill = 0
 	for _, p := range []string{"stale-slot-read", "conservation", "liveness"} {

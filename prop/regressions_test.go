@@ -432,19 +432,20 @@ func hostAhead(p *prop.Params) string { p.HostStepUS = 0; return "host-ahead" }
 // manager frees on the scheduler's count, which includes the drafts of
 // the step in flight, and so can free the block that step's boundary
 // copy (in the runner, from its own count) writes next. +55898 and
-// +48375 keep #55894 and #53912 from answering first; no preemption, so
+// +48375 keep #55894 and #53912 from answering first, +53919 the
+// accepted counts permuted under async (#53919's row); no preemption, so
 // that the resumed 2..1 + K-token row does not either.
 func alignAsyncFrees() prop.Config {
 	c := prop.Prefix(prop.Spec(prop.GDN("v0.19", "tiny-hybrid-mamba2"), 1, 4, "mtp", "eagle"), 64, 3, "align")
 	c.SpecAlign = true
 	c.Async = []bool{true}
-	c.Patches = []string{"-33997", "-33352", "+55898", "+48375"}
+	c.Patches = []string{"-33997", "-33352", "+55898", "+48375", "+53919"}
 	return c
 }
 
 // with33997 is the same requests with #33352 and #33997 as merged: the
 // frees go by num_computed_tokens - K.
-func with33997(p *prop.Params) string { p.Patches = []string{"+55898", "+48375"}; return "33997" }
+func with33997(p *prop.Params) string { p.Patches = []string{"+55898", "+48375", "+53919"}; return "33997" }
 
 // eagleDrop searches v0.22 under MTP/EAGLE with align-mode prefix caching
 // over shared prefixes (#53912): the attention hit drops its last block,

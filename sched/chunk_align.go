@@ -68,12 +68,67 @@ func AlignMambaChunkTail(numComputed, numScheduled, numPrompt, numTokens, blockS
 	return n
 }
 
-// CheckMambaAlignBudget is the start-up check of align mode (PR #34445):
-// a block must fit one step's token budget, or every prefill chunk would
-// round to 0 and the request never run.
+// AlignMambaChunkStops is the align split from #51113 on
+// (Scheduler._mamba_block_aligned_split, scheduler.py @ 6adad0876 lines
+// 366-441): the chunk [numComputed, numComputed+numScheduled) of a
+// prefill ending before the prefill's end (max(numPrompt, numTokens−1))
+// has its end floored to a block boundary, unless that leaves it no
+// tokens and a block is wider than maxPrefill (the step's prefill
+// budget, long_prefill_token_threshold included): then it advances
+// inside the block. It then ends at the earliest of these strictly
+// inside it: the next boundary when it starts inside a block (a partial
+// hit's resume), the last cacheable boundary (lastCachePosition), and
+// with hashBlock > 0 the prompt's last hash boundary when that lies
+// past the last cacheable boundary (the fine-grained tail stop). The
+// Marconi shared-prefix junction (#47782) is not modelled.
+func AlignMambaChunkStops(numComputed, numScheduled, numPrompt, numTokens, blockSize, hashBlock, maxPrefill int, eagle bool) int {
+	start := numComputed
+	prefillEnd := max(numPrompt, numTokens-1)
+	if start >= prefillEnd {
+		return numScheduled
+	}
+	last := lastCachePosition(numTokens, blockSize, eagle)
+	end := start + numScheduled
+	if end < prefillEnd {
+		if aligned := end / blockSize * blockSize; aligned > start || blockSize <= maxPrefill {
+			end = aligned
+		}
+	}
+	stop := func(s int) {
+		if start < s && s < end {
+			end = s
+		}
+	}
+	if start%blockSize != 0 {
+		stop((start/blockSize + 1) * blockSize)
+	}
+	stop(last)
+	if hashBlock > 0 {
+		if tail := numPrompt / hashBlock * hashBlock; last < tail && tail < numPrompt {
+			stop(tail)
+		}
+	}
+	return max(end-start, 0)
+}
+
+// CheckMambaAlignBudget is the start-up check of align mode (PR #34445,
+// until #50000): a block must fit one step's token budget, or every
+// prefill chunk would round to 0 and the request never run.
 func CheckMambaAlignBudget(blockSize, maxNumBatchedTokens int) error {
 	if blockSize > maxNumBatchedTokens {
 		return fmt.Errorf("mamba_cache_mode align: block_size %d must be <= max_num_batched_tokens %d", blockSize, maxNumBatchedTokens)
+	}
+	return nil
+}
+
+// CheckMambaAlignThreshold is #35122's start-up check of align mode
+// (VllmConfig.validate_block_size, vllm/config/vllm.py @ 77a73458e): a
+// long_prefill_token_threshold (0: off) below the block would round
+// every capped chunk to 0. #50000 removed it with #34445's, making the
+// split advance inside the block (AlignMambaChunkStops).
+func CheckMambaAlignThreshold(blockSize, longPrefillTokenThreshold int) error {
+	if longPrefillTokenThreshold > 0 && longPrefillTokenThreshold < blockSize {
+		return fmt.Errorf("mamba_cache_mode align: long_prefill_token_threshold %d must be >= block_size %d", longPrefillTokenThreshold, blockSize)
 	}
 	return nil
 }

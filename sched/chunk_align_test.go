@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -224,6 +225,64 @@ func TestSchedulerTailStop(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("partial %v: prefill chunks %v, want %v", tc.partial, got, tc.want)
+		}
+	}
+}
+
+// chunksOf is the prefill chunks AlignMambaChunkStops gives a prompt of
+// numPrompt tokens scheduled step after step, maxPrefill tokens offered
+// each time.
+func chunksOf(numPrompt, blockSize, hashBlock, maxPrefill int, eagle bool) []int {
+	var out []int
+	for start := 0; start < numPrompt && len(out) < 64; {
+		n := AlignMambaChunkStops(start, min(maxPrefill, numPrompt-start), numPrompt, numPrompt, blockSize, hashBlock, maxPrefill, eagle)
+		out = append(out, n)
+		if n == 0 {
+			break
+		}
+		start += n
+	}
+	return out
+}
+
+// TestAlignMambaChunkStops: vLLM's cases for #50000's sub-block progress
+// (test_prefill_chunk_alignment.py @ 6adad0876,
+// test_mamba_align_split_when_block_exceeds_scheduling_budget and
+// ..._long_prefill_threshold), #51113's end floored to the grid up to
+// the prefill's last chunk, a partial hit's resume stopping at the next
+// boundary, and the fine-grained tail stop.
+func TestAlignMambaChunkStops(t *testing.T) {
+	for _, c := range []struct {
+		name                                   string
+		prompt, block, hash, maxPrefill, start int
+		eagle                                  bool
+		want                                   []int
+	}{
+		{"block wider than the budget advances inside it", 30000, 11392, 0, 8192, 0, false, []int{8192, 3200, 8192, 3200, 7216}},
+		{"block wider than the long-prefill threshold", 1300, 512, 0, 384, 0, false, []int{384, 128, 384, 128, 276}},
+		{"a budget-clipped tail chunk waits (#51113)", 100, 32, 0, 40, 0, false, []int{32, 32, 32, 4}},
+	} {
+		if got := chunksOf(c.prompt, c.block, c.hash, c.maxPrefill, c.eagle); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: chunks %v, want %v", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name                                                 string
+		computed, n, prompt, tokens, block, hash, maxPrefill int
+		eagle                                                bool
+		want                                                 int
+	}{
+		{"the whole block fits the budget: a sub-block end rounds to 0", 0, 8192, 30000, 30000, 11392, 0, 11392, false, 0},
+		{"a partial hit's resume stops at the next boundary", 68, 100, 200, 200, 32, 4, 256, false, 28},
+		{"a resume inside the last block runs to the prompt's end", 196, 4, 200, 200, 32, 4, 256, false, 4},
+		{"the tail stop: the prompt's last hash boundary past the last block boundary", 64, 26, 90, 90, 32, 8, 256, false, 24},
+		{"no tail stop without fine-grained hits", 64, 26, 90, 90, 32, 0, 256, false, 26},
+		{"under EAGLE the last cacheable boundary is a block back", 0, 100, 100, 100, 32, 0, 256, true, 64},
+		{"past prefill: unchanged", 100, 3, 100, 101, 32, 0, 256, false, 3},
+		{"a budget-clipped tail before #51113 would run: here it waits", 96, 3, 100, 100, 32, 0, 256, false, 0},
+	} {
+		if got := AlignMambaChunkStops(c.computed, c.n, c.prompt, c.tokens, c.block, c.hash, c.maxPrefill, c.eagle); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
 }

@@ -177,6 +177,8 @@ type Behaviour struct {
 	// the hybrid coordinator's enable_partial_hash_hits and the align
 	// split's tail stop (Config.MambaPartialCacheHit).
 	PartialHashHits bool
+	// AlignChunkEnds: #51113's align split (Config.AlignChunkEnds).
+	AlignChunkEnds bool
 }
 
 // Split is the split of builder k.
@@ -215,10 +217,12 @@ var releases = [numVersions]Behaviour{
 		ConnectorHit: ConnectorHitReconcile},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true,
+		AlignChunkEnds: true},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true},
+		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true,
+		AlignChunkEnds: true},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

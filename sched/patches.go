@@ -122,6 +122,11 @@ var prs = []pr{
 	{46384, V028, nil, "the hybrid coordinator gives the Mamba group no EAGLE margin (\"No margin for mamba\"), with partial prefix-cache hits for hybrids",
 		status{merged: "2026-07-12", commit: "481e481be", how: "one of v0.25.0..v0.27.0, not established",
 			note: "kv_cache_coordinator.py @ 6adad0876 keeps the rule; vllm-ascend #12038 backported it to its 0.23.0 (2026-07-14); statesim models it from v0.28"}},
+	// Merged 2026-08-06, before v0.27.0 (2026-08-10): as #50344, the
+	// v0.28 row takes it.
+	{51113, V028, nil, "align-mode prefill chunks end on the block grid up to the prefill's last chunk, one started inside a block stops at the next boundary, and a block wider than the prefill budget advances inside it (#50000's clause, the same row)",
+		status{merged: "2026-08-06", commit: "c56f169d9", release: "v0.28.0", how: "inferred: merged four days before v0.27.0 (2026-08-10); main at 6adad0876 has it",
+			note: "if v0.27.0 was cut after 2026-08-06 it has it too; not established"}},
 	{54076, numVersions, nil, "the scheduler's align-mode chunk split uses the Mamba group's block size, not cache_config.block_size (open)",
 		status{asOf: "2026-08-27", note: "open in the stored thread (opened 2026-08-27); main at 6adad0876 splits by cache_config.block_size (Scheduler._mamba_block_aligned_split)"}},
 	// Three open PRs make the same change (#53798, #55507 for #53142,
@@ -136,7 +141,7 @@ var prs = []pr{
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 26 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 27 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -189,6 +194,7 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	}
 	b.PadSpecTail = has(45237)
 	b.PartialHashHits = has(46384)
+	b.AlignChunkEnds = has(51113)
 	if has(51565) {
 		b.GDN = splitStateless
 	}

@@ -46,6 +46,15 @@ type Config struct {
 	// boundary (AlignMambaChunkTail).
 	HashBlockSize        int
 	MambaPartialCacheHit bool
+	// UseEagle is the scheduler's use_eagle (MTP/EAGLE drafting): the
+	// align split stops a block before the last boundary, whose
+	// attention block the EAGLE drop gives up.
+	UseEagle bool
+	// AlignChunkEnds: the align split keeps every chunk's end on the
+	// block grid up to the prefill's last chunk, and a chunk started
+	// inside a block stops at the next boundary (#51113;
+	// AlignMambaChunkStops).
+	AlignChunkEnds bool
 	// AsyncScheduling is vLLM's async_scheduling (AsyncScheduler,
 	// vllm/v1/core/sched/async_scheduler.py): a row that samples adds an
 	// output placeholder, so the request is scheduled again before the
@@ -74,10 +83,18 @@ func (cfg *Config) alignChunk(r *Request, numComputed, n int) int {
 	if cfg.MambaAlignBlockSize <= 0 {
 		return n
 	}
+	hashBlock := 0
 	if cfg.MambaPartialCacheHit {
-		return AlignMambaChunkTail(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, cfg.HashBlockSize, false)
+		hashBlock = cfg.HashBlockSize
 	}
-	return AlignMambaChunk(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, false)
+	if cfg.AlignChunkEnds {
+		maxPrefill := cfg.MaxNumBatchedTokens
+		if t := cfg.LongPrefillTokenThreshold; t > 0 {
+			maxPrefill = min(maxPrefill, t)
+		}
+		return AlignMambaChunkStops(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, hashBlock, maxPrefill, cfg.UseEagle)
+	}
+	return AlignMambaChunkTail(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, hashBlock, cfg.UseEagle)
 }
 
 // Row is one request in a step's batch.

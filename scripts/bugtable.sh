@@ -63,7 +63,6 @@ async-accepted-race|FAIL|stale-slot-read|--version v0.28 --model tiny-hybrid-mam
 async-accepted-race-53919|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375,+53919 --set engine.num_gpu_blocks_override=4000 --set timing.host_step_us=2000 --model-runner v1 --trials 10000 --prompt-len 2-160
 async-accepted-race-host-ahead|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --model-runner v1 --trials 10000 --prompt-len 2-160
 async-accepted-race-v2|ok|stale-slot-read|--version v0.28 --model tiny-hybrid-mamba2 --async on --spec mtp,eagle --prefix-caching align --patches +55898,+48375 --set engine.num_gpu_blocks_override=4000 --set timing.host_step_us=2000 --model-runner v2 --trials 10000 --prompt-len 2-160
-align-long-prefill-stall|FAIL|liveness|--prefix-caching align,all,on --trials 300
 attn-only-hit-47491|FAIL|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --patches +47491
 attn-only-hit-47491-seed2|FAIL|stale-slot-read|--seed 2 --version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --patches +47491
 attn-only-hit-released|ok|stale-slot-read|--version v0.22 --model tiny-hybrid-mamba2 --prefix-caching align --trials 10000

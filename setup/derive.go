@@ -43,6 +43,7 @@ func (r *resolver) derive() {
 			// mamba_partial_cache_hit (scheduler.py @ 6adad0876 lines
 			// 319-326): the align split with fine-grained hits on.
 			MambaPartialCacheHit: alignBlock > 0 && st.FineGrainedHits,
+			AlignChunkEnds:       b.AlignChunkEnds,
 		},
 		ForcePrefill: e.ForcePrefillPath,
 		GraphMaxBS:   min(e.MaxNumSeqs, 512),
@@ -83,6 +84,10 @@ func (r *resolver) derive() {
 	if st.Draft.NumLayers > 0 || st.HashBlockSize != st.SchedulerBlockSize {
 		st.Cache.HashBlockSize, st.Cache.SchedulerBlockSize = st.HashBlockSize, st.SchedulerBlockSize
 		st.Cache.PartialHashHits = st.FineGrainedHits
+		// use_eagle backs the align split's last cacheable boundary off a
+		// block (_mamba_block_aligned_split, scheduler.py @ 5206e5e28,
+		// align mode's first version, and @ 6adad0876).
+		st.Sched.Config.UseEagle = st.Cache.UseEagle
 	}
 	seed := sc.Backend.WeightSeed
 	if seed == 0 {

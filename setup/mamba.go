@@ -111,9 +111,16 @@ func (r *resolver) mamba() error {
 		return r.fail(f, "a model without attention layers: statesim's prefix cache needs an attention group")
 	case all && st.Spec.K > 0:
 		return r.fail(f, "%v", statecache.ErrSpecMambaPrefixCaching)
-	case st.Mamba.Mode == statecache.MambaAlign:
+	case st.Mamba.Mode == statecache.MambaAlign && !st.Version.Behaviour().AlignChunkEnds:
+		// Before #50000 (the v0.28 row) vLLM asserts at start-up that a
+		// block fits the step's budget (#34445) and the long-prefill
+		// threshold (#35122); from it the split advances inside a block
+		// instead.
 		if err := sched.CheckMambaAlignBudget(bs, e.MaxNumBatchedTokens); err != nil {
 			return r.fail("engine.max_num_batched_tokens", "%v", err)
+		}
+		if err := sched.CheckMambaAlignThreshold(bs, e.LongPrefillTokenThreshold); err != nil {
+			return r.fail("engine.long_prefill_token_threshold", "%v", err)
 		}
 	}
 	return nil
