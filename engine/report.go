@@ -111,6 +111,7 @@ func prefixReport(kv *statecache.KVCacheManager, st statecache.PrefixCacheStats)
 		PreemptedRequests: st.PreemptedRequests, PreemptedQueryTokens: st.PreemptedQueries, PreemptedHitTokens: st.PreemptedHits,
 		CachedBlocks: int64(kv.Pool.NumCachedBlocks()), EvictedBlocks: st.Evictions,
 	}
+	pc.PartialHitCopies, pc.PartialTailMoves = kv.CopiesOnWrite()
 	for g := 0; g < len(kv.NewTable().Attn); g++ {
 		pc.Groups = append(pc.Groups, report.RPrefixGroup{Group: int(kv.PoolGroup(g)), Kind: "attention",
 			QueryTokens: st.Queries, HitTokens: st.Hits, HitRate: pc.HitRate})

@@ -213,7 +213,17 @@ func (p *Params) poolSize(k int, on bool) int {
 			// (either may be the release's choice).
 			perGroup = max(2, ceilDiv(r.Prompt+r.Output, l.BlockSize)) + k
 		}
+		if on && p.PrefixMatchUnit > 0 {
+			// Fine-grained hits reserve a block more per group for a
+			// copy-on-write (get_num_blocks_to_allocate's
+			// int(has_partial_hit)), and a running request's move of a
+			// published tail two (1 + int(has_partial_hit)).
+			perGroup += 2
+		}
 		n := l.NumMambaGroups()*perGroup + l.NumAttnGroups()*ceilDiv(r.Prompt+r.Output+2*k, l.BlockSize)
+		if on && p.PrefixMatchUnit > 0 {
+			n += l.NumAttnGroups()
+		}
 		for _, g := range window {
 			n += ceilDiv(r.Prompt+r.Output+2*k+1, g.BlockSize) // held until freed out of the window: at most all
 		}

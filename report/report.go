@@ -148,6 +148,11 @@ type PrefixCache struct {
 	// state was cached at their end (a hit must exist in every group).
 	MambaCacheMode   string `json:"mamba_cache_mode,omitempty"`
 	DroppedHitTokens int64  `json:"dropped_hit_tokens,omitempty"`
+	// PartialHitCopies and PartialTailMoves are fine-grained hits'
+	// copies-on-write: a hit ending inside a block, and a published
+	// partial tail moved off its running request's block.
+	PartialHitCopies int64 `json:"partial_hit_copies,omitempty"`
+	PartialTailMoves int64 `json:"partial_tail_moves,omitempty"`
 }
 
 // RPrefixGroup is one KV cache group's hits.
@@ -344,6 +349,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if pc.MambaCacheMode != "" {
 			p("  mamba_cache_mode %s: %d attention hit tokens dropped for want of a Mamba state at their end\n", pc.MambaCacheMode, pc.DroppedHitTokens)
+		}
+		if pc.PartialHitCopies+pc.PartialTailMoves > 0 {
+			p("  fine-grained hits: %d blocks copied for hits inside a block, %d partial tails moved off running requests' blocks\n", pc.PartialHitCopies, pc.PartialTailMoves)
 		}
 	}
 	if r.MisclassifiedRows > 0 {

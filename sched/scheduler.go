@@ -519,7 +519,8 @@ func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i,
 	// the lookahead-sized attention blocks can already cover.
 	short := func() bool {
 		return r.NumComputedTokens+n > r.Blocks.Covered() ||
-			la > 0 && st.KV.MambaNeedsBlocks(&r.Blocks, r.NumComputedTokens+n-la)
+			la > 0 && st.KV.MambaNeedsBlocks(&r.Blocks, r.NumComputedTokens+n-la) ||
+			st.KV.CopyOnWritePending(&r.Blocks) // a published partial tail moves to a copy
 	}
 	if !short() { // a decode mostly fits
 		if st.KV.PrefixCaching() {

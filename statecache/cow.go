@@ -30,8 +30,9 @@ const (
 // BlockCopy is one copy-on-write (KVCacheBlockCopy, vllm/v1/core/sched/
 // output.py @ 6adad0876): block Src's whole page is copied over block
 // Dst. The rest says what the copy is meant to carry, for the checks:
-// the cache entry (Hash, Tokens: the prefix tokens it covers) that
-// Writer's record of Src stood for when the copy was queued.
+// Hash is the cache entry Writer's record of Src stood for when the copy
+// was queued; Tokens the prefix the copy must carry (a partial hit's
+// length, a published tail's boundary).
 type BlockCopy struct {
 	Src, Dst int32
 	Group    int32 // the KV cache group (its id in the pool)
@@ -48,6 +49,8 @@ type BlockCopy struct {
 type cowQueue struct {
 	copies []BlockCopy
 	pinned []pinnedEnd
+	// made counts the copies queued by kind, over the run.
+	made [2]int64
 }
 
 type pinnedEnd struct {
@@ -60,6 +63,7 @@ type pinnedEnd struct {
 // allocate_new_blocks' "source_block.ref_cnt += 1").
 func (q *cowQueue) queue(p *BlockPool, c BlockCopy) {
 	q.copies = append(q.copies, c)
+	q.made[c.Kind]++
 	p.Pin(c.Src)
 	p.Pin(c.Dst)
 	q.pinned = append(q.pinned, pinnedEnd{c.Src, -1}, pinnedEnd{c.Dst, -1})
@@ -135,4 +139,10 @@ func pinnedBefore(es []pinnedEnd, b int32) bool {
 		}
 	}
 	return false
+}
+
+// CopiesOnWrite counts the copies queued so far: for partial hits, and
+// for published partial tails moved off a running request's block.
+func (m *KVCacheManager) CopiesOnWrite() (partialHit, producer int64) {
+	return m.cow.made[CopyPartialHit], m.cow.made[CopyProducer]
 }

@@ -34,11 +34,13 @@ func (m *KVCacheManager) attnCopyOnWrite(req RequestID, t *BlockTable, g, hb, hi
 		return err // counted: cannot happen
 	}
 	t.Attn[g] = append(t.Attn[g], dst[0])
-	// The entry the block stands for: the hit's prefix, or a longer one
-	// the lookup trimmed back to the hit (a full block, a later boundary).
+	// The entry the block stands for (the hit's prefix, or a longer one
+	// the lookup trimmed back to the hit: a full block, a later
+	// boundary), and the hit's tokens, which the copy must carry: an
+	// entry cached in this step may hold fewer until the forward.
 	r := &m.Pool.pc.rec[src]
 	m.cow.queue(m.Pool, BlockCopy{Src: src, Dst: dst[0], Group: m.attnGroup[g], Kind: CopyPartialHit, Req: req,
-		Hash: r.Hash, Tokens: r.Tokens, Writer: r.Writer})
+		Hash: r.Hash, Tokens: int32(hitTokens), Writer: r.Writer})
 	// The pin on src was taken when the hit's blocks left the queue.
 	return m.Pool.Unpin(src)
 }
@@ -174,4 +176,19 @@ func (t *BlockTable) mambaCachedFloor() int {
 		n = min(n, t.MambaT[g].numCached)
 	}
 	return n
+}
+
+// CopyOnWritePending reports whether t's next allocation copies a
+// block on write (a running request's published partial tail), so that
+// it must run even when t's blocks cover the step.
+func (m *KVCacheManager) CopyOnWritePending(t *BlockTable) bool {
+	if !m.fine {
+		return false
+	}
+	for g := range t.MambaT {
+		if t.MambaT[g].partial != 0 {
+			return true
+		}
+	}
+	return false
 }
