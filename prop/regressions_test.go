@@ -445,7 +445,10 @@ func alignAsyncFrees() prop.Config {
 
 // with33997 is the same requests with #33352 and #33997 as merged: the
 // frees go by num_computed_tokens - K.
-func with33997(p *prop.Params) string { p.Patches = []string{"+55898", "+48375", "+53919"}; return "33997" }
+func with33997(p *prop.Params) string {
+	p.Patches = []string{"+55898", "+48375", "+53919"}
+	return "33997"
+}
 
 // eagleDrop searches v0.22 under MTP/EAGLE with align-mode prefix caching
 // over shared prefixes (#53912): the attention hit drops its last block,
