@@ -524,7 +524,7 @@ func (st *State) allocateOrPreempt(r *Request, n, lookahead int, out *Output, i,
 	}
 	if !short() { // a decode mostly fits
 		if st.KV.PrefixCaching() {
-			return true, st.cacheRunning(r, n)
+			return true, st.cacheRunning(r, n-la) // the lookahead slots are not cached
 		}
 		return true, nil
 	}

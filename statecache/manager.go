@@ -539,7 +539,8 @@ func (m *KVCacheManager) AllocateSlots(req RequestID, t *BlockTable, numComputed
 // lookahead slots for the drafter (num_lookahead_tokens): align mode's
 // Mamba groups size their tables by the main model's tokens only
 // (num_tokens_main_model: draft models have no Mamba layers, and the
-// lookahead would break the alignment).
+// lookahead would break the alignment); what is cached leaves the
+// lookahead out too.
 func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, numComputed, hitTokens, numTokens, lookahead, numKnown int, hashes []BlockHash) (bool, error) {
 	if m.coord == nil {
 		return m.Allocate(req, t, numTokens)
@@ -679,7 +680,10 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 	m.syncSlots(t)
 	t.held = t.countHeld()
 	t.covered = max(t.covered, want*m.blockSize)
-	return true, m.CacheBlocks(req, t, min(numTokens, numKnown), hashes)
+	// num_tokens_to_cache: the computed and scheduled tokens, capped at
+	// the request's known tokens, never the lookahead slots
+	// (kv_cache_manager.py @ 6adad0876 allocate_slots).
+	return true, m.CacheBlocks(req, t, min(numTokens-lookahead, numKnown), hashes)
 }
 
 // mambaNeed is the blocks the Mamba groups' allocation takes, their

@@ -230,3 +230,30 @@ func TestFineGrainedNeedsTheRelease(t *testing.T) {
 		t.Errorf("fine-grained %v, alignment %d: want off, %d", m.fine, m.coord.Alignment(), m.blockSize)
 	}
 }
+
+// TestLookaheadSlotsAreNotCached: allocate_slots caches the computed and
+// scheduled tokens only, not the drafter's lookahead slots: a chunk
+// ending one token short of the prompt's last hash boundary, with one
+// lookahead slot, registers no partial tail there (its state is not
+// written this step).
+func TestLookaheadSlotsAreNotCached(t *testing.T) {
+	h := newFineHarness(t, 64)
+	m := h.m
+	prompt := tokensOf(70, 5)
+	hs := AppendBlockHashes(nil, prompt, 4)
+	a := m.NewTable()
+	a.NumPromptTokens = 70
+	h.newStep()
+	if ok, err := m.AllocateSlotsLookahead(1, &a, 0, 0, 68, 1, 70, hs); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if b := m.Pool.CachedUnder(hs[16], m.MambaPoolGroup(0)); b != NullBlock {
+		t.Errorf("a 67-token step with a lookahead slot cached the state at 68 in block %d", b)
+	}
+	if ok, err := m.AllocateSlotsLookahead(1, &a, 67, 0, 69, 1, 70, hs); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if b := m.Pool.CachedUnder(hs[16], m.MambaPoolGroup(0)); b == NullBlock {
+		t.Error("the step reaching 68 did not cache the partial tail")
+	}
+}
