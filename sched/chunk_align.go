@@ -132,3 +132,43 @@ func CheckMambaAlignThreshold(blockSize, longPrefillTokenThreshold int) error {
 	}
 	return nil
 }
+
+// Marconi is the align split's stop at an uncached shared prefix: a
+// request whose attention hit runs past its Mamba hit shares tokens
+// whose state no request cached, so a chunk stops on the last block
+// boundary in them and the state there is cached for the next sibling.
+type Marconi uint8
+
+const (
+	MarconiOff Marconi = iota
+	// MarconiHint is #37898 (dc66e01a7, 2026-06-10): the request that
+	// looked its prefix up this step cuts its chunk to the uncached
+	// tokens, in whole blocks, when they are a block or more
+	// (Scheduler._mamba_block_aligned_split's
+	// num_uncached_common_prefix_tokens).
+	MarconiHint
+	// MarconiBoundary is #47782 (8ac837527, 2026-07-13): the lookup
+	// stores the junction on the request (shared_prefix_boundary), and
+	// every chunk crossing it stops on the last block boundary before it
+	// (scheduler.py @ 6adad0876 lines 432-437).
+	MarconiBoundary
+)
+
+// MarconiStop applies m to an align chunk of n tokens from numComputed:
+// boundary is the request's shared_prefix_boundary, uncached the tokens
+// a lookup this step found uncached past its hit (0 otherwise).
+func MarconiStop(m Marconi, numComputed, n, boundary, uncached, blockSize int) int {
+	switch m {
+	case MarconiHint:
+		if uncached >= blockSize && n > uncached {
+			return uncached / blockSize * blockSize
+		}
+	case MarconiBoundary:
+		if end := numComputed + n; numComputed < boundary && boundary < end {
+			if s := numComputed + (boundary-numComputed)/blockSize*blockSize; numComputed < s {
+				return s - numComputed
+			}
+		}
+	}
+	return n
+}

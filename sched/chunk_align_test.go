@@ -286,3 +286,28 @@ func TestAlignMambaChunkStops(t *testing.T) {
 		}
 	}
 }
+
+// TestMarconiStop: #37898 cuts a looked-up request's chunk to the
+// uncached shared tokens in whole blocks, a block or more of them;
+// #47782 stops any chunk crossing the stored junction on the last block
+// boundary before it.
+func TestMarconiStop(t *testing.T) {
+	for _, c := range []struct {
+		name                                   string
+		m                                      Marconi
+		computed, n, boundary, uncached, block int
+		want                                   int
+	}{
+		{"hint: 70 uncached tokens, 2 blocks", MarconiHint, 0, 128, 0, 70, 32, 64},
+		{"hint under a block: no cut", MarconiHint, 0, 128, 0, 20, 32, 128},
+		{"hint not past the chunk: no cut", MarconiHint, 0, 64, 0, 70, 32, 64},
+		{"boundary 70: stop at 64", MarconiBoundary, 0, 128, 70, 0, 32, 64},
+		{"boundary crossed later, from 64: under a block to go", MarconiBoundary, 64, 64, 70, 0, 32, 64},
+		{"boundary past the chunk", MarconiBoundary, 0, 64, 70, 0, 32, 64},
+		{"off", MarconiOff, 0, 128, 70, 70, 32, 128},
+	} {
+		if got := MarconiStop(c.m, c.computed, c.n, c.boundary, c.uncached, c.block); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}

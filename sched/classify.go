@@ -179,6 +179,9 @@ type Behaviour struct {
 	PartialHashHits bool
 	// AlignChunkEnds: #51113's align split (Config.AlignChunkEnds).
 	AlignChunkEnds bool
+	// Marconi: the align split's stop at an uncached shared prefix
+	// (#37898, #47782; Config.Marconi).
+	Marconi Marconi
 }
 
 // Split is the split of builder k.
@@ -214,15 +217,15 @@ var releases = [numVersions]Behaviour{
 		AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true},
 	V022: {Name: "v0.22", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, AcceptedCopyAsync: true,
-		ConnectorHit: ConnectorHitReconcile},
+		ConnectorHit: ConnectorHitReconcile, Marconi: MarconiHint},
 	V028: {Name: "v0.28", Reorder: ReorderFourRegion, Mamba: splitStateless, GDN: splitDefault, KDA: splitDefault,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
 		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true,
-		AlignChunkEnds: true},
+		AlignChunkEnds: true, Marconi: MarconiBoundary},
 	V031: {Name: "v0.31", Reorder: ReorderFourRegion, Mamba: splitTail, GDN: splitStateless, KDA: splitStateless,
 		GraphGuardV2: true, UniformFirst: true, AsyncOffMambaPC: true, SpecSafeFree: true, SpecNonSpecPrefill: true, DraftsFirst: true, AcceptedCopyAsync: true,
 		ConnectorHit: ConnectorHitCapable, PadSpecTail: true, EagleMamba: statecache.EagleMambaUnmargined, PartialHashHits: true,
-		AlignChunkEnds: true},
+		AlignChunkEnds: true, Marconi: MarconiBoundary},
 	V0: {Name: "v0", Reorder: ReorderNone, Mamba: splitOff, GDN: splitOff, KDA: splitOff},
 }
 

@@ -122,6 +122,13 @@ var prs = []pr{
 	{46384, V028, nil, "the hybrid coordinator gives the Mamba group no EAGLE margin (\"No margin for mamba\"), with partial prefix-cache hits for hybrids",
 		status{merged: "2026-07-12", commit: "481e481be", how: "one of v0.25.0..v0.27.0, not established",
 			note: "kv_cache_coordinator.py @ 6adad0876 keeps the rule; vllm-ascend #12038 backported it to its 0.23.0 (2026-07-14); statesim models it from v0.28"}},
+	// Marconi-style admission for hybrids: #37898 merged while v0.22..v0.24
+	// were cut (the v0.22 row takes it, as #44243), #47782 between v0.24
+	// and v0.27 (the v0.28 row, as #46384).
+	{37898, V022, nil, "align mode's split cuts a looked-up request's chunk to a shared prefix the Mamba groups hold no state for, in whole blocks (Marconi-style admission)",
+		status{merged: "2026-06-10", commit: "dc66e01a7", how: "one of v0.22.0..v0.24.0 (v0.24.0 was out by 2026-07-01), not established"}},
+	{47782, V028, []int{37898}, "the shared-prefix junction is stored on the request (shared_prefix_boundary) and stops every chunk that crosses it",
+		status{merged: "2026-07-13", commit: "8ac837527", how: "one of v0.25.0..v0.27.0, not established"}},
 	// Merged 2026-08-06, before v0.27.0 (2026-08-10): as #50344, the
 	// v0.28 row takes it.
 	{51113, V028, nil, "align-mode prefill chunks end on the block grid up to the prefill's last chunk, one started inside a block stops at the next boundary, and a block wider than the prefill budget advances inside it (#50000's clause, the same row)",
@@ -141,7 +148,7 @@ var prs = []pr{
 const (
 	baseBits = 3 // releases V013..V0 fit in 3 bits
 	baseMask = 1<<baseBits - 1
-	numPRs   = 27 // len(prs), checked at init; the set fits Version's bits above baseBits
+	numPRs   = 29 // len(prs), checked at init; the set fits Version's bits above baseBits
 )
 
 func init() {
@@ -195,6 +202,12 @@ func behaviourFrom(has func(num int) bool) Behaviour {
 	b.PadSpecTail = has(45237)
 	b.PartialHashHits = has(46384)
 	b.AlignChunkEnds = has(51113)
+	switch {
+	case has(47782):
+		b.Marconi = MarconiBoundary
+	case has(37898):
+		b.Marconi = MarconiHint
+	}
 	if has(51565) {
 		b.GDN = splitStateless
 	}

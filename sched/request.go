@@ -52,6 +52,11 @@ type Request struct {
 	pendingStep           int64
 	Status                Status
 	NumPreemptions        int
+	// SharedPrefixBoundary is vLLM's request.shared_prefix_boundary
+	// (#47782): from the last prefix lookup, where a shared prefix the
+	// Mamba groups hold no state for ends (0: none); align mode's split
+	// stops each chunk on the last block boundary before it.
+	SharedPrefixBoundary int
 	// prefillChunk is vLLM's is_prefill_chunk: the request's last
 	// scheduled row did not reach its known tokens.
 	prefillChunk bool

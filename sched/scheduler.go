@@ -50,6 +50,9 @@ type Config struct {
 	// align split stops a block before the last boundary, whose
 	// attention block the EAGLE drop gives up.
 	UseEagle bool
+	// Marconi is the align split's stop at an uncached shared prefix
+	// (#37898's hint, #47782's per-request boundary).
+	Marconi Marconi
 	// AlignChunkEnds: the align split keeps every chunk's end on the
 	// block grid up to the prefill's last chunk, and a chunk started
 	// inside a block stops at the next boundary (#51113;
@@ -80,6 +83,13 @@ type Config struct {
 // alignChunk is the align-mode chunk cut for r with numComputed computed
 // tokens (a waiting request's hit included); n unchanged otherwise.
 func (cfg *Config) alignChunk(r *Request, numComputed, n int) int {
+	return cfg.alignChunkHint(r, numComputed, n, 0)
+}
+
+// alignChunkHint is alignChunk for a request that looked its prefix up
+// this step and found uncached shared tokens past its hit (#37898's
+// one-step hint: num_uncached_common_prefix_tokens).
+func (cfg *Config) alignChunkHint(r *Request, numComputed, n, uncached int) int {
 	if cfg.MambaAlignBlockSize <= 0 {
 		return n
 	}
@@ -92,9 +102,11 @@ func (cfg *Config) alignChunk(r *Request, numComputed, n int) int {
 		if t := cfg.LongPrefillTokenThreshold; t > 0 {
 			maxPrefill = min(maxPrefill, t)
 		}
-		return AlignMambaChunkStops(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, hashBlock, maxPrefill, cfg.UseEagle)
+		n = AlignMambaChunkStops(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, hashBlock, maxPrefill, cfg.UseEagle)
+	} else {
+		n = AlignMambaChunkTail(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, hashBlock, cfg.UseEagle)
 	}
-	return AlignMambaChunkTail(numComputed, n, r.NumPromptTokens, r.NumTokens(), cfg.MambaAlignBlockSize, hashBlock, cfg.UseEagle)
+	return MarconiStop(cfg.Marconi, numComputed, n, r.SharedPrefixBoundary, uncached, cfg.MambaAlignBlockSize)
 }
 
 // Row is one request in a step's batch.
@@ -229,15 +241,25 @@ func UniqueBlockHashes(r *Request, blockSize int) {
 // admit looks a waiting request up in the prefix cache (vLLM's
 // get_computed_blocks, called for a request with no computed tokens): the
 // hit in tokens, 0 without prefix caching.
-func (st *State) admit(r *Request) int {
+func (st *State) admit(r *Request) (hit, uncached int) {
 	if !st.KV.PrefixCaching() || r.NumComputedTokens != 0 {
-		return 0
+		return 0, 0
 	}
 	st.hashes(r)
 	if from, ok := st.privateFrom(r); ok {
 		r.Blocks.SetPrivateFrom(from)
 	}
-	return st.KV.GetComputedBlocks(&r.Blocks, r.BlockHashes, r.NumTokens(), r.NumPreemptions > 0)
+	hit = st.KV.GetComputedBlocks(&r.Blocks, r.BlockHashes, r.NumTokens(), r.NumPreemptions > 0)
+	uncached = st.KV.UncachedCommonPrefix()
+	if st.Cfg.Marconi == MarconiBoundary {
+		// get_computed_blocks' shared_prefix_boundary, set on every
+		// lookup (scheduler.py @ 6adad0876).
+		r.SharedPrefixBoundary = 0
+		if uncached > 0 {
+			r.SharedPrefixBoundary = hit + uncached
+		}
+	}
+	return hit, uncached
 }
 
 // privateFrom is the first of r's blocks whose hash no other request can
@@ -451,7 +473,7 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 			break
 		}
 		r := st.Waiting[0]
-		hit := st.admit(r)
+		hit, uncached := st.admit(r)
 		n := r.NumTokens() - r.NumComputedTokens - hit
 		// #45237 (scheduler.py @ 6adad0876, "Pad new decode requests to
 		// uniform spec decoding size"): a one-token tail beside running
@@ -472,7 +494,7 @@ func (V1Policy) Schedule(st *State, out *Output) error {
 		n = min(n, budget)
 		// A waiting request that cannot take a block-aligned chunk stops
 		// the waiting loop (scheduler.py @ 00024d31: break).
-		if n = cfg.alignChunk(r, r.NumComputedTokens+hit, n); n <= 0 {
+		if n = cfg.alignChunkHint(r, r.NumComputedTokens+hit, n, uncached); n <= 0 {
 			break
 		}
 		var ok bool

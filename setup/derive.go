@@ -44,6 +44,7 @@ func (r *resolver) derive() {
 			// 319-326): the align split with fine-grained hits on.
 			MambaPartialCacheHit: alignBlock > 0 && st.FineGrainedHits,
 			AlignChunkEnds:       b.AlignChunkEnds,
+			Marconi:              b.Marconi,
 		},
 		ForcePrefill: e.ForcePrefillPath,
 		GraphMaxBS:   min(e.MaxNumSeqs, 512),

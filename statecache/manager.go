@@ -220,6 +220,8 @@ type KVCacheManager struct {
 	hitHash BlockHash
 	// unpinned: ReleaseBlockCopies' scratch.
 	unpinned []int32
+	// uncached: the last lookup's num_uncached_common_prefix_tokens.
+	uncached int
 }
 
 // SharedRefs is how many table entries name a block another table also
@@ -508,15 +510,27 @@ func (m *KVCacheManager) GetComputedBlocks(t *BlockTable, hashes []BlockHash, nu
 		// miss. On a trace that shares nothing, that is every lookup.
 		m.coord.Miss()
 		m.Pool.RecordQuery(numTokens, 0, preempted)
+		m.uncached = 0
 		return 0
 	}
 	hit := m.coord.FindLongestCacheHit(m.Pool, hashes, numTokens-1)
+	m.uncached = 0
+	if m.mamba != nil {
+		m.uncached = max(m.coord.FirstRuleHit()-hit, 0)
+	}
 	m.Pool.RecordQuery(numTokens, hit, preempted)
 	if m.mamba != nil {
 		m.dropped += int64(max(m.coord.FirstRuleHit()-hit, 0))
 	}
 	return hit
 }
+
+// UncachedCommonPrefix is the last GetComputedBlocks' uncached common
+// prefix on a hybrid: how far the longest single group's hit (full
+// attention's) ran past the hit every group serves, a shared prefix the
+// Mamba groups hold no state for yet (num_uncached_common_prefix_tokens,
+// HybridKVCacheCoordinator.find_longest_cache_hit @ 6adad0876, #37898).
+func (m *KVCacheManager) UncachedCommonPrefix() int { return m.uncached }
 
 // DroppedHitTokens is how many attention hit tokens the lookups so far
 // gave up for want of a Mamba state at their end (0 without Mamba modes).
