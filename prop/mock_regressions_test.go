@@ -118,6 +118,8 @@ var slowOnTheMock = map[string]string{
 	"v2-seed-units-53142-53798":         "the same requests, recomputed where the seed is right: about 40 s",
 	"align-chunk-units":                 "two 8800-token prompts on Qwen3.5-4B's stand-in, in 2048-token chunks",
 	"align-chunk-units-54076":           "the same requests, chunks at the Mamba block",
+	"v2-seed-units-53142-fine":          "two 9300-token prompts on Qwen3-Next's stand-in",
+	"v2-seed-units-53142-fine-53798":    "the same requests, the seed right",
 }
 
 // BenchmarkMockCacheBytes replays bug-b-rollouts-prefix-caching-on on the

@@ -260,6 +260,7 @@ var regressions = []regression{
 	{name: "async-accepted-race", cfg: asyncAcceptedRace, prop: "stale-slot-read", noPre: true, seed: 1, control: with53919,
 		more: []func(*prop.Params) string{hostAhead, onV2}},
 	{name: "v2-seed-units-53142", cfg: v2SeedUnits, prop: "stale-slot-read", seed: 1, control: with53798},
+	{name: "v2-seed-units-53142-fine", cfg: v2SeedUnitsFine, prop: "stale-slot-read", seed: 1, control: with53798},
 	{name: "align-chunk-units", cfg: alignChunkUnits, prop: "stale-slot-read", seed: 1, control: with54076},
 	{name: "spec-padded-tail-55178", cfg: paddedTail, prop: "stale-slot-read", noPre: true, seed: 1, control: with55178},
 	{name: "spec-padded-new-prompt", cfg: func() prop.Config { return paddedNewPrompt("tiny-hybrid-mamba2") }, prop: "stale-slot-read", seed: 1, control: unpadded},
@@ -352,6 +353,18 @@ func v2SeedUnits() prop.Config {
 	c.Draft = scenarios.DraftConfig{NumHiddenLayers: 1, NumKeyValueHeads: 11, HeadDim: 192, SlidingWindow: 2048}
 	c.MinPrompt, c.MaxPrompt = 9300, 10000
 	c.MinBudget, c.MaxBudget, c.MaxSeqs, c.MaxLongPrefill = 8448, 8448, 1, 0
+	c.SpecAlign = true
+	return c
+}
+
+// v2SeedUnitsFine is v2SeedUnits on a layout with fine-grained hits on
+// (#46384): Qwen3-Next with an 8 × 128 drafter, whose group sits at the
+// 272-token hash block beside 544-token Mamba blocks.
+func v2SeedUnitsFine() prop.Config {
+	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "qwen3-next-80b-a3b"), 1, 1, "dflash"), 9248, 1, "align")
+	c.Draft = scenarios.DraftConfig{NumHiddenLayers: 1, NumKeyValueHeads: 8, HeadDim: 128, SlidingWindow: 2048}
+	c.MinPrompt, c.MaxPrompt = 9300, 10000
+	c.MinBudget, c.MaxBudget, c.MaxSeqs, c.MaxLongPrefill = 8704, 8704, 1, 0
 	c.SpecAlign = true
 	return c
 }
