@@ -361,11 +361,10 @@ func v2SeedUnits() prop.Config {
 // (#46384): Qwen3-Next with an 8 × 128 drafter, whose group sits at the
 // 272-token hash block beside 544-token Mamba blocks.
 func v2SeedUnitsFine() prop.Config {
-	c := prop.Prefix(prop.Spec(prop.GDN("v0.31", "qwen3-next-80b-a3b"), 1, 1, "dflash"), 9248, 1, "align")
+	c := v2SeedUnits()
+	c.Presets, c.HashBlock = []string{"qwen3-next-80b-a3b"}, 9248
 	c.Draft = scenarios.DraftConfig{NumHiddenLayers: 1, NumKeyValueHeads: 8, HeadDim: 128, SlidingWindow: 2048}
-	c.MinPrompt, c.MaxPrompt = 9300, 10000
-	c.MinBudget, c.MaxBudget, c.MaxSeqs, c.MaxLongPrefill = 8704, 8704, 1, 0
-	c.SpecAlign = true
+	c.MinBudget, c.MaxBudget = 8704, 8704
 	return c
 }
 
