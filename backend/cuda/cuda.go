@@ -268,38 +268,15 @@ func (b *Backend) Execute(out *sched.Output, now sim.Time) error {
 	return nil
 }
 
-// copyBlocks runs a step's copies-on-write before its forward: each
-// copy's whole page in every cache tensor, every source read before any
-// destination is written (copy_kv_cache_blocks_inplace,
-// vllm/v1/worker/utils.py @ 6adad0876), through a staging buffer.
+// copyBlocks refuses a step's copies-on-write: they come only from
+// fine-grained prefix hits, and setup refuses prefix caching on this
+// backend (it does not model shared blocks), so a copy here is a caller's
+// error, not a step to run.
 func (b *Backend) copyBlocks(copies []statecache.BlockCopy) error {
 	if len(copies) == 0 {
 		return nil
 	}
-	page := 4 * b.geo.PageElems
-	for _, c := range copies {
-		if c.Src < 0 || c.Dst < 0 || int(c.Src) >= b.cfg.NumBlocks || int(c.Dst) >= b.cfg.NumBlocks {
-			return fmt.Errorf("block copy %d -> %d outside the pool of %d blocks", c.Src, c.Dst, b.cfg.NumBlocks)
-		}
-	}
-	stage, err := b.dev.Alloc(int64(len(copies)) * page)
-	if err != nil {
-		return err
-	}
-	defer b.dev.Free(stage)
-	for _, t := range b.tensors {
-		for i, c := range copies {
-			if err := cu.MemcpyDtoD(stage+cu.DevicePtr(int64(i)*page), t+cu.DevicePtr(int64(c.Src)*page), page); err != nil {
-				return fmt.Errorf("block copy %d -> %d: %w", c.Src, c.Dst, err)
-			}
-		}
-		for i, c := range copies {
-			if err := cu.MemcpyDtoD(t+cu.DevicePtr(int64(c.Dst)*page), stage+cu.DevicePtr(int64(i)*page), page); err != nil {
-				return fmt.Errorf("block copy %d -> %d: %w", c.Src, c.Dst, err)
-			}
-		}
-	}
-	return nil
+	return fmt.Errorf("%d copies-on-write: the cuda backend runs no prefix caching", len(copies))
 }
 
 // run is one step on the device, in the model runner's order: pack the
