@@ -77,8 +77,9 @@ func TestMambaAlignUnalignedChunksCaughtOnRestore(t *testing.T) {
 // Model Runner V2 seeds a new or resumed request's running column in
 // units of cache_config.block_size, V1 in the Mamba block's, and copies
 // a hit's state from it (#53142, #55600): with a group on a smaller
-// block the two differ. statesim models no such group (every setup's
-// CacheBlockSize is the Mamba block in align mode), so a 16-token
+// block the two differ. Only a DFlash drafter's groups make one in
+// statesim (TestV2SeedBelowTheMambaBlock), and DFlash is its own
+// speculative method, so for the plain and MTP paths a 16-token
 // cache_config.block_size stands in for one on tiny-hybrid's 32-token
 // block: under V2 the rollouts' restores read past the hit and are
 // caught, with and without MTP (backend/align_spec.go keeps the runner's

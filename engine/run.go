@@ -78,7 +78,8 @@ type Options struct {
 	noChunkAlign bool
 	// cacheBlockSize, when > 0, stands for cache_config.block_size after
 	// start-up in Model Runner V2's seed (tests show a seed in the wrong
-	// units is caught; statesim models no group with a smaller block).
+	// units is caught without a DFlash drafter, the only layout whose
+	// groups lower it).
 	cacheBlockSize int
 }
 
