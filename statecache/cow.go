@@ -58,13 +58,17 @@ type pinnedEnd struct {
 	step int64
 }
 
-// queue adds c and pins both ends: the source keeps the reference a hit
-// or its writer gave it, the destination the extra one (_apply_cow and
-// allocate_new_blocks' "source_block.ref_cnt += 1").
-func (q *cowQueue) queue(p *BlockPool, c BlockCopy) {
+// queue adds c and pins both ends, the source unless srcPinned (an
+// attention hit's tail, pinned as the hit's blocks left the queue): the
+// source keeps the reference a hit or its writer gave it, the
+// destination the extra one (_apply_cow and allocate_new_blocks'
+// "source_block.ref_cnt += 1").
+func (q *cowQueue) queue(p *BlockPool, c BlockCopy, srcPinned bool) {
 	q.copies = append(q.copies, c)
 	q.made[c.Kind]++
-	p.Pin(c.Src)
+	if !srcPinned {
+		p.Pin(c.Src)
+	}
 	p.Pin(c.Dst)
 	q.pinned = append(q.pinned, pinnedEnd{c.Src, -1}, pinnedEnd{c.Dst, -1})
 }

@@ -42,11 +42,10 @@ type MambaTable struct {
 	freedPrivate []int32
 	// partial: a fine-grained partial hit or a published partial tail
 	// at position partial−1 (0: none) in block partialSrc, to be copied
-	// on write at the next allocation (_partial_hit_reqs), its entry's
-	// hash and tokens.
+	// on write at the next allocation (_partial_hit_reqs), carrying
+	// partialTokens tokens' state.
 	partial       int
 	partialSrc    int32
-	partialHash   BlockHash
 	partialTokens int
 }
 
@@ -131,14 +130,7 @@ func (m *MambaManager) SharedRefs() int { return m.sharedRefs }
 // release frees blocks (ordered by eviction priority) for req, keeping
 // the shared-reference count.
 func (m *MambaManager) release(req RequestID, blocks []int32) error {
-	// The free counts the references it drops from blocks still held
-	// (a table's real blocks are distinct, so each is one table entry).
-	shared, err := m.Pool.releaseCounting(req, blocks)
-	if err != nil {
-		return fmt.Errorf("mamba group %d: %w", m.Group, err)
-	}
-	m.sharedRefs -= shared
-	return nil
+	return m.Pool.releaseShared(req, blocks, &m.sharedRefs, "mamba group", m.Group)
 }
 
 // NewMambaManager manages group g under spec over pool; "align" and
@@ -362,7 +354,6 @@ func (m *MambaManager) AddHitBlocks(req RequestID, t *MambaTable, hit []int32, h
 			return fmt.Errorf("mamba group %d: request %d's %d-token partial hit holds no block at position %d", m.Group, req, hitTokens, i)
 		}
 		t.partial, t.partialSrc, t.partialTokens, t.numCached = i+1, t.Blocks[i], hitTokens, i
-		t.partialHash = m.kv.hitHash
 	}
 	return nil
 }

@@ -215,9 +215,6 @@ type KVCacheManager struct {
 	// enable_partial_hash_hits); cow holds their copies-on-write.
 	fine bool
 	cow  cowQueue
-	// hitHash: the hash at the end of the hit AllocateSlots is adding,
-	// for the Mamba groups' copies of a partial hit.
-	hitHash BlockHash
 	// unpinned: ReleaseBlockCopies' scratch.
 	unpinned []int32
 	// uncached: the last lookup's num_uncached_common_prefix_tokens.
@@ -567,9 +564,6 @@ func (m *KVCacheManager) AllocateSlotsLookahead(req RequestID, t *BlockTable, nu
 		return false, fmt.Errorf("prefix caching: request %d given a %d-token hit with %d blocks held", req, hitTokens, len(t.Attn[0]))
 	}
 	computed := numComputed + hitTokens
-	if partial {
-		m.hitHash = hashes[hitTokens/m.hashBlock-1]
-	}
 	if err := m.RemoveSkippedBlocks(req, t, computed); err != nil {
 		return false, err
 	}

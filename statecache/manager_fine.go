@@ -40,9 +40,8 @@ func (m *KVCacheManager) attnCopyOnWrite(req RequestID, t *BlockTable, g, hb, hi
 	// entry cached in this step may hold fewer until the forward.
 	r := &m.Pool.pc.rec[src]
 	m.cow.queue(m.Pool, BlockCopy{Src: src, Dst: dst[0], Group: m.attnGroup[g], Kind: CopyPartialHit, Req: req,
-		Hash: r.Hash, Tokens: int32(hitTokens), Writer: r.Writer})
-	// The pin on src was taken when the hit's blocks left the queue.
-	return m.Pool.Unpin(src)
+		Hash: r.Hash, Tokens: int32(hitTokens), Writer: r.Writer}, true)
+	return nil
 }
 
 // attnCachePartialTail caches attention group g's block holding the
@@ -84,18 +83,19 @@ func (m *MambaManager) copyOnWrite(req RequestID, t *MambaTable) error {
 	if err := m.Pool.GetNewBlocks(req, m.Group, dst[:]); err != nil {
 		return fmt.Errorf("mamba group %d: %w", m.Group, err)
 	}
+	r := &m.Pool.pc.rec[src] // the entry, read before a move takes it
 	c := BlockCopy{Src: src, Dst: dst[0], Group: m.Group, Kind: CopyPartialHit, Req: req,
-		Hash: t.partialHash, Tokens: int32(t.partialTokens), Writer: m.Pool.pc.rec[src].Writer}
+		Hash: r.Hash, Tokens: int32(t.partialTokens), Writer: r.Writer}
 	st := m.Pool.pc.st
 	if t.allocated {
 		c.Kind = CopyProducer
 		if err := m.Pool.MoveBlockHashes(src, dst[0]); err != nil {
 			return err
 		}
-		m.kv.cow.queue(m.Pool, c)
+		m.kv.cow.queue(m.Pool, c, false)
 		st[dst[0]].ref-- // the pin alone holds it: the cache's, no table's
 	} else {
-		m.kv.cow.queue(m.Pool, c)
+		m.kv.cow.queue(m.Pool, c, false)
 		t.Blocks[i] = dst[0]
 		if st[src].ref > 1 {
 			m.sharedRefs-- // src leaves the table; the pin keeps it held
@@ -125,7 +125,7 @@ func (m *MambaManager) cachePartialTail(req RequestID, t *MambaTable, numTokens,
 		return err
 	}
 	t.partial, t.partialSrc, t.numCached = i+1, t.Blocks[i], i
-	t.partialHash, t.partialTokens = fine[numTokens/h-1], numTokens
+	t.partialTokens = numTokens
 	return nil
 }
 

@@ -447,6 +447,19 @@ func (p *BlockPool) releaseCounting(req RequestID, blocks []int32) (shared int, 
 	return p.pc.freeBlocks(&p.q, p.order, req, blocks, false)
 }
 
+// releaseShared frees blocks for req and takes the references it drops
+// from blocks still held off *sharedRefs, a group manager's count of
+// table entries past each block's first (a table's real blocks are
+// distinct, so each is one table entry); errors name the group.
+func (p *BlockPool) releaseShared(req RequestID, blocks []int32, sharedRefs *int, kind string, g int32) error {
+	shared, err := p.releaseCounting(req, blocks)
+	if err != nil {
+		return fmt.Errorf("%s %d: %w", kind, g, err)
+	}
+	*sharedRefs -= shared
+	return nil
+}
+
 // appendHeldTailFirst appends the real (non-null) blocks of a table to
 // dst, last first, stopping once held of them are gathered: a finishing
 // request's free, tail first, of a table that is nulls but for its last

@@ -257,3 +257,52 @@ func TestLookaheadSlotsAreNotCached(t *testing.T) {
 		t.Error("the step reaching 68 did not cache the partial tail")
 	}
 }
+
+// TestPartialEntriesInThePool: a partial entry is a block's primary key
+// until the block is cached full (cache_full_blocks promotes it); then,
+// renewed, it is the block's extra key beside the full one. Both go with
+// the block on eviction, and a move takes both to the copy.
+func TestPartialEntriesInThePool(t *testing.T) {
+	p := cachingPool(8, FreshToHead)
+	p.EnablePartialEntries()
+	hs := AppendBlockHashes(nil, tokensOf(32, 9), 4) // blocks of 16: hashes at 4
+	full := BlockHashesAt(nil, hs, 4, 16)
+	var b [1]int32
+	if err := p.GetNewBlocks(1, 0, b[:]); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.CachePartialBlock(1, 0, b[0], hs[2], 12); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	eq(t, "partial entry", p.CachedUnder(hs[2], 0), b[0])
+	if err := p.CacheFullBlocks(1, 0, b[:], full, 0, 1, 16); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "promoted: the full key", p.CachedUnder(full[0], 0), b[0])
+	eq(t, "promoted: the partial key dropped", p.CachedUnder(hs[2], 0), int32(NullBlock))
+	if _, err := p.CachePartialBlock(1, 0, b[0], hs[2], 12); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "renewed as the extra key", p.CachedUnder(hs[2], 0), b[0])
+	eq(t, "the primary key stays", p.Record(b[0]).Tokens, int32(16))
+	var d [1]int32
+	if err := p.GetNewBlocks(1, 0, d[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.MoveBlockHashes(b[0], d[0]); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "moved: full key", p.CachedUnder(full[0], 0), d[0])
+	eq(t, "moved: extra key", p.CachedUnder(hs[2], 0), d[0])
+	eq(t, "moved: the source uncached", p.Record(b[0]).Cached, false)
+	// Freed and popped again, the copy is evicted with both keys.
+	if err := p.FreeBlocks(1, d[:]); err != nil {
+		t.Fatal(err)
+	}
+	var all [7]int32
+	if err := p.GetNewBlocks(2, 0, all[:6]); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "evicted: full key", p.CachedUnder(full[0], 0), int32(NullBlock))
+	eq(t, "evicted: extra key", p.CachedUnder(hs[2], 0), int32(NullBlock))
+}

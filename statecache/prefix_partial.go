@@ -66,9 +66,13 @@ func (c *prefixCache) dropExtra(b int32) (BlockKey, bool) {
 // is h (cache_partial_block): tokens must not be a multiple of the
 // block. A block cached under a shorter prefix gives that entry up; a
 // block cached under a longer one (a full block that grew past the
-// boundary) keeps it and takes h as its extra key. The entry made or
-// renewed is stamped with this step, the same-step rule's mark
-// (cached_blocks_this_step). It reports whether b is now findable by h.
+// boundary) keeps it and takes h as its one extra key, in place of an
+// older extra (vLLM keeps a set; statesim's blocks hold one, which only
+// a block given two partial boundaries would tell apart). A new entry
+// is stamped with this step, the same-step rule's mark
+// (cached_blocks_this_step). It reports false for the null block only,
+// where cache_partial_block returns no hash: a key another block already
+// holds is still an entry a lookup finds.
 func (p *BlockPool) CachePartialBlock(req RequestID, g, b int32, h BlockHash, tokens int) (bool, error) {
 	p.mustCache("cache_partial_block")
 	c := p.pc
@@ -99,9 +103,7 @@ func (p *BlockPool) CachePartialBlock(req RequestID, g, b int32, h BlockHash, to
 		// under it, and a lookup finds the first; keep that one.
 		return true, nil
 	}
-	if old, ok := c.dropExtra(b); ok && old == k {
-		return true, nil
-	}
+	c.dropExtra(b)
 	c.extra.byKey[k] = b
 	c.extra.byBlock[b] = k
 	return true, nil
@@ -110,8 +112,9 @@ func (p *BlockPool) CachePartialBlock(req RequestID, g, b int32, h BlockHash, to
 // MoveBlockHashes re-points every key of src to dst, which holds none
 // (move_block_hashes): a running request keeps writing src, and the
 // cache keeps a copy in dst. dst's record then says what src's said,
-// its writer's included, stamped with this step: the copy fills dst only as the step runs, so
-// a same-step hit on it waits (cached_blocks_this_step).
+// its writer's included, stamped with this step: the copy fills dst
+// only as the step runs, so a same-step hit on it waits
+// (cached_blocks_this_step).
 func (p *BlockPool) MoveBlockHashes(src, dst int32) error {
 	p.mustCache("move_block_hashes")
 	c := p.pc

@@ -266,12 +266,7 @@ func (m *SlidingWindowManager) RemoveSkippedBlocks(req RequestID, t *SlidingWind
 // release frees blocks (ordered by eviction priority) for req, keeping
 // the shared-reference count.
 func (m *SlidingWindowManager) release(req RequestID, blocks []int32) error {
-	shared, err := m.Pool.releaseCounting(req, blocks)
-	if err != nil {
-		return fmt.Errorf("sliding-window group %d: %w", m.Group, err)
-	}
-	m.sharedRefs -= shared
-	return nil
+	return m.Pool.releaseShared(req, blocks, &m.sharedRefs, "sliding-window group", m.Group)
 }
 
 // BlocksToAllocate is get_num_blocks_to_allocate (stkcm.py) for a request
